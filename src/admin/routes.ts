@@ -1,0 +1,32 @@
+/**
+ * `POST /admin/v1/ops/:op` — the running server's door for the `svc` CLI in embedded mode,
+ * where the PGlite folder can be open in one process only. Authorized by the service-role key
+ * (`Authorization: Bearer …`, compared in constant time). Body: the op's arguments as JSON.
+ * Answers 200 `{data}` or `{error: {code, message}}` with 400/401/404/409.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { safeEqual } from '../identity/routes.ts';
+import { AdminError, isOpName, runOp } from './ops.ts';
+
+const STATUS = { invalid: 400, not_found: 404, conflict: 409 } as const;
+
+export default async function adminRoutes(app: FastifyInstance, deps: Deps) {
+  app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+    if (err instanceof AdminError) return reply.code(STATUS[err.code]).send({ error: { code: err.code, message: err.message } });
+    if (err.statusCode && err.statusCode < 500) {
+      return reply.code(err.statusCode).send({ error: { code: 'invalid', message: err.message } });
+    }
+    req.log.error({ err }, 'admin: unexpected error');
+    return reply.code(500).send({ error: { code: 'internal_error', message: 'internal error' } });
+  });
+
+  app.post<{ Params: { op: string } }>('/ops/:op', async (req, reply) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+    if (!m || !safeEqual(m[1]!, deps.config.serviceRoleKey)) {
+      return reply.code(401).send({ error: { code: 'unauthorized', message: 'the service-role key is required' } });
+    }
+    if (!isOpName(req.params.op)) throw new AdminError('not_found', `unknown operation "${req.params.op}"`);
+    return { data: await runOp(deps.db, req.params.op, req.body) };
+  });
+}

@@ -1,0 +1,39 @@
+/**
+ * Build the Fastify app: one plugin per surface, each with its own error body (DESIGN §1, §3).
+ *
+ *   /auth/v1   identity platform      /mcp       authoring (MCP)
+ *   /v1        results API + embed    /admin/v1  the CLI's door into a running server
+ *
+ * Request ids: an incoming `X-Request-Id` is kept, otherwise a uuid is made; it is logged and
+ * sent back on every response.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { Deps } from './deps.ts';
+import identityRoutes from './identity/routes.ts';
+import adminRoutes from './admin/routes.ts';
+import resultsRoutes from './results/routes.ts';
+import embedRoutes from './embed/routes.ts';
+import authoringRoutes from './authoring/routes.ts';
+
+export const SERVICE_NAME = 'learning-content-service';
+export const VERSION = '0.1.0';
+
+export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: deps.config.logLevel },
+    bodyLimit: deps.config.bodyLimit,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    disableRequestLogging: deps.config.logLevel !== 'debug' && deps.config.logLevel !== 'trace',
+  });
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  await app.register(identityRoutes, { prefix: '/auth/v1', ...deps });
+  await app.register(adminRoutes, { prefix: '/admin/v1', ...deps });
+  await app.register(resultsRoutes, { prefix: '/v1', ...deps });
+  await app.register(embedRoutes, { prefix: '/v1/embed', ...deps });
+  await app.register(authoringRoutes, { prefix: '/mcp', ...deps });
+  return app;
+}

@@ -1,0 +1,159 @@
+/**
+ * Configuration: environment → typed, validated config, in one place (DESIGN §6).
+ *
+ * Embedded mode (no DATABASE_URL): data lives in `SVC_DATA_DIR` (default `./.svc-data`); on
+ * first start a random JWT secret and anon / service-role keys are generated and kept in
+ * `<data dir>/secrets.json` (mode 0600). Server mode (DATABASE_URL set) requires the three
+ * secrets in the environment and refuses empty, short or well-known values.
+ *
+ * Throws `ConfigError` with a message naming the variable when a value is invalid.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+
+export class ConfigError extends Error {}
+
+export interface Secrets {
+  jwtSecret: string;
+  anonKey: string;
+  serviceRoleKey: string;
+}
+
+export interface JudgeConfig {
+  baseUrl: string;
+  apiKey: string;
+  model: string;
+  /** Per-call timeout of the model in milliseconds. */
+  timeoutMs: number;
+}
+
+export interface Config extends Secrets {
+  port: number;
+  host: string;
+  baseUrl: string;
+  /** PostgreSQL server URL; undefined → embedded PGlite in `dataDir`. */
+  databaseUrl?: string;
+  /** PGlite data folder; undefined with no databaseUrl → in memory (tests only). */
+  dataDir?: string;
+  /** Access-token lifetime in seconds. */
+  accessTokenTtl: number;
+  /** Seconds a spent refresh token may be replayed (concurrent tabs) before it revokes the session. */
+  refreshReuseInterval: number;
+  /** Language model for /v1/embed/judge; null → submissions stay `pending`. */
+  judge: JudgeConfig | null;
+  /** Allow outbound fetches to private / loopback addresses (tests only). */
+  fetchAllowPrivate: boolean;
+  redisUrl?: string;
+  logLevel: string;
+  /** Largest accepted request body in bytes. */
+  bodyLimit: number;
+}
+
+/** Known or placeholder secrets that must never run a production service. */
+const KNOWN_SECRETS = new Set([
+  'super-secret-jwt-token-with-at-least-32-characters-long',
+  'your-super-secret-jwt-token-with-at-least-32-characters-long',
+  'changeme',
+  'secret',
+]);
+
+const env = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  BASE_URL: z.url().optional(),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  SVC_DATA_DIR: z.string().min(1).default('.svc-data'),
+  SVC_JWT_SECRET: z.string().optional(),
+  SVC_ANON_KEY: z.string().optional(),
+  SVC_SERVICE_ROLE_KEY: z.string().optional(),
+  SVC_ACCESS_TOKEN_TTL: z.coerce.number().int().min(30).max(86_400 * 7).default(3600),
+  SVC_REFRESH_REUSE_INTERVAL: z.coerce.number().int().min(0).max(3600).default(10),
+  SVC_JUDGE_BASE_URL: z.url().optional(),
+  SVC_JUDGE_API_KEY: z.string().optional(),
+  SVC_JUDGE_MODEL: z.string().min(1).optional(),
+  SVC_JUDGE_TIMEOUT: z.coerce.number().int().min(1).max(600).default(60),
+  SVC_FETCH_ALLOW_PRIVATE: z.enum(['0', '1', 'true', 'false']).optional(),
+  REDIS_URL: z.string().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+/** Random secret: `bytes` of CSPRNG output as base64url. */
+export function randomSecret(bytes = 32): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+function generateSecrets(): Secrets {
+  return {
+    jwtSecret: randomSecret(48),
+    anonKey: `sb_publishable_${randomSecret(24)}`,
+    serviceRoleKey: `sb_secret_${randomSecret(32)}`,
+  };
+}
+
+/** Read `<dataDir>/secrets.json`, creating it (0600) with fresh secrets on first use. */
+export function loadOrCreateEmbeddedSecrets(dataDir: string): Secrets {
+  const file = join(dataDir, 'secrets.json');
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Secrets;
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const secrets = generateSecrets();
+  writeFileSync(file, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return secrets;
+}
+
+function checkSecret(name: string, value: string | undefined, minLength: number): string {
+  if (!value) throw new ConfigError(`${name} is required when DATABASE_URL is set`);
+  if (value.length < minLength) throw new ConfigError(`${name} must be at least ${minLength} characters`);
+  if (KNOWN_SECRETS.has(value)) throw new ConfigError(`${name} is a well-known example value; generate your own`);
+  return value;
+}
+
+/**
+ * Build the config from an environment (default `process.env`).
+ * Embedded secrets are read from / written to the data folder.
+ */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = env.safeParse(source);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`${issue.path.join('.')}: ${issue.message}`);
+  }
+  const e = parsed.data;
+  const dataDir = e.DATABASE_URL ? undefined : resolve(e.SVC_DATA_DIR);
+  const secrets: Secrets = e.DATABASE_URL
+    ? {
+        jwtSecret: checkSecret('SVC_JWT_SECRET', e.SVC_JWT_SECRET, 32),
+        anonKey: checkSecret('SVC_ANON_KEY', e.SVC_ANON_KEY, 20),
+        serviceRoleKey: checkSecret('SVC_SERVICE_ROLE_KEY', e.SVC_SERVICE_ROLE_KEY, 20),
+      }
+    : loadOrCreateEmbeddedSecrets(dataDir!);
+  const judgeParts = [e.SVC_JUDGE_BASE_URL, e.SVC_JUDGE_MODEL];
+  if (judgeParts.some(Boolean) && !judgeParts.every(Boolean)) {
+    throw new ConfigError('SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL must be set together');
+  }
+  return {
+    ...secrets,
+    port: e.PORT,
+    host: e.HOST,
+    baseUrl: (e.BASE_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`).replace(/\/$/, ''),
+    databaseUrl: e.DATABASE_URL,
+    dataDir,
+    accessTokenTtl: e.SVC_ACCESS_TOKEN_TTL,
+    refreshReuseInterval: e.SVC_REFRESH_REUSE_INTERVAL,
+    judge:
+      e.SVC_JUDGE_BASE_URL && e.SVC_JUDGE_MODEL
+        ? {
+            baseUrl: e.SVC_JUDGE_BASE_URL,
+            apiKey: e.SVC_JUDGE_API_KEY ?? 'none',
+            model: e.SVC_JUDGE_MODEL,
+            timeoutMs: e.SVC_JUDGE_TIMEOUT * 1000,
+          }
+        : null,
+    fetchAllowPrivate: e.SVC_FETCH_ALLOW_PRIVATE === '1' || e.SVC_FETCH_ALLOW_PRIVATE === 'true',
+    redisUrl: e.REDIS_URL,
+    logLevel: e.LOG_LEVEL,
+    bodyLimit: 1024 * 1024,
+  };
+}

@@ -1,0 +1,15 @@
+/**
+ * Opening the database: PostgreSQL when a URL is given, otherwise embedded PGlite in a folder
+ * (or in memory when the folder is undefined). Callers get the same `Db` interface either way.
+ */
+import { openPglite } from './pglite.ts';
+import { openPostgres } from './postgres.ts';
+import type { Db } from './types.ts';
+
+export type { Db, Queryable, Row } from './types.ts';
+export { migrate } from './migrate.ts';
+export { asUser, asResultsTenant } from './roles.ts';
+
+export async function openDb(target: { databaseUrl?: string; dataDir?: string }): Promise<Db> {
+  return target.databaseUrl ? openPostgres(target.databaseUrl) : openPglite(target.dataDir);
+}

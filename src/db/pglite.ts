@@ -1,0 +1,28 @@
+/**
+ * Embedded backend: PGlite (PostgreSQL compiled to WASM) in a data folder, or in memory
+ * when `dataDir` is undefined (tests). PGlite is one connection: its own mutex serialises
+ * transactions, so `transaction()` is safe under concurrent requests.
+ */
+import { PGlite, types } from '@electric-sql/pglite';
+import type { Db, Queryable } from './types.ts';
+
+const rawText = (value: string) => value;
+const parsers = { [types.TIMESTAMPTZ]: rawText, [types.TIMESTAMP]: rawText, [types.NUMERIC]: Number };
+
+export async function openPglite(dataDir?: string): Promise<Db> {
+  const pg = await PGlite.create(dataDir ? { dataDir, parsers } : { parsers });
+  const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
+    async query<T>(text: string, params: unknown[] = []) {
+      return (await q.query<T>(text, params)).rows;
+    },
+    async exec(script: string) {
+      await q.exec(script);
+    },
+  });
+  return {
+    kind: 'pglite',
+    ...wrap(pg),
+    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    close: () => pg.close(),
+  };
+}

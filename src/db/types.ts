@@ -1,0 +1,25 @@
+/**
+ * The small database interface both backends implement (DESIGN §2).
+ *
+ * - `query(text, params)` runs one statement with `$1…$n` parameters and returns its rows.
+ * - `transaction(fn)` runs `fn` inside BEGIN … COMMIT on one connection; a throw rolls back.
+ * - `exec(script)` runs a multi-statement script without parameters (migrations).
+ *
+ * Both backends return `timestamptz` columns as PostgreSQL's text (microseconds kept):
+ * a JS `Date` rounds to milliseconds and would break keyset cursors. Surfaces that answer
+ * clients build their JSON in SQL (`json_build_object`), which formats timestamps as RFC 3339.
+ */
+export type Row = Record<string, unknown>;
+
+export interface Queryable {
+  query<T = Row>(text: string, params?: unknown[]): Promise<T[]>;
+  /** Run a multi-statement script without parameters (migrations, fixtures). */
+  exec(script: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  /** `pglite` (embedded, one connection) or `postgres` (a server, a pool). */
+  readonly kind: 'pglite' | 'postgres';
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}

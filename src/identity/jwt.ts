@@ -1,0 +1,80 @@
+/**
+ * Session JWTs (DESIGN §5, §6): HS256 with the project's JWT secret, `aud` "authenticated".
+ *
+ * `verifyAccessToken` accepts only HS256 (any other `alg`, including `none` and RS256 with the
+ * secret as a key, is refused by jose's algorithm allow-list), checks the signature, `exp`
+ * (required), `aud`, and requires `sub` and `session_id`. It does not check that the session
+ * still exists: see `sessions.ts#verifySession`, which every surface uses.
+ */
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import type { Deps } from '../deps.ts';
+import { epochSeconds } from '../deps.ts';
+
+export const AUDIENCE = 'authenticated';
+
+/** The access-token claims of DESIGN §6 (GoTrue's AccessTokenClaims). */
+export interface AccessTokenClaims {
+  sub: string;
+  aud: string;
+  role: string;
+  exp: number;
+  iat: number;
+  iss: string;
+  email: string;
+  phone: string;
+  app_metadata: Record<string, unknown>;
+  user_metadata: Record<string, unknown>;
+  session_id: string;
+  aal: string;
+  amr: { method: string; timestamp: number }[];
+  is_anonymous: boolean;
+}
+
+export class TokenError extends Error {
+  constructor(
+    message: string,
+    readonly reason: 'expired' | 'invalid',
+  ) {
+    super(message);
+  }
+}
+
+const key = (secret: string) => new TextEncoder().encode(secret);
+
+export function issuer(deps: Pick<Deps, 'config'>): string {
+  return `${deps.config.baseUrl}/auth/v1`;
+}
+
+/** Sign claims (minus iat/exp/iss/aud, which are set here) into an HS256 access token. */
+export async function signAccessToken(
+  deps: Pick<Deps, 'config' | 'now'>,
+  claims: Omit<AccessTokenClaims, 'iat' | 'exp' | 'iss' | 'aud'>,
+): Promise<{ token: string; expiresAt: number }> {
+  const iat = epochSeconds(deps.now());
+  const expiresAt = iat + deps.config.accessTokenTtl;
+  const token = await new SignJWT({ ...claims, aud: AUDIENCE, iss: issuer(deps) })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuedAt(iat)
+    .setExpirationTime(expiresAt)
+    .sign(key(deps.config.jwtSecret));
+  return { token, expiresAt };
+}
+
+/** Verify an access token; throws `TokenError` (reason `expired` or `invalid`). */
+export async function verifyAccessToken(
+  deps: Pick<Deps, 'config' | 'now'>,
+  token: string,
+): Promise<AccessTokenClaims> {
+  try {
+    const { payload } = await jwtVerify(token, key(deps.config.jwtSecret), {
+      algorithms: ['HS256'],
+      audience: AUDIENCE,
+      requiredClaims: ['exp', 'sub', 'session_id'],
+      currentDate: deps.now(),
+    });
+    return payload as unknown as AccessTokenClaims;
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw new TokenError('token has expired', 'expired');
+    throw new TokenError('invalid JWT: unable to verify the token', 'invalid');
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * Start the service: load config, open the database (embedded PGlite folder unless
+ * DATABASE_URL is set), apply migrations, listen. In embedded mode the data folder is locked
+ * for the life of the process and its address is published for the `svc` CLI.
+ */
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { DataDirBusyError, lockDataDir, writeServerInfo } from './db/data-dir-lock.ts';
+import { migrate, openDb } from './db/index.ts';
+
+async function main() {
+  const config = loadConfig();
+  const unlock = config.dataDir ? await lockDataDir(config.dataDir) : async () => {};
+  const db = await openDb(config);
+  await migrate(db);
+  const app = await buildApp({ config, db, now: () => new Date() });
+  const address = await app.listen({ port: config.port, host: config.host });
+  if (config.dataDir) writeServerInfo(config.dataDir, { url: address, pid: process.pid });
+  app.log.info(
+    { backend: db.kind, dataDir: config.dataDir, judge: config.judge ? config.judge.model : 'off' },
+    `service listening on ${address}`,
+  );
+  let closing = false;
+  const shutdown = async () => {
+    if (closing) return;
+    closing = true;
+    await app.close();
+    await db.close();
+    await unlock();
+    process.exit(0);
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError || err instanceof DataDirBusyError) {
+    console.error(`svc: ${err.message}`);
+    process.exit(2);
+  }
+  console.error(err);
+  process.exit(1);
+});
