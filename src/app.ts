@@ -16,9 +16,6 @@ import resultsRoutes from './results/routes.ts';
 import embedRoutes from './embed/routes.ts';
 import authoringRoutes from './authoring/routes.ts';
 
-export const SERVICE_NAME = 'learning-content-service';
-export const VERSION = '0.1.0';
-
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: deps.config.logLevel },
