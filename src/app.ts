@@ -7,7 +7,7 @@
  * Request ids: an incoming `X-Request-Id` is kept, otherwise a uuid is made; it is logged and
  * sent back on every response.
  */
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from './deps.ts';
 import identityRoutes from './identity/routes.ts';
@@ -22,7 +22,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     bodyLimit: deps.config.bodyLimit,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    disableRequestLogging: deps.config.logLevel !== 'debug' && deps.config.logLevel !== 'trace',
+    // Per-request "incoming/completed" lines only at debug level: errors are logged by each surface.
+    logController: new LogController({
+      disableRequestLogging: deps.config.logLevel !== 'debug' && deps.config.logLevel !== 'trace',
+    }),
   });
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);

@@ -112,9 +112,12 @@ function checkSecret(name: string, value: string | undefined, minLength: number)
 
 /**
  * Build the config from an environment (default `process.env`).
- * Embedded secrets are read from / written to the data folder.
+ * Embedded secrets are read from / written to the data folder. With `requireSecrets: false`
+ * (the CLI talking to PostgreSQL directly, which mints no tokens) missing server-mode secrets
+ * are left empty instead of refused.
  */
-export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { requireSecrets?: boolean } = {}): Config {
+  const requireSecrets = options.requireSecrets ?? true;
   const parsed = env.safeParse(source);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -123,7 +126,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   const dataDir = e.DATABASE_URL ? undefined : resolve(e.SVC_DATA_DIR);
   const secrets: Secrets = e.DATABASE_URL
-    ? {
+    ? !requireSecrets
+      ? { jwtSecret: e.SVC_JWT_SECRET ?? '', anonKey: e.SVC_ANON_KEY ?? '', serviceRoleKey: e.SVC_SERVICE_ROLE_KEY ?? '' }
+      : {
         jwtSecret: checkSecret('SVC_JWT_SECRET', e.SVC_JWT_SECRET, 32),
         anonKey: checkSecret('SVC_ANON_KEY', e.SVC_ANON_KEY, 20),
         serviceRoleKey: checkSecret('SVC_SERVICE_ROLE_KEY', e.SVC_SERVICE_ROLE_KEY, 20),

@@ -2,6 +2,7 @@
  * Opening the database: PostgreSQL when a URL is given, otherwise embedded PGlite in a folder
  * (or in memory when the folder is undefined). Callers get the same `Db` interface either way.
  */
+import { join } from 'node:path';
 import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
 import type { Db } from './types.ts';
@@ -10,6 +11,8 @@ export type { Db, Queryable, Row } from './types.ts';
 export { migrate } from './migrate.ts';
 export { asUser, asResultsTenant } from './roles.ts';
 
+/** The embedded database lives in `<dataDir>/pgdata`, beside secrets.json and the lock. */
 export async function openDb(target: { databaseUrl?: string; dataDir?: string }): Promise<Db> {
-  return target.databaseUrl ? openPostgres(target.databaseUrl) : openPglite(target.dataDir);
+  if (target.databaseUrl) return openPostgres(target.databaseUrl);
+  return openPglite(target.dataDir === undefined ? undefined : join(target.dataDir, 'pgdata'));
 }

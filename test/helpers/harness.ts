@@ -35,7 +35,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
 }
 
 /** A fresh, migrated database on the suite's backend; `drop()` removes it. */
-export async function freshDb(): Promise<{ db: Db; drop: () => Promise<void> }> {
+export async function freshDb(): Promise<{ db: Db; url?: string; drop: () => Promise<void> }> {
   const server = process.env.TEST_DATABASE_URL;
   if (!server) {
     const db = await openDb({});
@@ -51,6 +51,7 @@ export async function freshDb(): Promise<{ db: Db; drop: () => Promise<void> }> 
   await migrate(db);
   return {
     db,
+    url: url.toString(),
     drop: async () => {
       await db.close();
       await admin.unsafe(`drop database if exists ${name} with (force)`);

@@ -1,0 +1,53 @@
+/**
+ * The update_X and delete_X tools, built the same way for the four record types.
+ *
+ * `update_X {id, …fields}` changes only the fields given (null clears a nullable text field);
+ * `delete_X {id}` deletes the record and everything under it. Both answer with the record
+ * (after the update / as it was before the delete) as `structuredContent`.
+ */
+import { z } from 'zod';
+import { deleteRecord, updateRecord, uuid, type RecordName } from './records.ts';
+import { defineTool, DELETE, UPDATE, type Tool } from './tool.ts';
+
+const CHILDREN: Record<RecordName, string> = {
+  program: 'its units, lessons and activities',
+  unit: 'its lessons and activities',
+  lesson: 'its activities',
+  activity: 'nothing else',
+};
+
+/** `update_<name>`: `fields` are the optional fields a caller may change. */
+export function updateTool(name: RecordName, output: z.ZodObject, fields: z.ZodRawShape): Tool {
+  return defineTool({
+    name: `update_${name}`,
+    title: `Update a ${name}`,
+    description:
+      `Change fields of one ${name}; only the fields you give are changed (at least one). ` +
+      `Needs the author role in the ${name}'s tenant. Returns the updated ${name}.`,
+    input: z.strictObject({ id: uuid(`Id of the ${name} to change`), ...fields }),
+    output,
+    annotations: UPDATE,
+    run: async ({ id, ...changes }, tx) => {
+      const record = await updateRecord(tx, name, id as string, changes);
+      return { structured: record, summary: `updated ${name} ${record.id}` };
+    },
+  }) as unknown as Tool;
+}
+
+/** `delete_<name>`. */
+export function deleteTool(name: RecordName, output: z.ZodObject): Tool {
+  return defineTool({
+    name: `delete_${name}`,
+    title: `Delete a ${name}`,
+    description:
+      `Delete one ${name} and ${CHILDREN[name]}. Refused when learners have results on an activity that would go. ` +
+      `Needs the author role in the ${name}'s tenant. Returns the deleted ${name}.`,
+    input: z.strictObject({ id: uuid(`Id of the ${name} to delete`) }),
+    output,
+    annotations: DELETE,
+    run: async ({ id }, tx) => {
+      const record = await deleteRecord(tx, name, id);
+      return { structured: record, summary: `deleted ${name} ${record.id}` };
+    },
+  }) as unknown as Tool;
+}

@@ -1,0 +1,75 @@
+/**
+ * Failures of the authoring domain, and how a failed tool call is told to the client.
+ *
+ * A domain failure (not allowed, not found, has learner results) is a tool result with
+ * `isError: true` and a short text; the transaction of the call has rolled back. Protocol
+ * errors (`McpError`: unknown tool, invalid arguments, bad cursor) pass through untouched and
+ * reach the client as JSON-RPC errors. Anything else is logged and answered "internal error":
+ * SQL text and stack traces never leave the server.
+ *
+ * SQLSTATEs mapped here: 42501 (RLS `with check` / missing privilege) → not allowed;
+ * P0002 (the parent-not-found trigger) → "<record> <id> not found"; 23503 (a learner's
+ * activity_results row restricts the delete) → "has learner results"; 23514/23502/22001/22P02
+ * (a value breaks a column rule the input schema did not catch) → invalid value.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+export const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
+
+/** A failure of the domain, reported to the caller as an `isError` result with this message. */
+export class ToolFailure extends Error {}
+
+export const notFound = (record: string, id: string) => new ToolFailure(`${record} ${id} not found`);
+export const tenantNotFound = (slug: string) => new ToolFailure(`tenant not found: ${slug}`);
+
+/** What the subject of a statement was, so a database error can name it. */
+export interface Subject {
+  record: string;
+  id: string;
+}
+
+/** The SQLSTATE of a PGlite or postgres.js error, if it is one. */
+export function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * Turn a database error into a `ToolFailure` naming `subject` (the parent for inserts, the
+ * record itself for deletes); returns the error unchanged when it is not one we explain.
+ */
+export function explainDbError(err: unknown, subject?: Subject): unknown {
+  switch (sqlState(err)) {
+    case '42501':
+      return new ToolFailure(NOT_ALLOWED);
+    case 'P0002':
+      return subject ? notFound(subject.record, subject.id) : new ToolFailure('not found');
+    case '23503':
+      return new ToolFailure(
+        subject
+          ? `${subject.record} ${subject.id} cannot be deleted: it (or an activity in it) has learner results`
+          : 'cannot be deleted: learner results refer to it',
+      );
+    case '23514':
+    case '23502':
+    case '22001':
+    case '22P02':
+    case '22003':
+      return new ToolFailure('invalid value: an argument breaks a rule of the record (length, range or kind)');
+    default:
+      return err;
+  }
+}
+
+/** The tool result of a failed call; rethrows protocol errors. */
+export function failureResult(err: unknown, log: FastifyBaseLogger, tool: string): CallToolResult {
+  if (err instanceof McpError) throw err;
+  const failure = explainDbError(err);
+  if (failure instanceof ToolFailure) {
+    return { isError: true, content: [{ type: 'text', text: failure.message }] };
+  }
+  log.error({ err, tool }, 'authoring tool failed');
+  return { isError: true, content: [{ type: 'text', text: 'internal error: nothing was changed' }] };
+}

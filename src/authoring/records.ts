@@ -1,0 +1,213 @@
+/**
+ * The four content records (program → unit → lesson → activity): their field schemas, their
+ * JSON shapes, and the insert / update / delete helpers every record type's tools share.
+ *
+ * All SQL here runs inside the caller's `asUser` transaction, so RLS decides what is visible
+ * and writable. Records are returned as PostgreSQL builds them (`to_jsonb(row)`: timestamps as
+ * RFC 3339 text with microseconds). A zero-row update or delete is explained by looking the
+ * id up once more under the same RLS: visible → "not allowed", invisible → "not found" (so
+ * another tenant's id reads exactly like an id that does not exist).
+ */
+import { z } from 'zod';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Queryable } from '../db/index.ts';
+import { explainDbError, NOT_ALLOWED, notFound, tenantNotFound, ToolFailure, type Subject } from './errors.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Input field schemas (each tool adds its own `.describe()` where the meaning differs)
+// ---------------------------------------------------------------------------------------------
+export const uuid = (what: string) => z.uuid().describe(what);
+export const tenantSlug = (what: string) =>
+  z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a tenant slug is 1–63 lower-case letters, digits and dashes')
+    .describe(what);
+export const title = (what: string) => z.string().min(1).max(500).describe(`${what} (1–500 characters)`);
+export const longText = (what: string) => z.string().max(200_000).describe(what);
+export const position = (what: string) =>
+  z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .describe(`${what} (1-based; omit to append at the end; an existing sibling at that position is not moved)`);
+export const KINDS = ['diagram', 'document', 'site', 'repo'] as const;
+export const kind = z.enum(KINDS).describe('The kind of artifact the learner hands in: diagram, document, site or repo');
+export const rubric = z
+  .array(
+    z.strictObject({
+      criterion: z.string().min(1).max(5_000).describe('What the grader checks, in one sentence'),
+      weight: z.number().nonnegative().max(1_000).default(1).describe('Relative weight of the criterion (non-negative, default 1)'),
+    }),
+  )
+  .min(1)
+  .max(200)
+  .describe('Grading criteria with weights');
+export const passThreshold = z
+  .number()
+  .int()
+  .min(0)
+  .max(100)
+  .describe('Score (0–100) at or above which a submission passes');
+
+// ---------------------------------------------------------------------------------------------
+// Output shapes
+// ---------------------------------------------------------------------------------------------
+const id = z.string().describe('Record id (uuid)');
+const ts = (what: string) => z.string().describe(`${what} (RFC 3339)`);
+const common = {
+  id,
+  tenant_id: z.string().nullable().describe('Owning tenant id; null for the service catalog'),
+  title: z.string().describe('Title'),
+  created_at: ts('Creation time'),
+  updated_at: ts('Last change'),
+};
+export const ProgramRecord = z.object({
+  ...common,
+  description: z.string().nullable().describe('Description (markdown)'),
+  source_program_id: z.string().nullable().describe('The program this one was instantiated from, if any'),
+});
+export const UnitRecord = z.object({
+  ...common,
+  program_id: z.string().describe('Program id'),
+  description: z.string().nullable().describe('Description (markdown)'),
+  position: z.number().int().describe('Position within the program (1-based)'),
+});
+export const LessonRecord = z.object({
+  ...common,
+  program_id: z.string().describe('Program id'),
+  unit_id: z.string().describe('Unit id'),
+  body: z.string().nullable().describe('Lesson body (markdown)'),
+  position: z.number().int().describe('Position within the unit (1-based)'),
+});
+export const ActivityRecord = z.object({
+  ...common,
+  program_id: z.string().describe('Program id'),
+  lesson_id: z.string().describe('Lesson id'),
+  kind: z.string().describe('Kind of artifact: diagram, document, site or repo'),
+  spec: z.string().describe('What the learner must produce (markdown)'),
+  rubric: z
+    .array(z.looseObject({ criterion: z.string().describe('Criterion'), weight: z.number().optional().describe('Weight') }))
+    .describe('Grading criteria'),
+  pass_threshold: z.number().int().describe('Passing score (0–100)'),
+  position: z.number().int().describe('Position within the lesson (1-based)'),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Tables and the shared write helpers
+// ---------------------------------------------------------------------------------------------
+export type RecordName = 'program' | 'unit' | 'lesson' | 'activity';
+
+interface Table {
+  table: string;
+  /** Columns a tool may set on insert (besides trigger-filled ones). */
+  insertable: readonly string[];
+  /** Columns a tool may change (the column grants of migration 0001). */
+  updatable: readonly string[];
+}
+
+export const TABLES: Record<RecordName, Table> = {
+  program: { table: 'programs', insertable: ['tenant_id', 'title', 'description', 'source_program_id'], updatable: ['title', 'description'] },
+  unit: { table: 'units', insertable: ['program_id', 'title', 'description', 'position'], updatable: ['title', 'description', 'position'] },
+  lesson: { table: 'lessons', insertable: ['unit_id', 'title', 'body', 'position'], updatable: ['title', 'body', 'position'] },
+  activity: {
+    table: 'activities',
+    insertable: ['lesson_id', 'title', 'kind', 'spec', 'rubric', 'pass_threshold', 'position'],
+    updatable: ['title', 'kind', 'spec', 'rubric', 'pass_threshold', 'position'],
+  },
+};
+
+const JSONB_COLUMNS = new Set(['rubric']);
+
+/** Columns of `allowed` present in `values` (undefined = not given), with their SQL parameters. */
+function columnsOf(allowed: readonly string[], values: Record<string, unknown>, firstParam: number) {
+  const columns = allowed.filter((c) => values[c] !== undefined);
+  const params = columns.map((c) => (JSONB_COLUMNS.has(c) ? JSON.stringify(values[c]) : values[c]));
+  const placeholders = columns.map((c, i) => `$${firstParam + i}${JSONB_COLUMNS.has(c) ? '::jsonb' : ''}`);
+  return { columns, params, placeholders };
+}
+
+/** The record as JSON, or undefined when `id` is not visible to the caller. */
+export async function findRecord(tx: Queryable, name: RecordName, id: string): Promise<Record<string, unknown> | undefined> {
+  const [row] = await tx.query<{ record: Record<string, unknown> }>(
+    `select to_jsonb(t) as record from ${TABLES[name].table} t where t.id = $1`,
+    [id],
+  );
+  return row?.record;
+}
+
+/** Why a write touched no row: visible → not allowed; invisible (or another tenant's) → not found. */
+async function missing(tx: Queryable, name: RecordName, id: string): Promise<never> {
+  throw (await findRecord(tx, name, id)) ? new ToolFailure(NOT_ALLOWED) : notFound(name, id);
+}
+
+/**
+ * Insert one record; `parent` names the parent for the trigger's not-found (P0002).
+ * Throws `ToolFailure` (not allowed, parent not found, invalid value).
+ */
+export async function insertRecord(
+  tx: Queryable,
+  name: RecordName,
+  values: Record<string, unknown>,
+  parent?: Subject,
+): Promise<Record<string, unknown>> {
+  const { columns, params, placeholders } = columnsOf(TABLES[name].insertable, values, 1);
+  try {
+    const [row] = await tx.query<{ record: Record<string, unknown> }>(
+      `insert into ${TABLES[name].table} as t (${columns.join(', ')}) values (${placeholders.join(', ')})
+       returning to_jsonb(t) as record`,
+      params,
+    );
+    return row!.record;
+  } catch (err) {
+    throw explainDbError(err, parent);
+  }
+}
+
+/**
+ * Change the given fields of one record. No field given → protocol error (-32602).
+ * Throws `ToolFailure` (not found, not allowed, invalid value).
+ */
+export async function updateRecord(
+  tx: Queryable,
+  name: RecordName,
+  id: string,
+  changes: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  const { columns, params, placeholders } = columnsOf(TABLES[name].updatable, changes, 2);
+  if (!columns.length) {
+    throw new McpError(ErrorCode.InvalidParams, `nothing to update: give at least one of ${TABLES[name].updatable.join(', ')}`);
+  }
+  let rows: { record: Record<string, unknown> }[];
+  try {
+    rows = await tx.query(
+      `update ${TABLES[name].table} as t set ${columns.map((c, i) => `${c} = ${placeholders[i]}`).join(', ')}
+       where t.id = $1 returning to_jsonb(t) as record`,
+      [id, ...params],
+    );
+  } catch (err) {
+    throw explainDbError(err, { record: name, id });
+  }
+  return rows[0]?.record ?? missing(tx, name, id);
+}
+
+/**
+ * Delete one record (its children go with it). Returns the deleted record.
+ * Throws `ToolFailure` (not found, not allowed, has learner results).
+ */
+export async function deleteRecord(tx: Queryable, name: RecordName, id: string): Promise<Record<string, unknown>> {
+  let rows: { record: Record<string, unknown> }[];
+  try {
+    rows = await tx.query(`delete from ${TABLES[name].table} as t where t.id = $1 returning to_jsonb(t) as record`, [id]);
+  } catch (err) {
+    throw explainDbError(err, { record: name, id });
+  }
+  return rows[0]?.record ?? missing(tx, name, id);
+}
+
+/** The id of a tenant the caller is a member of, by slug; throws "tenant not found" otherwise. */
+export async function tenantIdBySlug(tx: Queryable, slug: string): Promise<string> {
+  const [row] = await tx.query<{ id: string }>('select id from tenants where slug = $1', [slug]);
+  if (!row) throw tenantNotFound(slug);
+  return row.id;
+}

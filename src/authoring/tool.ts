@@ -1,0 +1,87 @@
+/**
+ * What an authoring tool is, and how one call runs.
+ *
+ * A tool is a name, a description, a strict zod input object, a zod output object, MCP
+ * annotations and `run(args, tx, ctx)`. `invoke` runs `run` in ONE transaction as the caller
+ * (`asUser`: the verified JWT claims and the `authenticated` role, so the RLS policies decide)
+ * and turns its answer into a tool result: `structuredContent` is the record(s), the text is a
+ * one-line summary followed by the same JSON (for clients that read only `content`).
+ * A thrown `ToolFailure` or a database error becomes an `isError` result (see errors.ts) and
+ * the transaction rolls back, so nothing half-written stays.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { z } from 'zod';
+import { ErrorCode, McpError, type CallToolResult, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { asUser, type Queryable } from '../db/index.ts';
+import type { Deps } from '../deps.ts';
+import type { VerifiedSession } from '../identity/sessions.ts';
+import { failureResult } from './errors.ts';
+
+/** Who is calling and with what: built once per HTTP request. */
+export interface ToolContext {
+  deps: Deps;
+  session: VerifiedSession;
+  log: FastifyBaseLogger;
+}
+
+/** A tool's answer: the structured record(s) and a one-line summary for humans. */
+export interface ToolAnswer {
+  structured: Record<string, unknown>;
+  summary: string;
+}
+
+export interface Tool<I extends z.ZodObject = z.ZodObject> {
+  name: string;
+  title: string;
+  description: string;
+  input: I;
+  output: z.ZodObject;
+  annotations: ToolAnnotations;
+  run: (args: z.output<I>, tx: Queryable, ctx: ToolContext) => Promise<ToolAnswer>;
+}
+
+/** Declare a tool (only for type inference of `run`'s arguments). */
+export const defineTool = <I extends z.ZodObject>(tool: Tool<I>): Tool<I> => tool;
+
+// Annotation presets (MCP ToolAnnotations). All tools act on this service's database only.
+export const READ: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
+export const CREATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
+export const UPDATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+export const DELETE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
+
+/** Run one validated call of `tool` as the caller and build its result. */
+export async function invoke(tool: Tool, ctx: ToolContext, args: Record<string, unknown>): Promise<CallToolResult> {
+  let answer: ToolAnswer;
+  try {
+    answer = await asUser(ctx.deps.db, ctx.session.claims, (tx) => tool.run(args, tx, ctx));
+  } catch (err) {
+    return failureResult(err, ctx.log, tool.name);
+  }
+  const checked = tool.output.safeParse(answer.structured);
+  if (!checked.success) {
+    ctx.log.error({ tool: tool.name, issues: checked.error.issues }, 'authoring tool output does not match its schema');
+    throw new McpError(ErrorCode.InternalError, `internal error: tool ${tool.name} produced an invalid result`);
+  }
+  return {
+    content: [{ type: 'text', text: `${answer.summary}\n${JSON.stringify(answer.structured)}` }],
+    structuredContent: answer.structured,
+  };
+}
+
+/**
+ * Validate the arguments of a `tools/call` and invoke the tool. Unknown tools and arguments
+ * that fail the (strict) input schema are protocol errors: JSON-RPC -32602, nothing runs.
+ */
+export async function callTool(
+  tools: ReadonlyMap<string, Tool>,
+  ctx: ToolContext,
+  params: { name: string; arguments?: Record<string, unknown> },
+): Promise<CallToolResult> {
+  const tool = tools.get(params.name);
+  if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${params.name} not found`);
+  const parsed = tool.input.safeParse(params.arguments ?? {});
+  if (!parsed.success) {
+    throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
+  }
+  return invoke(tool, ctx, parsed.data);
+}

@@ -1,0 +1,105 @@
+/**
+ * Who is calling the embed endpoints: the learner behind an IdP token or a session token.
+ *
+ * An IdP subject maps to one user forever: the pair (issuer, `sub`) is the identity
+ * `auth.identities(provider = 'idp:<issuer>', provider_id = sub)`. On first sight the user is
+ * created through `createUser` (the one user-creation path) *without* an email: the IdP's
+ * email is not verified by us and could collide with, or be mistaken for, an instructor's
+ * password account. The IdP's profile claims are kept in the identity's `identity_data`.
+ * Every sign-in also ensures a `learner` membership in the tenant (`on conflict do nothing`,
+ * so an author stays an author).
+ *
+ * First sight is serialised per identity with a transaction-scoped advisory lock, so two
+ * concurrent first requests of one subject create one user (the second waits, then finds it).
+ */
+import type { Queryable } from '../db/index.ts';
+import type { Deps } from '../deps.ts';
+import { AuthError } from '../identity/errors.ts';
+import { TokenError, verifySession, type VerifiedSession } from '../identity/sessions.ts';
+import { createUser, findUserById, type UserRow } from '../identity/users.ts';
+import { unauthorized } from './errors.ts';
+import type { IdpClaims, TenantIdp } from './idp.ts';
+
+/** Namespace (first key) of the advisory locks taken on first sight of an IdP subject. */
+const IDENTITY_LOCK_NAMESPACE = 7310;
+
+/** Profile claims copied into `auth.identities.identity_data` when present. */
+const PROFILE_CLAIMS = ['email', 'email_verified', 'name', 'given_name', 'family_name', 'preferred_username', 'locale'];
+
+/** `auth.identities.provider` of an IdP. */
+export const idpProvider = (issuer: string) => `idp:${issuer}`;
+
+function identityData(issuer: string, claims: IdpClaims): Record<string, unknown> {
+  const data: Record<string, unknown> = { iss: issuer, sub: claims.sub };
+  for (const name of PROFILE_CLAIMS) {
+    const value = claims[name];
+    if (typeof value === 'string' ? value.length <= 500 : typeof value === 'boolean') data[name] = value;
+  }
+  return data;
+}
+
+function refuseBanned(user: UserRow, deps: Pick<Deps, 'now'>) {
+  if (user.banned_until && new Date(user.banned_until) > deps.now()) throw unauthorized('user is banned');
+}
+
+/**
+ * The user of an IdP subject in `idp`'s tenant, created on first sight, with at least a
+ * `learner` membership in the tenant. Runs in the caller's transaction `tx`.
+ * Throws 401 `unauthorized` when the user is banned.
+ */
+export async function findOrCreateIdpLearner(
+  tx: Queryable,
+  deps: Pick<Deps, 'now'>,
+  idp: TenantIdp,
+  claims: IdpClaims,
+): Promise<UserRow> {
+  const provider = idpProvider(idp.issuer);
+  await tx.query('select pg_advisory_xact_lock($1::int, hashtext($2::text))', [IDENTITY_LOCK_NAMESPACE, `${provider}\n${claims.sub}`]);
+  const [identity] = await tx.query<{ user_id: string }>(
+    'select user_id from auth.identities where provider = $1 and provider_id = $2',
+    [provider, claims.sub],
+  );
+  const user = identity
+    ? await findUserById(tx, identity.user_id)
+    : await createUser(tx, { provider, providerId: claims.sub });
+  if (!user) throw unauthorized('identity without a user');
+  refuseBanned(user, deps);
+  await tx.query(
+    `update auth.identities set identity_data = $3::jsonb, last_sign_in_at = now(), updated_at = now()
+      where provider = $1 and provider_id = $2`,
+    [provider, claims.sub, JSON.stringify(identityData(idp.issuer, claims))],
+  );
+  await tx.query(
+    `insert into memberships (tenant_id, user_id, role) values ($1, $2, 'learner') on conflict do nothing`,
+    [idp.tenantId, user.svc_user_id],
+  );
+  return user;
+}
+
+/**
+ * A session token, verified (signature, expiry, live session), or undefined when `token` is
+ * not a valid session token of this service (it may then be an IdP token).
+ */
+export async function trySessionToken(deps: Deps, token: string): Promise<VerifiedSession | undefined> {
+  try {
+    const session = await verifySession(deps, token);
+    refuseBanned(session.user, deps);
+    return session;
+  } catch (err) {
+    if (err instanceof TokenError || err instanceof AuthError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The id of tenant `slug` when `svcUserId` is a member of it (any role); otherwise throws
+ * 401 `unauthorized` (an unknown tenant and a tenant one is not a member of look the same).
+ */
+export async function memberTenantId(tx: Queryable, slug: string, svcUserId: string): Promise<string> {
+  const [row] = await tx.query<{ id: string }>(
+    `select t.id from tenants t join memberships m on m.tenant_id = t.id where t.slug = $1 and m.user_id = $2`,
+    [slug, svcUserId],
+  );
+  if (!row) throw unauthorized('session user is not a member of the tenant');
+  return row.id;
+}

@@ -1,0 +1,110 @@
+/**
+ * Keyset cursors of the Results API: opaque base64url strings that we issue as `next_cursor`
+ * and accept back as `cursor`.
+ *
+ * A cursor holds the position after which the next page starts, the (`created_at`, `id`) of
+ * the last row sent, with `created_at` as PostgreSQL text with microseconds (never a JS Date),
+ * plus the endpoint and a fingerprint of the filters it was issued for. It is authenticated:
+ *
+ *   base64url( tag[16] ‖ payload )   payload = JSON ["v1", endpoint, filters fingerprint, created_at, id]
+ *   tag = HMAC-SHA256(key, tenant id ‖ "\n" ‖ payload), first 16 bytes
+ *
+ * with `key` derived from the service's secret. So a cursor that is garbage, truncated,
+ * re-encoded (padding, standard alphabet, other JSON), edited, or issued to another tenant is
+ * refused, and one issued for another endpoint or other filters is refused with a message
+ * saying so. Rows inserted after a cursor was issued do not invalidate it: it is a position,
+ * not a snapshot. Errors are `invalid_request` naming the `cursor` parameter.
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { invalidParam } from './errors.ts';
+
+/** The paginated endpoints, as they appear after `/v1/`. */
+export type Endpoint = 'activity-results' | 'progress' | 'artifacts';
+
+/** Last row of a page: `createdAt` is RFC 3339 text with microseconds, `id` a uuid. */
+export interface Position {
+  createdAt: string;
+  id: string;
+}
+
+/** What a cursor is bound to: the key's tenant, the endpoint and its filter values. */
+export interface CursorScope {
+  tenantId: string;
+  endpoint: Endpoint;
+  /** Filter name → normalised value; undefined values are "not filtered". */
+  filters: Readonly<Record<string, string | undefined>>;
+}
+
+export interface CursorCodec {
+  /** Make the opaque `next_cursor` for the page that ended at `last`. */
+  encode(scope: CursorScope, last: Position): string;
+  /** Check and open a `cursor`; throws `invalid_request` (parameter `cursor`) when it is not ours. */
+  decode(scope: CursorScope, token: string): Position;
+}
+
+const VERSION = 'v1';
+const TAG_BYTES = 16;
+/** Longest cursor accepted (ours are about 180 characters). */
+export const MAX_CURSOR_LENGTH = 512;
+const BASE64URL_RE = /^[A-Za-z0-9_-]+$/;
+
+const NOT_OURS = 'is not a cursor issued by this API; pass the next_cursor of the previous page unchanged';
+
+/** A short, stable digest of the filters that are set (order-independent). */
+function fingerprint(filters: CursorScope['filters']): string {
+  const set = Object.entries(filters)
+    .filter((entry): entry is [string, string] => entry[1] !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify(set)).digest('base64url').slice(0, 16);
+}
+
+/**
+ * A codec whose tags are keyed by `secret` (the service's JWT secret: every process of one
+ * deployment shares it, so a cursor from one process works on another; rotating the secret
+ * invalidates outstanding cursors, which clients recover from by starting over).
+ */
+export function cursorCodec(secret: string): CursorCodec {
+  const key = createHmac('sha256', secret).update('svc results cursor v1').digest();
+  const tag = (tenantId: string, payload: Buffer) =>
+    createHmac('sha256', key).update(tenantId).update('\n').update(payload).digest().subarray(0, TAG_BYTES);
+
+  return {
+    encode(scope, last) {
+      const payload = Buffer.from(JSON.stringify([VERSION, scope.endpoint, fingerprint(scope.filters), last.createdAt, last.id]));
+      return Buffer.concat([tag(scope.tenantId, payload), payload]).toString('base64url');
+    },
+
+    decode(scope, token) {
+      if (token.length === 0) throw invalidParam('cursor', 'must not be empty');
+      if (token.length > MAX_CURSOR_LENGTH || !BASE64URL_RE.test(token)) throw invalidParam('cursor', NOT_OURS);
+      const raw = Buffer.from(token, 'base64url');
+      // Only the exact encoding we produce: no padding, no stray trailing bits, no other alphabet.
+      if (raw.toString('base64url') !== token || raw.length <= TAG_BYTES) throw invalidParam('cursor', NOT_OURS);
+      const payload = raw.subarray(TAG_BYTES);
+      if (!timingSafeEqual(raw.subarray(0, TAG_BYTES), tag(scope.tenantId, payload))) throw invalidParam('cursor', NOT_OURS);
+
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(payload.toString('utf8'));
+      } catch {
+        throw invalidParam('cursor', NOT_OURS);
+      }
+      if (
+        !Array.isArray(parsed) ||
+        parsed.length !== 5 ||
+        parsed[0] !== VERSION ||
+        !parsed.slice(1).every((part) => typeof part === 'string' && part.length > 0 && part.length <= 64)
+      ) {
+        throw invalidParam('cursor', NOT_OURS);
+      }
+      const [, endpoint, filters, createdAt, id] = parsed as string[];
+      if (endpoint !== scope.endpoint) {
+        throw invalidParam('cursor', `was issued by /v1/${endpoint}, not by /v1/${scope.endpoint}`);
+      }
+      if (filters !== fingerprint(scope.filters)) {
+        throw invalidParam('cursor', 'was issued for other filters; repeat the same filters while paging');
+      }
+      return { createdAt: createdAt!, id: id! };
+    },
+  };
+}

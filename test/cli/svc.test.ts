@@ -1,0 +1,113 @@
+/**
+ * The `svc` command as a user runs it: a real process, the real bin, real databases.
+ * Embedded runs cover both paths: a free data folder (the CLI opens it) and a folder held by a
+ * running server (the CLI sends the command to the server). The PostgreSQL run uses DATABASE_URL.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createClient } from '@supabase/supabase-js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { backend, freshDb } from '../helpers/harness.ts';
+
+const root = new URL('../../', import.meta.url).pathname;
+const run = promisify(execFile);
+
+async function svc(env: Record<string, string>, ...args: string[]) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [join(root, 'bin/svc.js'), ...args], {
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'silent', ...env },
+      cwd: root,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+const json = (r: { stdout: string }) => JSON.parse(r.stdout);
+
+describe.runIf(backend === 'pglite')('svc with the embedded database', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-cli-'));
+  const env = { SVC_DATA_DIR: dir };
+  let server: ChildProcess | undefined;
+  afterAll(() => {
+    server?.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('works on a free data folder and explains refusals', async () => {
+    const created = await svc(env, 'tenant', 'create', 'acme', '--name', 'Acme Inc', '--json');
+    expect(created.code).toBe(0);
+    expect(json(created)).toMatchObject({ slug: 'acme', name: 'Acme Inc' });
+    const again = await svc(env, 'tenant', 'create', 'acme');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('tenant "acme" already exists');
+    const bad = await svc(env, 'tenant', 'create', 'Not A Slug');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/slug/);
+  });
+
+  it('sends commands to the running server while it holds the folder', async () => {
+    server = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/main.ts')], {
+      env: { PATH: process.env.PATH, ...env, PORT: '0', LOG_LEVEL: 'silent' },
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const info = join(dir, 'server.json');
+    for (let i = 0; i < 300 && !existsSync(info) && server.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+    const { url } = JSON.parse(readFileSync(info, 'utf8'));
+
+    expect((await svc(env, 'user', 'create', '--email', 'Grace@Example.com', '--password', 'hopper1906')).code).toBe(0);
+    const grant = await svc(env, 'author', 'grant', 'acme', 'grace@example.com', '--json');
+    expect(json(grant)).toMatchObject({ tenant: 'acme', email: 'grace@example.com', role: 'author' });
+    const key = json(await svc(env, 'key', 'create', 'acme', '--name', 'dashboard', '--json'));
+    expect(key.key).toMatch(/^svc_[0-9A-Za-z]{12}_[0-9A-Za-z]{40}$/);
+    const keys = json(await svc(env, 'key', 'list', 'acme', '--json'));
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).not.toHaveProperty('key');
+    expect(keys[0]).not.toHaveProperty('key_hash');
+
+    const secrets = json(await svc(env, 'secrets', '--json'));
+    expect(secrets.anon_key).toBe(JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8')).anonKey);
+    const supabase = createClient(url, secrets.anon_key, { auth: { persistSession: false } });
+    const signIn = await supabase.auth.signInWithPassword({ email: 'grace@example.com', password: 'hopper1906' });
+    expect(signIn.error).toBeNull();
+
+    const exited = new Promise((r) => server!.once('exit', r));
+    server.kill('SIGTERM');
+    await exited;
+    server = undefined;
+    const tenants = json(await svc(env, 'tenant', 'list', '--json'));
+    expect(tenants.map((t: { slug: string }) => t.slug)).toEqual(['acme']);
+  });
+});
+
+describe.runIf(backend === 'postgres')('svc with DATABASE_URL', () => {
+  it('migrates and runs every command against PostgreSQL', async () => {
+    const { url, drop } = await freshDb();
+    try {
+      const env = { DATABASE_URL: url! };
+      expect(json(await svc(env, 'migrate', '--json')).applied).toEqual([]);
+      expect((await svc(env, 'tenant', 'create', 'acme')).code).toBe(0);
+      expect((await svc(env, 'user', 'create', '--email', 'a@acme.test', '--password', 'secret123')).code).toBe(0);
+      expect((await svc(env, 'author', 'grant', 'acme', 'a@acme.test')).code).toBe(0);
+      expect(json(await svc(env, 'author', 'revoke', 'acme', 'a@acme.test', '--json')).role).toBe('learner');
+      const key = json(await svc(env, 'key', 'create', 'acme', '--name', 'k', '--json'));
+      const revoked = json(await svc(env, 'key', 'revoke', key.prefix, '--json'));
+      expect(revoked.revoked_at).not.toBeNull();
+      const idp = await svc(env, 'idp', 'set', 'acme', '--issuer', 'https://idp.example', '--jwks-url', 'https://idp.example/jwks', '--json');
+      expect(json(idp)).toMatchObject({ tenant: 'acme', issuer: 'https://idp.example' });
+      const both = await svc(env, 'idp', 'set', 'acme', '--issuer', 'https://idp.example');
+      expect(both.code).toBe(1);
+      expect(both.stderr).toContain('exactly one of --jwks-url or --discovery');
+      const missing = await svc(env, 'key', 'list', 'nope');
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain('no tenant "nope"');
+    } finally {
+      await drop();
+    }
+  });
+});
