@@ -16,7 +16,7 @@ import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../deps.ts';
 import { AuthError } from './errors.ts';
 import { signAccessToken, verifyAccessToken, TokenError, type AccessTokenClaims } from './jwt.ts';
-import { findUserById, userJson, type UserRow } from './users.ts';
+import { findUserById, findUserBySession, userJson, type UserRow } from './users.ts';
 
 export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
 
@@ -158,13 +158,9 @@ export interface VerifiedSession {
  */
 export async function verifySession(deps: Deps, token: string): Promise<VerifiedSession> {
   const claims = await verifyAccessToken(deps, token);
-  const [row] = await deps.db.query<{ ok: boolean }>(
-    'select true as ok from auth.sessions where id = $1 and user_id = $2',
-    [claims.session_id, claims.sub],
-  );
-  if (!row) throw new AuthError(403, 'session_not_found', 'Session from session_id claim in JWT does not exist');
-  const user = await findUserById(deps.db, claims.sub);
-  if (!user) throw new AuthError(403, 'user_not_found', 'User from sub claim in JWT does not exist');
+  const user = await findUserBySession(deps.db, claims.sub, claims.session_id);
+  if (!user) throw new AuthError(403, 'session_not_found', 'Session from session_id claim in JWT does not exist');
+  if (user.banned_until && new Date(user.banned_until) > deps.now()) throw new AuthError(403, 'user_banned', 'User is banned');
   return { claims, user };
 }
 

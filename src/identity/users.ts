@@ -59,6 +59,17 @@ export async function findUserById(q: Queryable, id: string): Promise<UserRow | 
   return rows[0];
 }
 
+/** The user of a live session (one round trip), or undefined when the session has ended. */
+export async function findUserBySession(q: Queryable, userId: string, sessionId: string): Promise<UserRow | undefined> {
+  const rows = await q.query<UserRow>(
+    `select ${USER_COLUMNS} from auth.sessions s
+       join auth.users u on u.id = s.user_id join public.users su on su.auth_user_id = u.id
+      where s.id = $1 and s.user_id = $2`,
+    [sessionId, userId],
+  );
+  return rows[0];
+}
+
 export async function findUserByEmail(q: Queryable, email: string): Promise<UserRow | undefined> {
   const rows = await q.query<UserRow>(
     `select ${USER_COLUMNS} from auth.users u join public.users su on su.auth_user_id = u.id where u.email = $1`,
