@@ -3,24 +3,32 @@
  *
  *   /auth/v1   identity platform      /mcp       authoring (MCP)
  *   /v1        results API + embed    /admin/v1  the CLI's door into a running server
+ *   /.well-known/oauth-protected-resource  where MCP clients learn how to authenticate
  *
  * Request ids: an incoming `X-Request-Id` is kept, otherwise a uuid is made; it is logged and
  * sent back on every response.
  */
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from './deps.ts';
 import identityRoutes from './identity/routes.ts';
 import adminRoutes from './admin/routes.ts';
 import resultsRoutes from './results/routes.ts';
+import { errorBody } from './results/errors.ts';
 import embedRoutes from './embed/routes.ts';
-import authoringRoutes from './authoring/routes.ts';
+import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: deps.config.logLevel },
     bodyLimit: deps.config.bodyLimit,
     requestIdHeader: 'x-request-id',
+    // Malformed URLs (bad percent-encoding, over-long path parameters) fail before any surface
+    // runs: answer them in the results API's error body rather than Fastify's.
+    frameworkErrors: (err, _req, reply: FastifyReply) => {
+      const status = (err as { statusCode?: number }).statusCode ?? 400;
+      void reply.code(status < 500 ? status : 400).send(errorBody('invalid_request', 'malformed URL'));
+    },
     genReqId: () => randomUUID(),
     // Per-request "incoming/completed" lines only at debug level: errors are logged by each surface.
     logController: new LogController({
@@ -35,5 +43,6 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(resultsRoutes, { prefix: '/v1', ...deps });
   await app.register(embedRoutes, { prefix: '/v1/embed', ...deps });
   await app.register(authoringRoutes, { prefix: '/mcp', ...deps });
+  await app.register(protectedResourceMetadata, { ...deps });
   return app;
 }

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { deleteRecord, updateRecord, uuid, type RecordName } from './records.ts';
-import { defineTool, DELETE, UPDATE, type Tool } from './tool.ts';
+import { defineTool, DELETE, UPDATE, type AnyTool } from './tool.ts';
 
 const CHILDREN: Record<RecordName, string> = {
   program: 'its units, lessons and activities',
@@ -17,7 +17,7 @@ const CHILDREN: Record<RecordName, string> = {
 };
 
 /** `update_<name>`: `fields` are the optional fields a caller may change. */
-export function updateTool(name: RecordName, output: z.ZodObject, fields: z.ZodRawShape): Tool {
+export function updateTool(name: RecordName, output: z.ZodObject, fields: z.ZodRawShape): AnyTool {
   return defineTool({
     name: `update_${name}`,
     title: `Update a ${name}`,
@@ -31,11 +31,11 @@ export function updateTool(name: RecordName, output: z.ZodObject, fields: z.ZodR
       const record = await updateRecord(tx, name, id as string, changes);
       return { structured: record, summary: `updated ${name} ${record.id}` };
     },
-  }) as unknown as Tool;
+  });
 }
 
 /** `delete_<name>`. */
-export function deleteTool(name: RecordName, output: z.ZodObject): Tool {
+export function deleteTool(name: RecordName, output: z.ZodObject): AnyTool {
   return defineTool({
     name: `delete_${name}`,
     title: `Delete a ${name}`,
@@ -49,5 +49,5 @@ export function deleteTool(name: RecordName, output: z.ZodObject): Tool {
       const record = await deleteRecord(tx, name, id);
       return { structured: record, summary: `deleted ${name} ${record.id}` };
     },
-  }) as unknown as Tool;
+  });
 }

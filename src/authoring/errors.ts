@@ -3,13 +3,13 @@
  *
  * A domain failure (not allowed, not found, has learner results) is a tool result with
  * `isError: true` and a short text; the transaction of the call has rolled back. Protocol
- * errors (`McpError`: unknown tool, invalid arguments, bad cursor) pass through untouched and
+ * errors (`ProtocolError`, `McpError`: unknown tool, invalid arguments, bad cursor) pass through and
  * reach the client as JSON-RPC errors. Anything else is logged and answered "internal error":
  * SQL text and stack traces never leave the server.
  *
  * SQLSTATEs mapped here: 42501 (RLS `with check` / missing privilege) → not allowed;
- * P0002 (the parent-not-found trigger) → "<record> <id> not found"; 23503 (a learner's
- * activity_results row restricts the delete) → "has learner results"; 23514/23502/22001/22P02
+ * P0002 (the parent-not-found trigger) → "<record> <id> not found"; 23001/23503 (a learner's
+ * activity_results row restricts the delete; PostgreSQL reports either) → "has learner results"; 23514/23502/22001/22P02
  * (a value breaks a column rule the input schema did not catch) → invalid value.
  */
 import type { FastifyBaseLogger } from 'fastify';
@@ -17,6 +17,24 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 export const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
+
+/**
+ * A JSON-RPC protocol error (the SDK answers a thrown error that has a numeric `code` with
+ * `{code, message}`). Unlike the SDK's `McpError`, the message is not prefixed "MCP error …",
+ * which the client adds once more on its side.
+ */
+export class ProtocolError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const INVALID_PARAMS = -32602;
+/** Arguments the input schema could not catch (bad cursor, nothing to update): -32602. */
+export const invalidParams = (message: string) => new ProtocolError(INVALID_PARAMS, message);
 
 /** A failure of the domain, reported to the caller as an `isError` result with this message. */
 export class ToolFailure extends Error {}
@@ -46,11 +64,12 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
       return new ToolFailure(NOT_ALLOWED);
     case 'P0002':
       return subject ? notFound(subject.record, subject.id) : new ToolFailure('not found');
+    case '23001':
     case '23503':
       return new ToolFailure(
         subject
-          ? `${subject.record} ${subject.id} cannot be deleted: it (or an activity in it) has learner results`
-          : 'cannot be deleted: learner results refer to it',
+          ? `${subject.record} ${subject.id} cannot be deleted: ${subject.record === 'activity' ? 'it has' : 'an activity in it has'} learner results`
+          : 'cannot be deleted: it has learner results',
       );
     case '23514':
     case '23502':
@@ -65,7 +84,7 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
 
 /** The tool result of a failed call; rethrows protocol errors. */
 export function failureResult(err: unknown, log: FastifyBaseLogger, tool: string): CallToolResult {
-  if (err instanceof McpError) throw err;
+  if (err instanceof McpError || err instanceof ProtocolError) throw err;
   const failure = explainDbError(err);
   if (failure instanceof ToolFailure) {
     return { isError: true, content: [{ type: 'text', text: failure.message }] };

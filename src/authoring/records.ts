@@ -9,9 +9,8 @@
  * another tenant's id reads exactly like an id that does not exist).
  */
 import { z } from 'zod';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Queryable } from '../db/index.ts';
-import { explainDbError, NOT_ALLOWED, notFound, tenantNotFound, ToolFailure, type Subject } from './errors.ts';
+import { explainDbError, invalidParams, NOT_ALLOWED, notFound, tenantNotFound, ToolFailure, type Subject } from './errors.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Input field schemas (each tool adds its own `.describe()` where the meaning differs)
@@ -24,6 +23,8 @@ export const tenantSlug = (what: string) =>
     .describe(what);
 export const title = (what: string) => z.string().min(1).max(500).describe(`${what} (1–500 characters)`);
 export const longText = (what: string) => z.string().max(200_000).describe(what);
+/** A text field an update may clear with null. */
+export const clearableText = (what: string) => z.string().max(200_000).nullable().describe(`${what}; null clears it`);
 export const position = (what: string) =>
   z
     .number()
@@ -51,7 +52,8 @@ export const passThreshold = z
   .describe('Score (0–100) at or above which a submission passes');
 
 // ---------------------------------------------------------------------------------------------
-// Output shapes
+// Output shapes. Loose objects: a column added by a later migration must not make clients that
+// validate `structuredContent` against these schemas reject the answers.
 // ---------------------------------------------------------------------------------------------
 const id = z.string().describe('Record id (uuid)');
 const ts = (what: string) => z.string().describe(`${what} (RFC 3339)`);
@@ -62,25 +64,25 @@ const common = {
   created_at: ts('Creation time'),
   updated_at: ts('Last change'),
 };
-export const ProgramRecord = z.object({
+export const ProgramRecord = z.looseObject({
   ...common,
   description: z.string().nullable().describe('Description (markdown)'),
   source_program_id: z.string().nullable().describe('The program this one was instantiated from, if any'),
 });
-export const UnitRecord = z.object({
+export const UnitRecord = z.looseObject({
   ...common,
   program_id: z.string().describe('Program id'),
   description: z.string().nullable().describe('Description (markdown)'),
-  position: z.number().int().describe('Position within the program (1-based)'),
+  position: z.number().int().min(1).describe('Position within the program (1-based)'),
 });
-export const LessonRecord = z.object({
+export const LessonRecord = z.looseObject({
   ...common,
   program_id: z.string().describe('Program id'),
   unit_id: z.string().describe('Unit id'),
   body: z.string().nullable().describe('Lesson body (markdown)'),
-  position: z.number().int().describe('Position within the unit (1-based)'),
+  position: z.number().int().min(1).describe('Position within the unit (1-based)'),
 });
-export const ActivityRecord = z.object({
+export const ActivityRecord = z.looseObject({
   ...common,
   program_id: z.string().describe('Program id'),
   lesson_id: z.string().describe('Lesson id'),
@@ -89,8 +91,8 @@ export const ActivityRecord = z.object({
   rubric: z
     .array(z.looseObject({ criterion: z.string().describe('Criterion'), weight: z.number().optional().describe('Weight') }))
     .describe('Grading criteria'),
-  pass_threshold: z.number().int().describe('Passing score (0–100)'),
-  position: z.number().int().describe('Position within the lesson (1-based)'),
+  pass_threshold: z.number().int().min(0).max(100).describe('Passing score (0–100)'),
+  position: z.number().int().min(1).describe('Position within the lesson (1-based)'),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -117,13 +119,18 @@ export const TABLES: Record<RecordName, Table> = {
   },
 };
 
+/**
+ * jsonb values go in as JSON text cast `::text::jsonb`: postgres.js serialises a parameter it
+ * sees typed jsonb with JSON.stringify once more (a string would be stored as a jsonb string),
+ * while a text parameter reaches the server verbatim on both backends.
+ */
 const JSONB_COLUMNS = new Set(['rubric']);
 
 /** Columns of `allowed` present in `values` (undefined = not given), with their SQL parameters. */
 function columnsOf(allowed: readonly string[], values: Record<string, unknown>, firstParam: number) {
   const columns = allowed.filter((c) => values[c] !== undefined);
   const params = columns.map((c) => (JSONB_COLUMNS.has(c) ? JSON.stringify(values[c]) : values[c]));
-  const placeholders = columns.map((c, i) => `$${firstParam + i}${JSONB_COLUMNS.has(c) ? '::jsonb' : ''}`);
+  const placeholders = columns.map((c, i) => `$${firstParam + i}${JSONB_COLUMNS.has(c) ? '::text::jsonb' : ''}`);
   return { columns, params, placeholders };
 }
 
@@ -176,7 +183,7 @@ export async function updateRecord(
 ): Promise<Record<string, unknown>> {
   const { columns, params, placeholders } = columnsOf(TABLES[name].updatable, changes, 2);
   if (!columns.length) {
-    throw new McpError(ErrorCode.InvalidParams, `nothing to update: give at least one of ${TABLES[name].updatable.join(', ')}`);
+    throw invalidParams(`nothing to update: give at least one of ${TABLES[name].updatable.join(', ')}`);
   }
   let rows: { record: Record<string, unknown> }[];
   try {

@@ -1,5 +1,89 @@
-/** Placeholder: the authoring surface is being built. */
-import type { FastifyInstance } from 'fastify';
+/**
+ * The authoring surface over HTTP (DESIGN §6): MCP Streamable HTTP, stateless, at `/mcp`.
+ *
+ * `POST /mcp` (and `/mcp/`): 1. authenticate the bearer session JWT (onRequest, before the body
+ * is read; 401 + JSON-RPC -32001 otherwise), 2. build a new McpServer bound to the caller and a
+ * new stateless transport (`sessionIdGenerator: undefined`, plain JSON responses), 3. hand the
+ * raw request over to the SDK (`reply.hijack()`). Each tool call then runs in one transaction as
+ * the caller (tool.ts). `GET` / `DELETE /mcp` → 405: no server-initiated stream, no sessions.
+ * Errors Fastify raises before the SDK sees the request (bad JSON, wrong content type, body too
+ * large) are answered as JSON-RPC errors too.
+ *
+ * `protectedResourceMetadata` serves the RFC 9728 document outside the prefix; app.ts registers
+ * it at the root.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Deps } from '../deps.ts';
+import type { VerifiedSession } from '../identity/sessions.ts';
+import { authenticate, jsonRpcError, protectedResourceDocument } from './auth.ts';
+import { buildMcpServer } from './server.ts';
 
-export default async function authoringRoutes(_app: FastifyInstance, _deps: Deps) {}
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+const INTERNAL_ERROR = -32603;
+const METHOD_NOT_ALLOWED = -32000;
+
+export default async function authoringRoutes(app: FastifyInstance, options: Deps) {
+  const deps: Deps = { config: options.config, db: options.db, now: options.now };
+  const sessions = new WeakMap<FastifyRequest, VerifiedSession>();
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    if (status === 500) {
+      req.log.error({ err }, 'authoring request failed');
+      return reply.code(500).send(jsonRpcError(INTERNAL_ERROR, 'Internal error'));
+    }
+    const parse = err instanceof SyntaxError || /JSON/.test(err.code ?? '');
+    return reply.code(status).send(jsonRpcError(parse ? PARSE_ERROR : INVALID_REQUEST, parse ? 'Parse error: the body is not valid JSON' : err.message));
+  });
+
+  app.post('/', {
+    onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
+      const session = await authenticate(deps, req, reply);
+      if (!session) return reply;
+      sessions.set(req, session);
+    },
+    handler: async (req, reply) => {
+      const server = buildMcpServer({ deps, session: sessions.get(req)!, log: req.log });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.hijack();
+      reply.raw.setHeader('x-request-id', req.id);
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      try {
+        await server.connect(transport);
+        await transport.handleRequest(req.raw, reply.raw, req.body);
+      } catch (err) {
+        req.log.error({ err }, 'mcp transport failed');
+        if (!reply.raw.headersSent) {
+          reply.raw.writeHead(500, { 'content-type': 'application/json' });
+          reply.raw.end(JSON.stringify(jsonRpcError(INTERNAL_ERROR, 'Internal error')));
+        }
+      }
+    },
+  });
+
+  app.route({
+    method: ['GET', 'DELETE'],
+    url: '/',
+    handler: async (_req, reply) =>
+      reply
+        .code(405)
+        .header('allow', 'POST')
+        .send(jsonRpcError(METHOD_NOT_ALLOWED, 'Method not allowed: this MCP server is stateless; send requests with POST')),
+  });
+}
+
+/**
+ * `GET /.well-known/oauth-protected-resource` (and the `/mcp` path-suffixed form of RFC 9728 §3.1):
+ * `{resource, authorization_servers, bearer_methods_supported}`. Register at the root.
+ */
+export async function protectedResourceMetadata(app: FastifyInstance, options: Deps) {
+  const deps: Deps = { config: options.config, db: options.db, now: options.now };
+  const handler = async () => protectedResourceDocument(deps);
+  app.get('/.well-known/oauth-protected-resource', handler);
+  app.get('/.well-known/oauth-protected-resource/mcp', handler);
+}

@@ -11,11 +11,13 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
-import { ErrorCode, McpError, type CallToolResult, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { asUser, type Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
 import type { VerifiedSession } from '../identity/sessions.ts';
-import { failureResult } from './errors.ts';
+import { failureResult, invalidParams, ProtocolError } from './errors.ts';
+
+const INTERNAL_ERROR = -32603;
 
 /** Who is calling and with what: built once per HTTP request. */
 export interface ToolContext {
@@ -40,6 +42,10 @@ export interface Tool<I extends z.ZodObject = z.ZodObject> {
   run: (args: z.output<I>, tx: Queryable, ctx: ToolContext) => Promise<ToolAnswer>;
 }
 
+/** A tool of any input type (for registries). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = Tool<any>;
+
 /** Declare a tool (only for type inference of `run`'s arguments). */
 export const defineTool = <I extends z.ZodObject>(tool: Tool<I>): Tool<I> => tool;
 
@@ -50,7 +56,7 @@ export const UPDATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: f
 export const DELETE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 
 /** Run one validated call of `tool` as the caller and build its result. */
-export async function invoke(tool: Tool, ctx: ToolContext, args: Record<string, unknown>): Promise<CallToolResult> {
+export async function invoke(tool: AnyTool, ctx: ToolContext, args: Record<string, unknown>): Promise<CallToolResult> {
   let answer: ToolAnswer;
   try {
     answer = await asUser(ctx.deps.db, ctx.session.claims, (tx) => tool.run(args, tx, ctx));
@@ -60,7 +66,7 @@ export async function invoke(tool: Tool, ctx: ToolContext, args: Record<string, 
   const checked = tool.output.safeParse(answer.structured);
   if (!checked.success) {
     ctx.log.error({ tool: tool.name, issues: checked.error.issues }, 'authoring tool output does not match its schema');
-    throw new McpError(ErrorCode.InternalError, `internal error: tool ${tool.name} produced an invalid result`);
+    throw new ProtocolError(INTERNAL_ERROR, `internal error: tool ${tool.name} produced an invalid result`);
   }
   return {
     content: [{ type: 'text', text: `${answer.summary}\n${JSON.stringify(answer.structured)}` }],
@@ -73,15 +79,15 @@ export async function invoke(tool: Tool, ctx: ToolContext, args: Record<string, 
  * that fail the (strict) input schema are protocol errors: JSON-RPC -32602, nothing runs.
  */
 export async function callTool(
-  tools: ReadonlyMap<string, Tool>,
+  tools: ReadonlyMap<string, AnyTool>,
   ctx: ToolContext,
   params: { name: string; arguments?: Record<string, unknown> },
 ): Promise<CallToolResult> {
   const tool = tools.get(params.name);
-  if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${params.name} not found`);
+  if (!tool) throw invalidParams(`Tool ${params.name} not found`);
   const parsed = tool.input.safeParse(params.arguments ?? {});
   if (!parsed.success) {
-    throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
+    throw invalidParams(`Invalid arguments for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
   }
   return invoke(tool, ctx, parsed.data);
 }

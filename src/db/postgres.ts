@@ -1,6 +1,7 @@
 /**
  * Server backend: PostgreSQL through postgres.js (a pool of `max` connections).
- * `timestamptz` is returned as text to keep microseconds; `numeric` as a JS number.
+ * `timestamptz` is returned as text to keep microseconds; `numeric` as a JS number; a string
+ * bound to a json/jsonb parameter is taken as JSON text, as PGlite does.
  */
 import postgres from 'postgres';
 import type { Db, Queryable } from './types.ts';
@@ -11,6 +12,14 @@ export function openPostgres(url: string, options: { max?: number } = {}): Db {
     onnotice: () => {},
     types: {
       timestamptz: { to: 1184, from: [1184, 1114], serialize: (v: unknown) => v, parse: (v: string) => v },
+      // A string bound to a json/jsonb parameter is already JSON text: send it as is (postgres.js
+      // would JSON-encode it again and store a jsonb string). Objects are encoded once.
+      json: {
+        to: 3802,
+        from: [114, 3802],
+        serialize: (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v)),
+        parse: (v: string) => JSON.parse(v),
+      },
       numeric: { to: 1700, from: [1700], serialize: (v: unknown) => String(v), parse: (v: string) => Number(v) },
     },
     connection: { application_name: 'svc' },

@@ -65,7 +65,7 @@ export async function findOrCreateIdpLearner(
   if (!user) throw unauthorized('identity without a user');
   refuseBanned(user, deps);
   await tx.query(
-    `update auth.identities set identity_data = $3::jsonb, last_sign_in_at = now(), updated_at = now()
+    `update auth.identities set identity_data = $3::text::jsonb, last_sign_in_at = now(), updated_at = now()
       where provider = $1 and provider_id = $2`,
     [provider, claims.sub, JSON.stringify(identityData(idp.issuer, claims))],
   );
@@ -77,14 +77,13 @@ export async function findOrCreateIdpLearner(
 }
 
 /**
- * A session token, verified (signature, expiry, live session), or undefined when `token` is
- * not a valid session token of this service (it may then be an IdP token).
+ * A session token, verified by `verifySession` (signature, expiry, live session, user not
+ * banned), or undefined when `token` is not a valid session token of this service (it may then
+ * be an IdP token; if it is neither, the caller answers 401).
  */
 export async function trySessionToken(deps: Deps, token: string): Promise<VerifiedSession | undefined> {
   try {
-    const session = await verifySession(deps, token);
-    refuseBanned(session.user, deps);
-    return session;
+    return await verifySession(deps, token);
   } catch (err) {
     if (err instanceof TokenError || err instanceof AuthError) return undefined;
     throw err;

@@ -13,6 +13,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
+/** The closed set of error codes and the HTTP status of each. Codes are never renamed or reused. */
 export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
@@ -23,6 +24,7 @@ export const ERROR_STATUS = {
 
 export type ResultsErrorCode = keyof typeof ERROR_STATUS;
 
+/** The one error type of the Results API; thrown anywhere in the plugin, rendered by the handler. */
 export class ResultsError extends Error {
   constructor(
     readonly code: ResultsErrorCode,
@@ -34,6 +36,7 @@ export class ResultsError extends Error {
     this.name = 'ResultsError';
   }
 
+  /** The HTTP status of `code`. */
   get status(): number {
     return ERROR_STATUS[this.code];
   }

@@ -20,6 +20,7 @@ import { z } from 'zod';
 import type { Endpoint } from './cursor.ts';
 import { invalidParam } from './errors.ts';
 
+/** Rows per page when `limit` is not given, and the largest `limit` accepted. */
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 200;
 
@@ -44,6 +45,7 @@ const FILTERS = {
   artifacts: { activity_id: uuid, user_id: uuid },
 } satisfies Record<Endpoint, Record<string, z.ZodType<string, string>>>;
 
+/** The filters of endpoint `E` that are set, by name (uuids lower-cased). */
 export type Filters<E extends Endpoint> = { [K in keyof (typeof FILTERS)[E]]?: string };
 
 /** A validated list request: `limit` rows per page, the raw `cursor` if any, the filters set. */

@@ -1,0 +1,51 @@
+/**
+ * The MCP server of the authoring surface: one `McpServer` per HTTP request (stateless),
+ * bound to the verified caller, with the 17 tools of DESIGN §6.
+ *
+ * Tools are registered with the SDK (so `tools/list` shows their JSON schemas and annotations);
+ * `tools/call` is then dispatched by `callTool` (tool.ts) instead of the SDK's default handler,
+ * because SDK 1.x folds unknown tools and invalid arguments into `isError` results, and this
+ * surface keeps them JSON-RPC protocol errors (-32602) as DESIGN / STYLE ask.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { SERVICE_NAME, VERSION } from '../version.ts';
+import { activityTools } from './activities.ts';
+import { instantiateTools } from './instantiate.ts';
+import { lessonTools } from './lessons.ts';
+import { programTools } from './programs.ts';
+import { callTool, invoke, type AnyTool, type ToolContext } from './tool.ts';
+import { unitTools } from './units.ts';
+import { whoamiTools } from './whoami.ts';
+
+/** Every tool of the surface, in the order `tools/list` shows them. */
+export const TOOLS: readonly AnyTool[] = [
+  ...whoamiTools,
+  ...programTools,
+  ...unitTools,
+  ...lessonTools,
+  ...activityTools,
+  ...instantiateTools,
+];
+
+const INSTRUCTIONS =
+  'Authoring tools for learning content: programs → units → lessons → activities. ' +
+  'Start with whoami or list_tenants to see the tenants you may write to (role author). ' +
+  'Copy a catalog program with instantiate_program, or build one with create_program, create_unit, ' +
+  'create_lesson and create_activity; read it back with get_program.';
+
+/** A fresh server for one request of the caller in `ctx`. */
+export function buildMcpServer(ctx: ToolContext): McpServer {
+  const server = new McpServer({ name: SERVICE_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const byName = new Map<string, AnyTool>();
+  for (const tool of TOOLS) {
+    server.registerTool(
+      tool.name,
+      { title: tool.title, description: tool.description, inputSchema: tool.input, outputSchema: tool.output, annotations: tool.annotations },
+      (args: Record<string, unknown>) => invoke(tool, ctx, args),
+    );
+    byName.set(tool.name, tool);
+  }
+  server.server.setRequestHandler(CallToolRequestSchema, (request) => callTool(byName, ctx, request.params));
+  return server;
+}

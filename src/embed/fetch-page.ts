@@ -1,0 +1,179 @@
+/**
+ * SSRF-guarded fetch of a learner's page (DESIGN §5 "Outbound fetches"), for the judge to read
+ * the `ref_url` of a submitted artifact.
+ *
+ * - http(s) only, no credentials in the URL;
+ * - the host's addresses are resolved first and the request is refused when any of them is
+ *   private, loopback, link-local, CGNAT, multicast, documentation, unspecified or an
+ *   IPv4-mapped/NAT64/6to4 form of those (`isBlockedAddress`), unless `allowPrivate`
+ *   (configuration `SVC_FETCH_ALLOW_PRIVATE`, tests only);
+ * - the connection is pinned to the address that was checked (no second DNS answer can swap
+ *   in an internal address: DNS rebinding);
+ * - redirects are followed by hand, at most `maxRedirects`, each hop checked again;
+ * - text-like content types only; the body is cut at `maxBytes`; the whole fetch, all hops,
+ *   is bounded by `timeoutMs`.
+ * Failures throw `FetchRefused` with a short reason that is safe to show the model and learner.
+ */
+import { lookup as dnsLookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+
+export class FetchRefused extends Error {}
+
+const blocked = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
+  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16],
+  ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) blocked.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of [
+  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64],
+  ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+] as const) blocked.addSubnet(net, prefix, 'ipv6');
+
+/**
+ * True when `ip` (IPv4 or IPv6 text) must not be fetched from; anything unparseable counts.
+ * IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) are checked against the IPv4 rules (Node's
+ * BlockList does that by itself).
+ */
+export function isBlockedAddress(ip: string): boolean {
+  const family = isIP(ip);
+  if (family === 0) return true;
+  return blocked.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/**
+ * Static check of a URL a learner submits, without DNS: a reason to refuse it, or undefined.
+ * Refuses non-http(s) schemes, credentials, and (unless `allowPrivate`) `localhost` names and
+ * literal addresses that `isBlockedAddress` refuses. The fetch re-checks resolved addresses.
+ */
+export function refuseUrl(url: URL, allowPrivate: boolean, isBlocked = isBlockedAddress): string | undefined {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http(s) URL';
+  if (!url.hostname) return 'must name a host';
+  if (url.username || url.password) return 'must not carry credentials';
+  if (allowPrivate) return undefined;
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return 'must not point to a private address';
+  if (isIP(host) && isBlocked(host)) return 'must not point to a private address';
+  return undefined;
+}
+
+export interface FetchedPage {
+  /** The URL of the last hop. */
+  url: string;
+  status: number;
+  contentType: string;
+  /** The body as UTF-8 text, at most `maxBytes` bytes of it. */
+  text: string;
+  truncated: boolean;
+}
+
+export interface FetchOptions {
+  allowPrivate: boolean;
+  /** Budget for the whole fetch, all redirects included, in milliseconds. */
+  timeoutMs: number;
+  /** Largest body read, in bytes (default 256 KiB). */
+  maxBytes?: number;
+  maxRedirects?: number;
+  /** Resolver (tests inject one); default `dns.lookup` with `all: true`. */
+  lookup?: (host: string) => Promise<{ address: string; family: number }[]>;
+  /** Address rule (tests inject one); default `isBlockedAddress`. Ignored when `allowPrivate`. */
+  isBlocked?: (address: string) => boolean;
+}
+
+const TEXT_TYPES = /^(text\/|application\/(json|xml|xhtml\+xml|ld\+json|javascript)|image\/svg\+xml)/i;
+
+/** Fetch `rawUrl` under the rules above; throws `FetchRefused`. */
+export async function fetchPage(rawUrl: string, options: FetchOptions): Promise<FetchedPage> {
+  const maxBytes = options.maxBytes ?? 256 * 1024;
+  const maxRedirects = options.maxRedirects ?? 3;
+  const signal = AbortSignal.timeout(options.timeoutMs);
+  let url = new URL(rawUrl);
+  for (let hop = 0; ; hop++) {
+    const refusal = refuseUrl(url, options.allowPrivate, options.isBlocked);
+    if (refusal) throw new FetchRefused(`the URL ${refusal}`);
+    const target = await resolveAllowed(url, options);
+    let res: http.IncomingMessage;
+    try {
+      res = await get(url, target, signal);
+    } catch (err) {
+      throw new FetchRefused(signal.aborted ? 'the page did not answer in time' : `the page could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`);
+    }
+    const status = res.statusCode ?? 0;
+    if (status >= 300 && status < 400 && res.headers.location) {
+      res.resume();
+      if (hop >= maxRedirects) throw new FetchRefused('too many redirects');
+      url = new URL(res.headers.location, url);
+      continue;
+    }
+    if (status < 200 || status >= 300) {
+      res.resume();
+      throw new FetchRefused(`the page answered HTTP ${status}`);
+    }
+    const contentType = String(res.headers['content-type'] ?? '');
+    if (contentType && !TEXT_TYPES.test(contentType)) {
+      res.resume();
+      throw new FetchRefused(`the page is not text (${contentType.split(';')[0]})`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let truncated = false;
+    try {
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        if (size + chunk.length > maxBytes) {
+          chunks.push(chunk.subarray(0, maxBytes - size));
+          truncated = true;
+          break;
+        }
+        chunks.push(chunk);
+        size += chunk.length;
+      }
+    } catch {
+      throw new FetchRefused(signal.aborted ? 'the page did not answer in time' : 'the page could not be read');
+    } finally {
+      res.destroy();
+    }
+    return { url: url.toString(), status, contentType, text: new TextDecoder().decode(Buffer.concat(chunks)), truncated };
+  }
+}
+
+/** The address to connect to for `url`: its literal IP, or the first of its resolved ones. */
+async function resolveAllowed(url: URL, options: FetchOptions): Promise<{ address: string; family: number }> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const family = isIP(host);
+  if (family) return { address: host, family }; // already checked by refuseUrl
+  let addresses: { address: string; family: number }[];
+  try {
+    addresses = await (options.lookup ?? ((h: string) => dnsLookup(h, { all: true, verbatim: true })))(host);
+  } catch {
+    throw new FetchRefused('the host name could not be resolved');
+  }
+  if (!addresses.length) throw new FetchRefused('the host name could not be resolved');
+  const isBlocked = options.isBlocked ?? isBlockedAddress;
+  if (!options.allowPrivate && addresses.some((a) => isBlocked(a.address))) {
+    throw new FetchRefused('the URL must not point to a private address');
+  }
+  return addresses[0]!;
+}
+
+function get(url: URL, target: { address: string; family: number }, signal: AbortSignal): Promise<http.IncomingMessage> {
+  // Connect to the checked address only, whatever DNS would say now.
+  const lookup = ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (opts?.all) callback(null, [target]);
+    else callback(null, target.address, target.family);
+  }) as unknown as LookupFunction;
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = client.request(url, {
+      method: 'GET',
+      agent: false,
+      lookup,
+      signal,
+      headers: { accept: 'text/html, text/*;q=0.9, application/json;q=0.8, */*;q=0.1', 'user-agent': 'svc-judge/1' },
+    });
+    req.on('response', resolve);
+    req.on('error', reject);
+    req.end();
+  });
+}

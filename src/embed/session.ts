@@ -1,0 +1,55 @@
+/**
+ * `POST /v1/embed/session` — exchange a tenant's IdP token for a session of this service.
+ *
+ *   body {idp_token, tenant (slug)} → 200 {access_token, refresh_token, expires_in, svc_user_id}
+ *
+ * 1. find the tenant's IdP settings (unknown tenant / no IdP → the same 401 as a bad token);
+ * 2. verify the IdP token (idp.ts);
+ * 3. in one transaction: find or create the learner and their membership (learner.ts), then
+ *    start a session exactly as a password sign-in does (`startSession(…, 'idp')`).
+ * The access token is an ordinary session JWT: it works on `/mcp`, `/auth/v1/user`, and its
+ * refresh token on `/auth/v1/token?grant_type=refresh_token`. Author rights exist only where
+ * an admin granted them.
+ */
+import { z } from 'zod';
+import type { Deps } from '../deps.ts';
+import { startSession } from '../identity/sessions.ts';
+import { unauthorized } from './errors.ts';
+import { findTenantIdp, type IdpVerifier } from './idp.ts';
+import { findOrCreateIdpLearner } from './learner.ts';
+
+export const tenantSlug = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be a tenant slug')
+  .describe('The tenant, by slug.');
+
+export const sessionBody = z.object({
+  idp_token: z.string().min(1).max(16_384).describe("A JWT issued by the tenant's identity provider."),
+  tenant: tenantSlug,
+});
+export type SessionBody = z.infer<typeof sessionBody>;
+
+export const sessionResponse = z.object({
+  access_token: z.string().describe('Session JWT (HS256), usable on /mcp and /auth/v1.'),
+  refresh_token: z.string().describe('Refresh token for /auth/v1/token?grant_type=refresh_token.'),
+  expires_in: z.number().int().describe('Lifetime of the access token in seconds.'),
+  svc_user_id: z.uuid().describe("The learner's id in this service (stable per IdP issuer and subject)."),
+});
+export type SessionResponse = z.infer<typeof sessionResponse>;
+
+/** Verify the IdP token and start a session for its learner; throws `EmbedError` 401. */
+export async function createEmbedSession(deps: Deps, idps: IdpVerifier, body: SessionBody): Promise<SessionResponse> {
+  const idp = await findTenantIdp(deps.db, body.tenant);
+  if (!idp) throw unauthorized(`tenant "${body.tenant}" is unknown or has no IdP`);
+  const claims = await idps.verify(body.idp_token, idp);
+  return deps.db.transaction(async (tx) => {
+    const user = await findOrCreateIdpLearner(tx, deps, idp, claims);
+    const tokens = await startSession(tx, deps, user, 'idp');
+    return {
+      access_token: tokens.access_token,
+      refresh_token: tokens.refresh_token,
+      expires_in: tokens.expires_in,
+      svc_user_id: user.svc_user_id,
+    };
+  });
+}

@@ -1,0 +1,90 @@
+/** The judge's SSRF guard: address classification and the guarded fetch. */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchPage, FetchRefused, isBlockedAddress, refuseUrl } from '../../src/embed/fetch-page.ts';
+
+let server: ReturnType<typeof createServer>;
+let base: string;
+let hits = 0;
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    hits++;
+    if (req.url === '/redirect-private') return void res.writeHead(302, { location: 'http://10.0.0.1/' }).end();
+    if (req.url === '/redirect-loop') return void res.writeHead(302, { location: '/redirect-loop' }).end();
+    if (req.url === '/binary') return void res.writeHead(200, { 'content-type': 'application/octet-stream' }).end('x');
+    if (req.url === '/big') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('a'.repeat(5000));
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<p>hello</p>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+describe('isBlockedAddress', () => {
+  it('blocks private, loopback, link-local, CGNAT, unspecified and mapped addresses', () => {
+    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::7f00:1', 'not-an-ip']) {
+      expect(isBlockedAddress(ip), ip).toBe(true);
+    }
+  });
+
+  it('allows public addresses', () => {
+    for (const ip of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111']) expect(isBlockedAddress(ip), ip).toBe(false);
+  });
+});
+
+describe('refuseUrl', () => {
+  it('refuses localhost names, literal private addresses (also in odd notations) and credentials', () => {
+    for (const url of ['http://localhost/', 'http://app.localhost/', 'http://2130706433/', 'http://0x7f.1/', 'http://[::1]/', 'http://u:p@example.com/']) {
+      expect(refuseUrl(new URL(url), false), url).toBeTypeOf('string');
+    }
+    expect(refuseUrl(new URL('https://example.com/page'), false)).toBeUndefined();
+    expect(refuseUrl(new URL('http://127.0.0.1/'), true)).toBeUndefined();
+  });
+});
+
+describe('fetchPage', () => {
+  it('fetches text when private addresses are allowed (tests)', async () => {
+    const page = await fetchPage(`${base}/`, { allowPrivate: true, timeoutMs: 2000 });
+    expect(page).toMatchObject({ status: 200, text: '<p>hello</p>', truncated: false });
+  });
+
+  it('refuses a host name that resolves to a private address, without connecting', async () => {
+    const before = hits;
+    const port = new URL(base).port;
+    await expect(
+      fetchPage(`http://innocent.test:${port}/`, { allowPrivate: false, timeoutMs: 2000, lookup: async () => [{ address: '127.0.0.1', family: 4 }] }),
+    ).rejects.toThrow(FetchRefused);
+    expect(hits).toBe(before);
+  });
+
+  it('connects to the address it checked, not to a second DNS answer', async () => {
+    const port = new URL(base).port;
+    let calls = 0;
+    const page = await fetchPage(`http://pinned.test:${port}/`, {
+      allowPrivate: true,
+      timeoutMs: 2000,
+      lookup: async () => (calls++ === 0 ? [{ address: '127.0.0.1', family: 4 }] : [{ address: '10.255.255.1', family: 4 }]),
+    });
+    expect(page.status).toBe(200);
+    expect(calls).toBe(1);
+  });
+
+  it('re-checks every redirect hop against the address rule', async () => {
+    // Loopback allowed for the test server, 10/8 refused: the first hop passes, the redirect
+    // to http://10.0.0.1/ must be refused before any connection is tried.
+    const isBlocked = (ip: string) => ip.startsWith('10.');
+    await expect(fetchPage(`${base}/redirect-private`, { allowPrivate: false, isBlocked, timeoutMs: 2000 })).rejects.toThrow(
+      /private address/,
+    );
+    expect(await fetchPage(`${base}/`, { allowPrivate: false, isBlocked, timeoutMs: 2000 })).toMatchObject({ status: 200 });
+  });
+
+  it('caps redirects, refuses binary content and cuts big bodies', async () => {
+    await expect(fetchPage(`${base}/redirect-loop`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/too many redirects/);
+    await expect(fetchPage(`${base}/binary`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/not text/);
+    const big = await fetchPage(`${base}/big`, { allowPrivate: true, timeoutMs: 2000, maxBytes: 1000 });
+    expect(big).toMatchObject({ truncated: true });
+    expect(big.text).toHaveLength(1000);
+  });
+});

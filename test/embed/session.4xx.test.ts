@@ -1,0 +1,170 @@
+/**
+ * POST /v1/embed/session — refusals. Every token here is refused with the same 401 body; each
+ * case is built so that it would pass if its one protection were removed.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
+import { countRows, expectError, post } from './fixtures.ts';
+
+let t: TestApp;
+let idp: TestIdp;
+let evil: TestIdp;
+let octServer: ReturnType<typeof createServer>;
+const octSecret = randomBytes(32);
+let octIssuer: string;
+
+beforeAll(async () => {
+  [t, idp, evil] = await Promise.all([startApp(), startTestIdp(), startTestIdp()]);
+  await t.op('tenant.create', { slug: 'acme' });
+  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
+  await t.op('tenant.create', { slug: 'aud' });
+  await t.op('idp.set', { tenant: 'aud', issuer: idp.issuer, jwks_url: idp.jwksUrl, audience: 'svc-embed' });
+  await t.op('tenant.create', { slug: 'no-idp' });
+
+  // A misconfigured IdP whose JWKS publishes a symmetric key: only the algorithm allow-list
+  // stands between an HS256 token signed with that (public!) key and a session.
+  octServer = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({ keys: [{ kty: 'oct', kid: 'oct-1', alg: 'HS256', use: 'sig', k: octSecret.toString('base64url') }] }),
+    );
+  });
+  await new Promise<void>((resolve) => octServer.listen(0, '127.0.0.1', resolve));
+  octIssuer = `http://127.0.0.1:${(octServer.address() as AddressInfo).port}`;
+  await t.op('tenant.create', { slug: 'octo' });
+  await t.op('idp.set', { tenant: 'octo', issuer: octIssuer, jwks_url: `${octIssuer}/jwks.json` });
+});
+afterAll(async () => {
+  await t.close();
+  await Promise.all([idp.close(), evil.close()]);
+  octServer.closeAllConnections();
+  await new Promise((resolve) => octServer.close(resolve));
+});
+
+const session = (tenant: string, idp_token: string) => post(t, '/v1/embed/session', { idp_token, tenant });
+
+describe('POST /v1/embed/session 401', () => {
+  let reference: unknown;
+  beforeAll(async () => {
+    reference = (await session('acme', 'not-a-jwt')).body;
+  });
+
+  const refused = async (tenant: string, token: string) => {
+    const res = await session(tenant, token);
+    expectError(res, 401, 'unauthorized');
+    expect(res.body).toEqual(reference);
+  };
+
+  it('control: a good token of the same IdP is accepted', async () => {
+    expect((await session('acme', await idp.sign({ sub: 'control' }))).status).toBe(200);
+    expect((await session('aud', await idp.sign({ sub: 'control' }, { audience: 'svc-embed' }))).status).toBe(200);
+  });
+
+  it('refuses HS256 signed with the IdP public key (key confusion)', async () => {
+    await refused('acme', await idp.sign({ sub: 'mallory' }, { alg: 'HS256' }));
+  });
+
+  it('refuses HS256 even when the JWKS publishes a symmetric key', async () => {
+    const token = await new SignJWT({ sub: 'mallory' })
+      .setProtectedHeader({ alg: 'HS256', kid: 'oct-1' })
+      .setIssuer(octIssuer)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(octSecret);
+    await refused('octo', token);
+  });
+
+  it('refuses alg none', async () => {
+    await refused('acme', await idp.sign({ sub: 'mallory' }, { alg: 'none' }));
+  });
+
+  it('refuses a token expired beyond the clock tolerance', async () => {
+    await refused('acme', await idp.sign({ sub: 'late' }, { expiresIn: -120 }));
+  });
+
+  it('refuses a token not yet valid beyond the clock tolerance', async () => {
+    await refused('acme', await idp.sign({ sub: 'early', nbf: Math.floor(Date.now() / 1000) + 120 }));
+  });
+
+  it('refuses a token without exp', async () => {
+    await refused('acme', await idp.sign({ sub: 'forever', exp: undefined }));
+  });
+
+  it('refuses a token without a usable sub', async () => {
+    await refused('acme', await idp.sign({ sub: '' }));
+  });
+
+  it('refuses a wrong or missing audience when the tenant has one', async () => {
+    await refused('aud', await idp.sign({ sub: 'a' }, { audience: 'someone-else' }));
+    await refused('aud', await idp.sign({ sub: 'a' }));
+  });
+
+  it("refuses a token of the tenant's keys that names another issuer", async () => {
+    await refused('acme', await idp.sign({ sub: 'a', iss: 'https://idp.example.com' }));
+  });
+
+  it("refuses a token that names the tenant's issuer but is signed by another key", async () => {
+    await refused('acme', await evil.sign({ sub: 'a', iss: idp.issuer }));
+  });
+
+  it('refuses an unknown kid', async () => {
+    await refused('acme', await idp.sign({ sub: 'a' }, { kid: 'no-such-kid' }));
+  });
+
+  it('answers an unknown tenant and a tenant without IdP exactly like a bad token', async () => {
+    const token = await idp.sign({ sub: 'a' });
+    await refused('nowhere', token);
+    await refused('no-idp', token);
+  });
+
+  it('answers 401, not 500, when the IdP cannot be reached', async () => {
+    const gone = await startTestIdp();
+    await t.op('tenant.create', { slug: 'gone' });
+    await t.op('idp.set', { tenant: 'gone', issuer: gone.issuer, discovery: true });
+    const token = await gone.sign({ sub: 'a' });
+    await gone.close();
+    await refused('gone', token);
+  });
+
+  it('writes nothing for a refused token', async () => {
+    const before = await countRows(t, 'auth.users');
+    await refused('acme', await idp.sign({ sub: 'never-created' }, { expiresIn: -3600 }));
+    expect(await countRows(t, 'auth.users')).toBe(before);
+    expect(await countRows(t, 'auth.identities', `provider_id = 'never-created'`)).toBe(0);
+  });
+});
+
+describe('POST /v1/embed/session 400 and 404', () => {
+  it('refuses a body that is not JSON', async () => {
+    const res = await post(t, '/v1/embed/session', '{"idp_token": ');
+    expectError(res, 400, 'invalid_request');
+    expect(res.body.error.message).toBe('the request body is not valid JSON');
+  });
+
+  it('refuses an empty body and a non-JSON content type', async () => {
+    expectError(await post(t, '/v1/embed/session', ''), 400, 'invalid_request');
+    expectError(await post(t, '/v1/embed/session', 'idp_token=x', { 'content-type': 'application/x-www-form-urlencoded' }), 400, 'invalid_request');
+  });
+
+  it('refuses missing fields and wrong types', async () => {
+    const missing = await post(t, '/v1/embed/session', { tenant: 'acme' });
+    expectError(missing, 400, 'invalid_request');
+    expect(missing.body.error.message).toMatch(/^idp_token: /);
+    expectError(await post(t, '/v1/embed/session', { idp_token: 42, tenant: 'acme' }), 400, 'invalid_request');
+    expectError(await post(t, '/v1/embed/session', { idp_token: 'x', tenant: 'Not A Slug' }), 400, 'invalid_request');
+    expectError(await post(t, '/v1/embed/session', [1, 2]), 400, 'invalid_request');
+  });
+
+  it('refuses a body over the size limit with 400', async () => {
+    const res = await post(t, '/v1/embed/session', { idp_token: 'x'.repeat(t.deps.config.bodyLimit + 10), tenant: 'acme' });
+    expectError(res, 400, 'invalid_request');
+  });
+
+  it('answers unknown embed routes with the same error body', async () => {
+    expectError(await post(t, '/v1/embed/nothing', {}), 404, 'not_found');
+  });
+});

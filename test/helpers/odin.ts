@@ -1,0 +1,101 @@
+/**
+ * The Odin Project course files in ../shared/data/odin (never copied into this repo) and an
+ * importer that writes one through the authoring surface, one MCP tool call per record.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+
+export const ODIN_DIR = fileURLToPath(new URL('../../../shared/data/odin/', import.meta.url));
+export const odinAvailable = (file = 'odin-foundations.json') => existsSync(ODIN_DIR + file);
+export const ODIN_MISSING = `skipped: ${ODIN_DIR} is absent (the Odin course files live in ../shared/data/odin)`;
+
+export interface OdinActivity {
+  id: string;
+  title: string;
+  kind: 'document' | 'site' | 'repo' | 'diagram';
+  spec: string;
+  rubric: { id: string; criterion: string; weight: number }[];
+}
+export interface OdinLesson {
+  id: string;
+  title: string;
+  body: string;
+  position: number;
+  activities: OdinActivity[];
+}
+export interface OdinUnit {
+  id: string;
+  title: string;
+  description: string;
+  position: number;
+  lessons: OdinLesson[];
+}
+export interface OdinProgram {
+  id: string;
+  title: string;
+  description: string;
+  units: OdinUnit[];
+}
+
+export function loadOdin(file = 'odin-foundations.json'): OdinProgram {
+  return (JSON.parse(readFileSync(ODIN_DIR + file, 'utf8')) as { program: OdinProgram }).program;
+}
+
+/** Call a tool and return its structuredContent; throws with the tool's text on `isError`. */
+export async function callTool<T = Record<string, any>>(client: Client, name: string, args: Record<string, unknown>): Promise<T> {
+  const result = await client.callTool({ name, arguments: args });
+  if (result.isError) {
+    const text = (result.content as { type: string; text?: string }[]).map((c) => c.text ?? '').join(' ');
+    throw new Error(`${name} failed: ${text}`);
+  }
+  return result.structuredContent as T;
+}
+
+export interface ImportReport {
+  programId: string;
+  units: number;
+  lessons: number;
+  activities: number;
+  /** Our activity id for each source activity id. */
+  activityIds: Map<string, string>;
+}
+
+/** Import `program` into `tenant` with create_program/unit/lesson/activity, in source order. */
+export async function importOdin(
+  client: Client,
+  tenant: string,
+  program: OdinProgram,
+  onProgress?: (done: number, total: number) => void,
+): Promise<ImportReport> {
+  const total = program.units.reduce((n, u) => n + 1 + u.lessons.reduce((m, l) => m + 1 + l.activities.length, 0), 1);
+  let done = 0;
+  const tick = () => onProgress?.(++done, total);
+  const created = await callTool(client, 'create_program', { tenant, title: program.title, description: program.description });
+  tick();
+  const report: ImportReport = { programId: created.id, units: 0, lessons: 0, activities: 0, activityIds: new Map() };
+  for (const unit of program.units) {
+    const u = await callTool(client, 'create_unit', { program_id: created.id, title: unit.title, description: unit.description, position: unit.position });
+    report.units++;
+    tick();
+    for (const lesson of unit.lessons) {
+      const l = await callTool(client, 'create_lesson', { unit_id: u.id, title: lesson.title, body: lesson.body, position: lesson.position });
+      report.lessons++;
+      tick();
+      for (const [i, activity] of lesson.activities.entries()) {
+        const a = await callTool(client, 'create_activity', {
+          lesson_id: l.id,
+          title: activity.title,
+          kind: activity.kind,
+          spec: activity.spec,
+          rubric: activity.rubric.map((c) => ({ criterion: c.criterion, weight: c.weight })),
+          position: i + 1,
+        });
+        report.activities++;
+        report.activityIds.set(activity.id, a.id);
+        tick();
+      }
+    }
+  }
+  return report;
+}

@@ -1,0 +1,134 @@
+/**
+ * A test language model: a plain node:http server on 127.0.0.1 (random port) with an
+ * OpenAI-compatible `POST /v1/chat/completions`, so the judge's real `openai` SDK client talks
+ * to it over HTTP. `baseUrl` ends with `/v1` (pass it as the judge's base URL).
+ *
+ * Every received request body (parsed JSON) is appended to `requests`. Modes (`setMode`):
+ * - `grade` (default): a structured-output completion. The rubric criterion ids are read from
+ *   the request's JSON schema, `response_format.json_schema.schema.properties.criteria.items
+ *   .properties.id.enum` (the grader sends them there). The artifact is the text of the user
+ *   message between the lines `<<<ARTIFACT` and `ARTIFACT>>>` (the grader's delimiters), and
+ *   only that text decides: if it contains the word `TODO`, every criterion is unmet with
+ *   score 0, otherwise every criterion is met with score 100. The answer is
+ *   `{criteria: [{id, met, score, evidence}], feedback}` as the message content (JSON text).
+ *   A request without that schema or section gets HTTP 400, as a real API would refuse it.
+ * - `fail-500`: HTTP 500 with an OpenAI-style error body.
+ * - `garbage`: HTTP 200 with a completion whose content is not JSON.
+ * - `slow`: never answers (until the client gives up or `close()`), to exercise timeouts.
+ */
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type TestModelMode = 'grade' | 'fail-500' | 'garbage' | 'slow';
+
+export interface TestModel {
+  baseUrl: string;
+  requests: unknown[];
+  setMode(mode: TestModelMode): void;
+  close(): Promise<void>;
+}
+
+const BEGIN = '<<<ARTIFACT';
+const END = 'ARTIFACT>>>';
+
+interface ChatRequest {
+  model?: string;
+  messages?: { role: string; content: unknown }[];
+  response_format?: {
+    json_schema?: { schema?: { properties?: { criteria?: { items?: { properties?: { id?: { enum?: unknown } } } } } } };
+  };
+}
+
+/** The text between the artifact delimiters in the user messages, or undefined. */
+function artifactText(body: ChatRequest): string | undefined {
+  for (const m of body.messages ?? []) {
+    if (m.role !== 'user') continue;
+    const text = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+    const start = text.indexOf(`${BEGIN}\n`);
+    const end = text.lastIndexOf(`\n${END}`);
+    if (start !== -1 && end > start) return text.slice(start + BEGIN.length + 1, end);
+  }
+  return undefined;
+}
+
+function completion(model: string, content: string) {
+  return {
+    id: `chatcmpl-test-${Date.now()}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: 'stop', logprobs: null }],
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+  };
+}
+
+const sendJson = (res: ServerResponse, status: number, body: unknown) =>
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+/** Start the model; `port` 0 (default) picks a free one (the demo script asks for a fixed port). */
+export async function startTestModel(options: { mode?: TestModelMode; port?: number } = {}): Promise<TestModel> {
+  let mode: TestModelMode = options.mode ?? 'grade';
+  const requests: unknown[] = [];
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || (req.url ?? '').split('?')[0] !== '/v1/chat/completions') {
+        return sendJson(res, 404, { error: { message: 'not found', type: 'invalid_request_error', code: null } });
+      }
+      let body: ChatRequest;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRequest;
+      } catch {
+        return sendJson(res, 400, { error: { message: 'invalid JSON', type: 'invalid_request_error', code: null } });
+      }
+      requests.push(body);
+      const model = body.model ?? 'test-model';
+      switch (mode) {
+        case 'fail-500':
+          return sendJson(res, 500, { error: { message: 'The server had an error', type: 'server_error', code: null } });
+        case 'garbage':
+          return sendJson(res, 200, completion(model, 'Sure! Here is my assessment: {criteria: looks good'));
+        case 'slow':
+          return; // never answer; the client times out (or close() ends the connection)
+        case 'grade': {
+          const ids = body.response_format?.json_schema?.schema?.properties?.criteria?.items?.properties?.id?.enum;
+          const artifact = artifactText(body);
+          if (!Array.isArray(ids) || artifact === undefined) {
+            return sendJson(res, 400, { error: { message: 'expected a rubric schema and an artifact section', type: 'invalid_request_error', code: null } });
+          }
+          const todo = /\bTODO\b/.test(artifact);
+          const verdict = {
+            criteria: ids.map((id) => ({
+              id,
+              met: !todo,
+              score: todo ? 0 : 100,
+              evidence: todo ? 'The work still contains TODO markers.' : 'The work addresses this criterion.',
+            })),
+            feedback: todo ? 'Finish the parts marked TODO and submit again.' : 'Well done: every criterion is met.',
+          };
+          return sendJson(res, 200, completion(model, JSON.stringify(verdict)));
+        }
+      }
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    setMode(next) {
+      mode = next;
+    },
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((err) => (err ? reject(err) : resolve()));
+      }),
+  };
+}

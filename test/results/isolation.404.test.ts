@@ -1,0 +1,139 @@
+/**
+ * Tenant isolation of the Results API: another tenant's ids are 404 (never 403) and never
+ * appear in lists, filters or artifact_ids; cursors do not cross tenants; and the database
+ * itself (role svc_results + RLS) confines a query that forgot its tenant filter.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asResultsTenant } from '../../src/db/index.ts';
+import { startApp, type TestApp } from '../helpers/harness.ts';
+import { expectError, get, getJson, newArtifact, seedTenant, walk, type KeyStyle, type SeededTenant } from './fixtures.ts';
+
+let t: TestApp;
+let a: SeededTenant;
+let b: SeededTenant;
+beforeAll(async () => {
+  t = await startApp();
+  a = await seedTenant(t, 'alpha');
+  b = await seedTenant(t, 'beta');
+});
+afterAll(() => t.close());
+
+const STYLES: KeyStyle[] = ['bearer', 'x-svc-api-key'];
+
+describe('cross-tenant matrix', () => {
+  it('tenant B gets 404 not_found for each of tenant A’s result and artifact ids (and A gets 200)', async () => {
+    for (const style of STYLES) {
+      for (const id of a.resultIds) {
+        await getJson(t, `/v1/activity-results/${id}`, a.key, 200, style);
+        await expectError(await get(t, `/v1/activity-results/${id}`, b.key, style), 404, 'not_found');
+      }
+      for (const id of a.artifactIds) {
+        await getJson(t, `/v1/artifacts/${id}`, a.key, 200, style);
+        await expectError(await get(t, `/v1/artifacts/${id}`, b.key, style), 404, 'not_found');
+      }
+    }
+  });
+
+  it('answers another tenant’s id exactly like an id that does not exist', async () => {
+    const foreign = await get(t, `/v1/artifacts/${a.artifactIds[0]}`, b.key);
+    const missing = await get(t, '/v1/artifacts/00000000-0000-4000-8000-000000000000', b.key);
+    expect(foreign.status).toBe(missing.status);
+    const f = (await foreign.json()) as any;
+    const m = (await missing.json()) as any;
+    expect(f.error.code).toBe(m.error.code);
+    expect(f.error.message.replace(a.artifactIds[0]!, 'ID')).toBe(m.error.message.replace('00000000-0000-4000-8000-000000000000', 'ID'));
+  });
+
+  it('does not confuse the two kinds of ids (a result id is not an artifact)', async () => {
+    await expectError(await get(t, `/v1/artifacts/${a.resultIds[0]}`, a.key), 404, 'not_found');
+    await expectError(await get(t, `/v1/activity-results/${a.artifactIds[0]}`, a.key), 404, 'not_found');
+  });
+
+  it('never lists tenant A’s rows to tenant B, even when B filters by A’s ids', async () => {
+    const aIds = new Set([...a.resultIds, ...a.artifactIds, ...a.userIds, a.programId, a.emptyProgramId]);
+    const lists = [
+      '/v1/activity-results',
+      '/v1/artifacts',
+      `/v1/activity-results?activity_id=${a.activityIds[0]}`,
+      `/v1/activity-results?user_id=${a.userIds[0]}`,
+      `/v1/artifacts?activity_id=${a.activityIds[0]}`,
+      `/v1/artifacts?user_id=${a.userIds[0]}`,
+    ];
+    for (const path of lists) {
+      const { ids } = await walk(t, path, b.key, 1);
+      for (const id of ids) expect(aIds.has(id), `${path} leaked ${id}`).toBe(false);
+    }
+    const bResults = (await walk(t, '/v1/activity-results', b.key, 2)).ids;
+    expect(bResults).toEqual(b.resultIds);
+    expect((await walk(t, '/v1/artifacts', b.key, 2)).ids).toEqual(b.artifactIds);
+    const progress = (await walk(t, '/v1/progress', b.key, 1, (p) => p.program_id)).ids;
+    expect(progress.every((programId) => programId === b.programId || programId === b.emptyProgramId)).toBe(true);
+    expect(progress).toHaveLength(3);
+    for (const path of [`/v1/progress?user_id=${a.userIds[0]}`, `/v1/progress?program_id=${a.programId}`]) {
+      expect((await getJson(t, path, b.key)).data).toEqual([]);
+    }
+  });
+
+  it('refuses a cursor issued to another tenant', async () => {
+    const fromA = (await getJson(t, '/v1/activity-results?limit=1', a.key)).next_cursor;
+    const message = await expectError(await get(t, `/v1/activity-results?cursor=${fromA}`, b.key), 400, 'invalid_request');
+    expect(message).toMatch(/^cursor:/);
+  });
+
+  it('keeps a foreign artifact out of artifact_ids even if a row points across tenants', async () => {
+    // An inconsistent row: an artifact of tenant B that references tenant A's result.
+    const stray = await newArtifact(t.db, { resultId: a.resultIds[1]!, tenantId: b.id, createdAt: '2026-01-01T00:00:00Z' });
+    try {
+      const result = await getJson(t, `/v1/activity-results/${a.resultIds[1]}`, a.key);
+      expect(result.artifact_ids).toEqual([]);
+      const listed = (await getJson(t, '/v1/activity-results', a.key)).data.find((r: any) => r.id === a.resultIds[1]);
+      expect(listed.artifact_ids).toEqual([]);
+    } finally {
+      await t.db.query('delete from artifacts where id = $1', [stray]);
+    }
+  });
+});
+
+describe('isolation enforced by the database', () => {
+  const tables = ['activity_results', 'artifacts', 'progress', 'activities'];
+
+  it('as svc_results with tenant A set, a query WITHOUT a tenant filter sees only tenant A', async () => {
+    for (const table of tables) {
+      const all = await t.db.query<{ tenant_id: string }>(`select tenant_id from ${table}`);
+      const owner = new Set(all.map((r) => r.tenant_id));
+      expect(owner.has(a.id) && owner.has(b.id), `${table} holds both tenants`).toBe(true);
+
+      const seen = await asResultsTenant(t.db, a.id, (tx) => tx.query<{ tenant_id: string }>(`select tenant_id from ${table}`));
+      expect(seen.length, table).toBe(all.filter((r) => r.tenant_id === a.id).length);
+      expect(new Set(seen.map((r) => r.tenant_id)), table).toEqual(new Set([a.id]));
+    }
+  });
+
+  it('finds another tenant’s row by id as nothing, not as an error', async () => {
+    const rows = await asResultsTenant(t.db, b.id, (tx) => tx.query('select id from activity_results where id = $1', [a.resultIds[0]]));
+    expect(rows).toEqual([]);
+  });
+
+  it('shows nothing when no tenant is set', async () => {
+    const rows = await t.db.transaction(async (tx) => {
+      await tx.query(`select set_config('role', 'svc_results', true)`);
+      return tx.query('select id from activity_results');
+    });
+    expect(rows).toEqual([]);
+  });
+
+  it('lets svc_results read nothing else and write nothing', async () => {
+    for (const sql of [
+      'select * from api_keys',
+      'select * from tenants',
+      'select * from users',
+      'select * from auth.users',
+      'select * from programs',
+      `update activity_results set score = 0`,
+      `delete from artifacts`,
+      `insert into progress (tenant_id, user_id, program_id) values ('${a.id}', '${a.userIds[0]}', '${a.programId}')`,
+    ]) {
+      await expect(asResultsTenant(t.db, a.id, (tx) => tx.query(sql)), sql).rejects.toThrow(/permission denied/);
+    }
+  });
+});
