@@ -14,7 +14,7 @@ import type { Deps } from './deps.ts';
 import identityRoutes from './identity/routes.ts';
 import adminRoutes from './admin/routes.ts';
 import resultsRoutes from './results/routes.ts';
-import { errorBody } from './results/errors.ts';
+import { errorBody } from './http/api-errors.ts';
 import embedRoutes from './embed/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 

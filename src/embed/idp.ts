@@ -81,7 +81,7 @@ export class IdpVerifier {
   constructor(private readonly deps: Pick<Deps, 'now'>) {}
 
   /**
-   * Verify `token` against `idp`. Returns the claims; throws `EmbedError` 401 `unauthorized`
+   * Verify `token` against `idp`. Returns the claims; throws `ApiError` 401 `unauthorized`
    * on any failure (the reason goes to `internal`, for the log), including an unreachable IdP.
    */
   async verify(token: string, idp: TenantIdp): Promise<IdpClaims> {

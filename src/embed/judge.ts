@@ -102,7 +102,7 @@ async function identifyCaller(deps: Deps, idps: IdpVerifier, token: string | und
   };
 }
 
-/** Handle one submission (steps above). Throws `EmbedError` 400/401/404. */
+/** Handle one submission (steps above). Throws `ApiError` 400/401/404. */
 export async function submitForJudgement(
   deps: Deps,
   services: { idps: IdpVerifier; grader: Grader | null },

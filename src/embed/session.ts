@@ -37,7 +37,7 @@ export const sessionResponse = z.object({
 });
 export type SessionResponse = z.infer<typeof sessionResponse>;
 
-/** Verify the IdP token and start a session for its learner; throws `EmbedError` 401. */
+/** Verify the IdP token and start a session for its learner; throws `ApiError` 401. */
 export async function createEmbedSession(deps: Deps, idps: IdpVerifier, body: SessionBody): Promise<SessionResponse> {
   const idp = await findTenantIdp(deps.db, body.tenant);
   if (!idp) throw unauthorized(`tenant "${body.tenant}" is unknown or has no IdP`);

@@ -12,7 +12,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/index.ts';
 import { tenantOfApiKey } from './api-keys.ts';
-import { ResultsError } from './errors.ts';
+import { ApiError } from '../http/api-errors.ts';
 
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
@@ -31,16 +31,16 @@ export function apiKeyOf(req: FastifyRequest): string | undefined {
   let fromAuthorization: string | undefined;
   if (authorization !== undefined) {
     const m = BEARER_RE.exec(authorization);
-    if (!m) throw new ResultsError('unauthorized', INVALID);
+    if (!m) throw new ApiError('unauthorized', INVALID);
     fromAuthorization = m[1];
   }
   let fromCustom: string | undefined;
   if (custom !== undefined) {
-    if (typeof custom !== 'string') throw new ResultsError('unauthorized', INVALID);
+    if (typeof custom !== 'string') throw new ApiError('unauthorized', INVALID);
     fromCustom = custom.trim();
   }
   if (fromAuthorization !== undefined && fromCustom !== undefined && fromAuthorization !== fromCustom) {
-    throw new ResultsError('unauthorized', 'Authorization and X-Svc-Api-Key carry different keys');
+    throw new ApiError('unauthorized', 'Authorization and X-Svc-Api-Key carry different keys');
   }
   return fromAuthorization ?? fromCustom;
 }
@@ -53,9 +53,9 @@ export function apiKeyOf(req: FastifyRequest): string | undefined {
 export function apiKeyHook(db: Db) {
   return async function authenticate(req: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const key = apiKeyOf(req);
-    if (!key) throw new ResultsError('unauthorized', MISSING);
+    if (!key) throw new ApiError('unauthorized', MISSING);
     const found = await tenantOfApiKey(db, key);
-    if (!found) throw new ResultsError('unauthorized', INVALID);
+    if (!found) throw new ApiError('unauthorized', INVALID);
     tenants.set(req, found.tenant_id);
   };
 }

@@ -27,7 +27,7 @@ import type { Deps } from '../deps.ts';
 import { SERVICE_NAME, VERSION } from '../version.ts';
 import { apiKeyHook, tenantOf } from './auth.ts';
 import { cursorCodec, type Endpoint } from './cursor.ts';
-import { ResultsError, resultsErrorHandler } from './errors.ts';
+import { ApiError, apiErrorHandler } from '../http/api-errors.ts';
 import { parseIdParams, parseListQuery } from './params.ts';
 import { findOne, listPage } from './queries.ts';
 
@@ -43,14 +43,14 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
   const cursors = cursorCodec(deps.config.jwtSecret);
 
-  app.setErrorHandler(resultsErrorHandler);
+  app.setErrorHandler(apiErrorHandler('results'));
   app.setNotFoundHandler(async (req) => {
     const path = (req.raw.url ?? req.url).split('?')[0]!.slice(0, 200);
-    throw new ResultsError('not_found', `no such endpoint: ${req.method} ${path}`);
+    throw new ApiError('not_found', `no such endpoint: ${req.method} ${path}`);
   });
   app.addHook('onRequest', async (req) => {
     if ((req.raw.url ?? req.url).length > MAX_URL_LENGTH) {
-      throw new ResultsError('invalid_request', `url: the request URL is longer than ${MAX_URL_LENGTH} characters`);
+      throw new ApiError('invalid_request', `url: the request URL is longer than ${MAX_URL_LENGTH} characters`);
     }
   });
 
@@ -76,7 +76,7 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
       const tenantId = tenantOf(req);
       const id = parseIdParams(req);
       const body = await asResultsTenant(deps.db, tenantId, (tx) => findOne(tx, endpoint, tenantId, id));
-      if (body === undefined) throw new ResultsError('not_found', `no ${noun} with id ${id}`);
+      if (body === undefined) throw new ApiError('not_found', `no ${noun} with id ${id}`);
       return reply.type(JSON_TYPE).header('cache-control', 'private, no-store').send(body);
     };
 

@@ -31,7 +31,7 @@ const UNKNOWN_KEY = `svc_${'A'.repeat(12)}_${'b'.repeat(40)}`;
 
 async function expectUnauthorized(res: Response) {
   await expectError(res, 401, 'unauthorized');
-  expect(res.headers.get('www-authenticate')).toMatch(/^Bearer /);
+  expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
 }
 
 describe('the permission suite, on every data route', () => {

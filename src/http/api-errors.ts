@@ -1,0 +1,98 @@
+/**
+ * The error body of the `/v1` surfaces — the Results API and the embed endpoints (DESIGN §6):
+ * exactly `{"error": {"code", "message"}}`, a closed set of codes with one HTTP status each,
+ * never a stack trace or SQL text.
+ *
+ *   invalid_request 400   bad parameter, cursor, uuid, body that is not JSON, oversized body…
+ *   unauthorized    401   missing or invalid credential (`WWW-Authenticate: Bearer` is set)
+ *   not_found       404   unknown path, unknown id, another tenant's id (never 403)
+ *   rate_limited    429   too many requests (`Retry-After` is set by the limiter)
+ *   internal_error  500   anything unexpected; the detail is logged, never sent
+ *
+ * `message` is public text for the API user; `internal` is detail for the log only.
+ * Codes are never renamed or reused.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+
+export const API_ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  rate_limited: 429,
+  internal_error: 500,
+} as const;
+
+export type ApiErrorCode = keyof typeof API_ERROR_STATUS;
+
+/** The one error type of the `/v1` surfaces; thrown anywhere, rendered by `apiErrorHandler`. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ApiErrorCode,
+    message: string,
+    /** Detail for the log, never sent to the client. */
+    readonly internal?: unknown,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  /** The HTTP status of `code`. */
+  get status(): number {
+    return API_ERROR_STATUS[this.code];
+  }
+}
+
+/** The body of every error of these surfaces. */
+export function errorBody(code: ApiErrorCode, message: string): { error: { code: ApiErrorCode; message: string } } {
+  return { error: { code, message } };
+}
+
+/** Send an ApiError: status from the map, the fixed body, `WWW-Authenticate` on 401. */
+export function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
+  if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer');
+  return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(err.code, err.message));
+}
+
+/** A framework 4xx as client-facing text (never the framework's internal wording). */
+function frameworkMessage(err: FastifyError): string {
+  if (err.statusCode === 413) return 'the request body is too large';
+  if (err.statusCode === 415) return 'the request body must be JSON (Content-Type: application/json)';
+  if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return 'the request body is empty';
+  if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError) return 'the request body is not valid JSON';
+  return 'the request is malformed';
+}
+
+/**
+ * Map anything thrown to an ApiError: zod schema violations name the field; Fastify's own
+ * client errors become `invalid_request` (401/404/429 keep their meaning); everything else,
+ * database errors included, becomes `internal_error` with a fixed message.
+ */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as FastifyError;
+  if (hasZodFastifySchemaValidationErrors(e)) {
+    const issue = e.validation[0];
+    const path = (issue?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+    const message = issue?.message ?? 'invalid value';
+    return new ApiError('invalid_request', path ? `${path}: ${message}` : message, err);
+  }
+  const status = e?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    if (status === 401) return new ApiError('unauthorized', 'a valid credential is required', err);
+    if (status === 404) return new ApiError('not_found', 'not found', err);
+    if (status === 429) return new ApiError('rate_limited', 'too many requests', err);
+    return new ApiError('invalid_request', frameworkMessage(e), err);
+  }
+  return new ApiError('internal_error', 'internal error', err);
+}
+
+/** A Fastify error handler for a `/v1` surface: logs 5xx with detail (and 4xx detail at info). */
+export function apiErrorHandler(surface: string) {
+  return (err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const e = toApiError(err);
+    if (e.status >= 500) req.log.error({ err: e.internal ?? err }, `${surface}: unexpected error`);
+    else if (e.internal !== undefined) req.log.info({ reason: e.internal, code: e.code }, `${surface}: client error`);
+    return sendApiError(reply, e);
+  };
+}
