@@ -15,6 +15,8 @@ import identityRoutes from './identity/routes.ts';
 import adminRoutes from './admin/routes.ts';
 import resultsRoutes from './results/routes.ts';
 import { errorBody } from './http/api-errors.ts';
+import { AuthError, sendAuthError } from './identity/errors.ts';
+import { jsonRpcError } from './authoring/auth.ts';
 import embedRoutes from './embed/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 
@@ -24,10 +26,13 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     bodyLimit: deps.config.bodyLimit,
     requestIdHeader: 'x-request-id',
     // Malformed URLs (bad percent-encoding, over-long path parameters) fail before any surface
-    // runs: answer them in the results API's error body rather than Fastify's.
-    frameworkErrors: (err, _req, reply: FastifyReply) => {
-      const status = (err as { statusCode?: number }).statusCode ?? 400;
-      void reply.code(status < 500 ? status : 400).send(errorBody('invalid_request', 'malformed URL'));
+    // runs: answer them in the error body of the surface the path belongs to.
+    frameworkErrors: (err, req, reply: FastifyReply) => {
+      const status = Math.min((err as { statusCode?: number }).statusCode ?? 400, 499);
+      const path = req.raw.url ?? '';
+      if (path.startsWith('/auth/v1')) return void sendAuthError(req, reply, new AuthError(status, 'validation_failed', 'malformed URL'));
+      if (path.startsWith('/mcp')) return void reply.code(status).send(jsonRpcError(-32600, 'malformed URL'));
+      void reply.code(status).send(errorBody('invalid_request', 'malformed URL'));
     },
     genReqId: () => randomUUID(),
     // Per-request "incoming/completed" lines only at debug level: errors are logged by each surface.

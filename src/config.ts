@@ -3,8 +3,10 @@
  *
  * Embedded mode (no DATABASE_URL): data lives in `SVC_DATA_DIR` (default `./.svc-data`); on
  * first start a random JWT secret and anon / service-role keys are generated and kept in
- * `<data dir>/secrets.json` (mode 0600). Server mode (DATABASE_URL set) requires the three
- * secrets in the environment and refuses empty, short or well-known values.
+ * `<data dir>/secrets.json` (mode 0600); any of the three set in the environment wins.
+ * Server mode (DATABASE_URL set) requires the three secrets in the environment. Either way
+ * empty, short, low-entropy, well-known (Supabase's demo values, any JWT) or equal secrets
+ * are refused: an anon key equal to the service-role key would open the admin endpoints.
  *
  * Throws `ConfigError` with a message naming the variable when a value is invalid.
  */
@@ -106,7 +108,10 @@ export function loadOrCreateEmbeddedSecrets(dataDir: string): Secrets {
 function checkSecret(name: string, value: string | undefined, minLength: number): string {
   if (!value) throw new ConfigError(`${name} is required when DATABASE_URL is set`);
   if (value.length < minLength) throw new ConfigError(`${name} must be at least ${minLength} characters`);
-  if (KNOWN_SECRETS.has(value)) throw new ConfigError(`${name} is a well-known example value; generate your own`);
+  if (KNOWN_SECRETS.has(value) || value.startsWith('eyJ')) {
+    throw new ConfigError(`${name} is a well-known example value or a JWT; generate your own random value`);
+  }
+  if (new Set(value).size < 8) throw new ConfigError(`${name} is not random enough; generate it with \`openssl rand -base64 48\``);
   return value;
 }
 
@@ -133,7 +138,18 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
         anonKey: checkSecret('SVC_ANON_KEY', e.SVC_ANON_KEY, 20),
         serviceRoleKey: checkSecret('SVC_SERVICE_ROLE_KEY', e.SVC_SERVICE_ROLE_KEY, 20),
       }
-    : loadOrCreateEmbeddedSecrets(dataDir!);
+    : {
+        // Values in the environment win over the generated ones, with the same checks.
+        ...loadOrCreateEmbeddedSecrets(dataDir!),
+        ...(e.SVC_JWT_SECRET !== undefined && { jwtSecret: checkSecret('SVC_JWT_SECRET', e.SVC_JWT_SECRET, 32) }),
+        ...(e.SVC_ANON_KEY !== undefined && { anonKey: checkSecret('SVC_ANON_KEY', e.SVC_ANON_KEY, 20) }),
+        ...(e.SVC_SERVICE_ROLE_KEY !== undefined && {
+          serviceRoleKey: checkSecret('SVC_SERVICE_ROLE_KEY', e.SVC_SERVICE_ROLE_KEY, 20),
+        }),
+      };
+  if (requireSecrets && new Set([secrets.jwtSecret, secrets.anonKey, secrets.serviceRoleKey]).size < 3) {
+    throw new ConfigError('SVC_JWT_SECRET, SVC_ANON_KEY and SVC_SERVICE_ROLE_KEY must all differ');
+  }
   const judgeParts = [e.SVC_JUDGE_BASE_URL, e.SVC_JUDGE_MODEL];
   if (judgeParts.some(Boolean) && !judgeParts.every(Boolean)) {
     throw new ConfigError('SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL must be set together');

@@ -20,6 +20,9 @@ async function main() {
     { backend: db.kind, dataDir: config.dataDir, judge: config.judge ? config.judge.model : 'off' },
     `service listening on ${address}`,
   );
+  if (config.fetchAllowPrivate) {
+    app.log.warn('SVC_FETCH_ALLOW_PRIVATE is set: the judge may fetch private and loopback addresses (tests only)');
+  }
   let closing = false;
   const shutdown = async () => {
     if (closing) return;

@@ -111,6 +111,19 @@ export const ops = {
     run: async (q: Queryable, a: { tenant: string; issuer: string; jwks_url?: string; discovery?: boolean; audience?: string }) => {
       const id = await tenantId(q, a.tenant);
       const discoveryUrl = a.discovery ? `${a.issuer.replace(/\/$/, '')}/.well-known/openid-configuration` : null;
+      // An (issuer, subject) pair is one learner in every tenant, so every tenant naming an
+      // issuer must verify it with the same keys: otherwise a tenant's admin could point a
+      // known issuer at their own JWKS and sign in as another tenant's learners.
+      await q.query('lock table tenant_idps in share row exclusive mode');
+      const [clash] = await q.query<{ slug: string }>(
+        `select t.slug from tenant_idps i join tenants t on t.id = i.tenant_id
+          where i.issuer = $1 and i.tenant_id <> $2
+            and (i.jwks_url is distinct from $3 or i.discovery_url is distinct from $4)`,
+        [a.issuer, id, a.jwks_url ?? null, discoveryUrl],
+      );
+      if (clash) {
+        throw new AdminError('conflict', `issuer ${a.issuer} is already set for tenant "${clash.slug}" with other keys; use the same --jwks-url or --discovery`);
+      }
       const [row] = await q.query(
         `insert into tenant_idps (tenant_id, issuer, jwks_url, discovery_url, audience) values ($1, $2, $3, $4, $5)
          on conflict (tenant_id) do update set issuer = excluded.issuer, jwks_url = excluded.jwks_url,

@@ -5,6 +5,7 @@
  * Answers 200 `{data}` or `{error: {code, message}}` with 400/401/404/409.
  */
 import type { FastifyInstance } from 'fastify';
+import { isBadInput, isUniqueViolation } from '../db/errors.ts';
 import type { Deps } from '../deps.ts';
 import { safeEqual } from '../identity/routes.ts';
 import { AdminError, isOpName, runOp } from './ops.ts';
@@ -14,6 +15,10 @@ const STATUS = { invalid: 400, not_found: 404, conflict: 409 } as const;
 export default async function adminRoutes(app: FastifyInstance, deps: Deps) {
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     if (err instanceof AdminError) return reply.code(STATUS[err.code]).send({ error: { code: err.code, message: err.message } });
+    if (isBadInput(err) || isUniqueViolation(err)) {
+      const code = isUniqueViolation(err) ? 'conflict' : 'invalid';
+      return reply.code(STATUS[code]).send({ error: { code, message: code === 'conflict' ? 'already exists' : 'a value cannot be stored (for example a NUL character)' } });
+    }
     if (err.statusCode && err.statusCode < 500) {
       return reply.code(err.statusCode).send({ error: { code: 'invalid', message: err.message } });
     }

@@ -9,12 +9,14 @@
  *
  * SQLSTATEs mapped here: 42501 (RLS `with check` / missing privilege) → not allowed;
  * P0002 (the parent-not-found trigger) → "<record> <id> not found"; 23001/23503 (a learner's
- * activity_results row restricts the delete; PostgreSQL reports either) → "has learner results"; 23514/23502/22001/22P02
- * (a value breaks a column rule the input schema did not catch) → invalid value.
+ * activity_results row restricts the delete; PostgreSQL reports either) → "has learner results"; the bad-input states of
+ * db/errors.ts (a value breaks a column rule the input schema did not catch, a NUL
+ * character, an impossible date in a cursor) → invalid value.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { isBadInput, sqlState } from '../db/errors.ts';
 
 export const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
 
@@ -48,17 +50,14 @@ export interface Subject {
   id: string;
 }
 
-/** The SQLSTATE of a PGlite or postgres.js error, if it is one. */
-export function sqlState(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
-}
-
 /**
  * Turn a database error into a `ToolFailure` naming `subject` (the parent for inserts, the
  * record itself for deletes); returns the error unchanged when it is not one we explain.
  */
 export function explainDbError(err: unknown, subject?: Subject): unknown {
+  if (isBadInput(err)) {
+    return new ToolFailure('invalid value: an argument breaks a rule of the record (length, range, kind, or a character such as NUL that cannot be stored)');
+  }
   switch (sqlState(err)) {
     case '42501':
       return new ToolFailure(NOT_ALLOWED);
@@ -71,12 +70,6 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
           ? `${subject.record} ${subject.id} cannot be deleted: ${subject.record === 'activity' ? 'it has' : 'an activity in it has'} learner results`
           : 'cannot be deleted: it has learner results',
       );
-    case '23514':
-    case '23502':
-    case '22001':
-    case '22P02':
-    case '22003':
-      return new ToolFailure('invalid value: an argument breaks a rule of the record (length, range or kind)');
     default:
       return err;
   }

@@ -28,7 +28,7 @@ for (const [net, prefix] of [
   ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) blocked.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64],
+  ['::', 96], ['::ffff:0:0:0', 96], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64],
   ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ] as const) blocked.addSubnet(net, prefix, 'ipv6');
 
@@ -104,6 +104,7 @@ export async function fetchPage(rawUrl: string, options: FetchOptions): Promise<
     if (status >= 300 && status < 400 && res.headers.location) {
       res.resume();
       if (hop >= maxRedirects) throw new FetchRefused('too many redirects');
+      if (!URL.canParse(res.headers.location, url)) throw new FetchRefused('the page redirects to a malformed URL');
       url = new URL(res.headers.location, url);
       continue;
     }

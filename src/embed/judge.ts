@@ -25,6 +25,7 @@
  * The response's `status` and `score` are this attempt's verdict (a failed attempt after a pass
  * answers `failed`, while the result stays completed).
  */
+import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
@@ -105,7 +106,7 @@ async function identifyCaller(deps: Deps, idps: IdpVerifier, token: string | und
 /** Handle one submission (steps above). Throws `ApiError` 400/401/404. */
 export async function submitForJudgement(
   deps: Deps,
-  services: { idps: IdpVerifier; grader: Grader | null },
+  services: { idps: IdpVerifier; grader: Grader | null; log: FastifyBaseLogger },
   token: string | undefined,
   body: JudgeBody,
 ): Promise<JudgeResponse> {
@@ -165,12 +166,14 @@ export async function submitForJudgement(
   try {
     verdict = await services.grader.grade(submission.activity, body.artifact, deps.now);
   } catch (err) {
-    if (!(err instanceof GraderError)) throw err;
+    // Whatever went wrong while grading, the submission is stored: answer pending, never 5xx.
+    if (!(err instanceof GraderError)) services.log.error({ err }, 'embed: unexpected error while grading');
+    const reason = err instanceof GraderError ? err.reason : 'internal_error';
     await deps.db.query(
       `update artifacts set verification = jsonb_build_object('status', 'pending', 'error', $3::text, 'attempted_at', $4::text),
               updated_at = clock_timestamp()
         where id = $1 and tenant_id = $2`,
-      [submission.artifactId, submission.tenantId, err.reason, deps.now().toISOString()],
+      [submission.artifactId, submission.tenantId, reason, deps.now().toISOString()],
     );
     return pending;
   }

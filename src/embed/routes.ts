@@ -64,6 +64,6 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
         response: { 200: judgeResponse },
       },
     },
-    async (req) => submitForJudgement(deps, { idps, grader }, bearer(req), req.body),
+    async (req) => submitForJudgement(deps, { idps, grader, log: req.log }, bearer(req), req.body),
   );
 }

@@ -14,6 +14,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { isBadInput } from '../db/errors.ts';
 
 export const API_ERROR_STATUS = {
   invalid_request: 400,
@@ -64,7 +65,8 @@ function frameworkMessage(err: FastifyError): string {
 }
 
 /**
- * Map anything thrown to an ApiError: zod schema violations name the field; Fastify's own
+ * Map anything thrown to an ApiError: zod schema violations name the field; values the
+ * database refuses (db/errors.ts) are `invalid_request`; Fastify's own
  * client errors become `invalid_request` (401/404/429 keep their meaning); everything else,
  * database errors included, becomes `internal_error` with a fixed message.
  */
@@ -76,6 +78,9 @@ export function toApiError(err: unknown): ApiError {
     const path = (issue?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
     const message = issue?.message ?? 'invalid value';
     return new ApiError('invalid_request', path ? `${path}: ${message}` : message, err);
+  }
+  if (isBadInput(err)) {
+    return new ApiError('invalid_request', 'the request holds a value that cannot be stored (for example a NUL character)', err);
   }
   const status = e?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {

@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { isBadInput, isUniqueViolation } from '../db/errors.ts';
 import type { Deps } from '../deps.ts';
 import { AuthError, sendAuthError } from './errors.ts';
 import { TokenError } from './jwt.ts';
@@ -81,6 +82,12 @@ export default async function identityRoutes(app: FastifyInstance, deps: Deps) {
     if (err instanceof AuthError) return sendAuthError(req, reply, err);
     if (err instanceof TokenError) {
       return sendAuthError(req, reply, new AuthError(403, 'bad_jwt', `invalid JWT: unable to parse or verify signature, ${err.message}`));
+    }
+    if (isBadInput(err)) {
+      return sendAuthError(req, reply, new AuthError(400, 'validation_failed', 'The request holds a value that cannot be stored'));
+    }
+    if (isUniqueViolation(err)) {
+      return sendAuthError(req, reply, new AuthError(422, 'email_exists', 'A user with this email address has already been registered'));
     }
     if (err.statusCode && err.statusCode < 500) {
       const code = err.statusCode === 413 ? 'request_too_large' : 'validation_failed';

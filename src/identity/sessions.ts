@@ -4,11 +4,13 @@
  *
  * Refresh-token rule (GoTrue `refresh_token_grant`, api/token_refresh.go):
  * - an active token → it is revoked and a child issued;
- * - a revoked token whose family's newest token was issued within `refreshReuseInterval`
- *   seconds → the newest token is returned again (two tabs refreshing at once both work);
+ * - a revoked token that is the parent of the family's newest (live) token, issued within
+ *   `refreshReuseInterval` seconds → that newest token is returned again (two tabs refreshing
+ *   at once both work);
  * - a revoked token after that interval → the whole session is revoked (400
  *   `refresh_token_already_used`).
- * Concurrent refreshes of one session are serialised with `select … for update` on the session.
+ * Concurrent refreshes of one session are serialised with `select … for update` on the token
+ * and its session, so a waiting refresh re-reads the token's `revoked` after the first commits.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Db, Queryable } from '../db/index.ts';
@@ -114,7 +116,7 @@ export async function refreshGrant(deps: Deps, refreshToken: string): Promise<To
       `select rt.id, rt.user_id, rt.session_id, rt.revoked, rt.token_hash, s.aal, s.amr
          from auth.refresh_tokens rt join auth.sessions s on s.id = rt.session_id
         where rt.token_hash = $1
-        for update of s`,
+        for update`,
       [sha256Hex(refreshToken)],
     );
     if (!row) return { error: notFound() };
@@ -130,12 +132,13 @@ export async function refreshGrant(deps: Deps, refreshToken: string): Promise<To
       const child = await insertRefreshToken(tx, deps, row.user_id, row.session_id, row.token_hash);
       return { response: await tokenResponse(deps, user, session, child) };
     }
-    const [newest] = await tx.query<{ nonce: string; revoked: boolean; age: number }>(
-      `select nonce, revoked, extract(epoch from (now() - created_at))::float8 as age
+    // Reuse within the interval is allowed only for the direct parent of the live token.
+    const [newest] = await tx.query<{ nonce: string; revoked: boolean; parent: string | null; age: number }>(
+      `select nonce, revoked, parent, extract(epoch from (clock_timestamp() - created_at))::float8 as age
          from auth.refresh_tokens where session_id = $1 order by id desc limit 1`,
       [row.session_id],
     );
-    if (newest && !newest.revoked && newest.age <= deps.config.refreshReuseInterval) {
+    if (newest && !newest.revoked && newest.parent === row.token_hash && newest.age <= deps.config.refreshReuseInterval) {
       const token = deriveRefreshToken(deps.config.jwtSecret, row.session_id, newest.nonce);
       return { response: await tokenResponse(deps, user, session, token) };
     }

@@ -11,6 +11,7 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     hits++;
     if (req.url === '/redirect-private') return void res.writeHead(302, { location: 'http://10.0.0.1/' }).end();
+    if (req.url === '/redirect-malformed') return void res.writeHead(302, { location: 'http://[bad' }).end();
     if (req.url === '/redirect-loop') return void res.writeHead(302, { location: '/redirect-loop' }).end();
     if (req.url === '/binary') return void res.writeHead(200, { 'content-type': 'application/octet-stream' }).end('x');
     if (req.url === '/big') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('a'.repeat(5000));
@@ -23,13 +24,13 @@ afterAll(() => new Promise((resolve) => server.close(resolve)));
 
 describe('isBlockedAddress', () => {
   it('blocks private, loopback, link-local, CGNAT, unspecified and mapped addresses', () => {
-    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::7f00:1', 'not-an-ip']) {
+    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::7f00:1', '::7f00:1', '::ffff:0:7f00:1', 'not-an-ip']) {
       expect(isBlockedAddress(ip), ip).toBe(true);
     }
   });
 
   it('allows public addresses', () => {
-    for (const ip of ['93.184.216.34', '1.1.1.1', '2606:4700:4700::1111']) expect(isBlockedAddress(ip), ip).toBe(false);
+    for (const ip of ['93.184.216.34', '1.1.1.1', '8.8.8.8', '::ffff:8.8.8.8', '2606:4700:4700::1111']) expect(isBlockedAddress(ip), ip).toBe(false);
   });
 });
 
@@ -82,6 +83,7 @@ describe('fetchPage', () => {
 
   it('caps redirects, refuses binary content and cuts big bodies', async () => {
     await expect(fetchPage(`${base}/redirect-loop`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/too many redirects/);
+    await expect(fetchPage(`${base}/redirect-malformed`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(FetchRefused);
     await expect(fetchPage(`${base}/binary`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/not text/);
     const big = await fetchPage(`${base}/big`, { allowPrivate: true, timeoutMs: 2000, maxBytes: 1000 });
     expect(big).toMatchObject({ truncated: true });

@@ -1,0 +1,45 @@
+/** Configuration is validated at boot: bad or dangerous values stop the service with a clear message. */
+import { mkdtempSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+const server = {
+  DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/x',
+  SVC_JWT_SECRET: 'k8Jd0s9QmZ2v7Xw4Lr1Tn6Bc3Yp5Hf0Ga8Ue2Ri9Ow7',
+  SVC_ANON_KEY: 'sb_publishable_Q2w9Er4Ty7Ui1Op3',
+  SVC_SERVICE_ROLE_KEY: 'sb_secret_Zx5Cv8Bn2Mm4Lk6Jh9Gf',
+};
+
+describe('loadConfig', () => {
+  it('takes server-mode secrets from the environment', () => {
+    const config = loadConfig(server);
+    expect(config).toMatchObject({ databaseUrl: server.DATABASE_URL, anonKey: server.SVC_ANON_KEY, port: 8787, host: '127.0.0.1' });
+    expect(config.dataDir).toBeUndefined();
+  });
+
+  it.each([
+    ['a missing secret', { SVC_JWT_SECRET: undefined }, /SVC_JWT_SECRET is required/],
+    ['a short secret', { SVC_JWT_SECRET: 'short' }, /at least 32/],
+    ["Supabase's demo secret", { SVC_JWT_SECRET: 'super-secret-jwt-token-with-at-least-32-characters-long' }, /well-known/],
+    ['a JWT as a key', { SVC_ANON_KEY: 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.e30.x' }, /well-known example value or a JWT/],
+    ['a low-entropy secret', { SVC_JWT_SECRET: 'a'.repeat(40) }, /not random enough/],
+    ['the anon key equal to the service-role key', { SVC_ANON_KEY: server.SVC_SERVICE_ROLE_KEY }, /must all differ/],
+    ['a bad port', { PORT: '70000' }, /PORT/],
+    ['half a judge', { SVC_JUDGE_BASE_URL: 'http://127.0.0.1:9/v1' }, /SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL/],
+  ])('refuses %s', (_name, change, message) => {
+    expect(() => loadConfig({ ...server, ...change })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...server, ...change })).toThrow(message);
+  });
+
+  it('generates embedded secrets once, private to the owner, and lets the environment override them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-config-'));
+    const first = loadConfig({ SVC_DATA_DIR: dir });
+    expect(loadConfig({ SVC_DATA_DIR: dir }).jwtSecret).toBe(first.jwtSecret);
+    expect(statSync(join(dir, 'secrets.json')).mode & 0o777).toBe(0o600);
+    expect(new Set([first.jwtSecret, first.anonKey, first.serviceRoleKey]).size).toBe(3);
+    expect(loadConfig({ SVC_DATA_DIR: dir, SVC_ANON_KEY: server.SVC_ANON_KEY }).anonKey).toBe(server.SVC_ANON_KEY);
+    expect(() => loadConfig({ SVC_DATA_DIR: dir, SVC_ANON_KEY: first.serviceRoleKey })).toThrow(/must all differ/);
+  });
+});
