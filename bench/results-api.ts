@@ -1,181 +1,316 @@
 /**
- * Results-API benchmark against raw PostgreSQL, in one run (DESIGN §7).
+ * Results-API benchmark against raw PostgreSQL, in one run (DESIGN §7, issue #4).
  *
- *   npm run bench:results                       # 100,000 results over 10 tenants
- *   BENCH_ROWS=1000000 BENCH_TENANTS=100 npm run bench:results
+ *   npm run bench:results                                      # 100,000 results over 10 tenants
+ *   BENCH_ROWS=1000000 BENCH_TENANTS=100 npm run bench:results  # the issue's size
  *
- * 1. Creates a fresh database on BENCH_PG (default postgres://postgres@127.0.0.1:5432),
- *    migrates it and loads BENCH_ROWS activity results (one artifact each) across
- *    BENCH_TENANTS tenants with generate_series.
- * 2. Starts the real server (a child process, DATABASE_URL mode) and measures with autocannon
- *    at 8 connections: the first 50-row page, a page 90 % deep, a filtered page, /v1/progress.
- * 3. Runs pgbench (-c 8) on the exact SQL statement the API runs for the first and deep pages.
+ * 1. Creates a fresh database on BENCH_PG (default postgres://postgres@127.0.0.1:5432), migrates
+ *    it and loads BENCH_ROWS activity results (one artifact each, plus progress) across
+ *    BENCH_TENANTS tenants with generate_series: one tenant holds 91 % of them (BENCH_BIG_SHARE),
+ *    the others share the rest; requests are measured on the big tenant. BENCH_DB=<name> reuses a database an earlier
+ *    run kept (BENCH_KEEP=1) instead of loading.
+ * 2. Starts the real server (a child process, DATABASE_URL mode, rate limit out of the way) and
+ *    measures with a load generator at 8 connections — wrk when installed (Debian's `wrk`),
+ *    else autocannon; BENCH_LOADGEN=autocannon forces it — the first 50-row page, a page 90 %
+ *    deep (900,000 rows deep in the 1M run), a filtered page, and /v1/progress.
+ * 3. Runs pgbench (-c 8, simple protocol, arguments inlined as literals) for each of
+ *    those four requests: the statement the API sends (its statement function, with the role and
+ *    tenant switch and RLS — "the same SQL"), and the bare page query as the table owner.
  * 4. Prints a table and rewrites the "results-api" section of bench/README.md.
  *
- * Figures: requests per second, p50 and p99 latency in milliseconds, server RSS in MiB.
+ * Figures: requests per second, p50 and p99 latency in milliseconds, the ratio API ÷ pgbench per
+ * request, the deep ÷ first page cost, the server's peak RSS sampled during the load, and the
+ * machine's load average before the run (the machine may be shared).
  */
-import { execFile, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { migrate, openDb } from '../src/db/index.ts';
-import { cursorCodec } from '../src/results/cursor.ts';
-import { listStatement } from '../src/results/queries.ts';
 import { createApiKey } from '../src/results/api-keys.ts';
+import { cursorCodec, type Endpoint, type Position } from '../src/results/cursor.ts';
+import { listStatement, statementFunction, type ListOptions, type PageStatement } from '../src/results/queries.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 10);
 const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const KEEP = process.env.BENCH_KEEP === '1';
 const CONNECTIONS = 8;
-const PORT = 8799;
+/** Extra Node flags for the server, e.g. `--max-semi-space-size=4` (default none: as `npm start`). */
+const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ?? '';
+/** A smaller young generation: V8 grows it to 3 × 16 MiB under a high allocation rate. */
+const LEAN_FLAGS = '--max-semi-space-size=4';
+const PORT = Number(process.env.BENCH_PORT ?? 8799);
 const ACTIVITIES_PER_TENANT = 20;
+/** Share of all rows held by the one big tenant the requests are measured on. */
+const BIG_SHARE = Number(process.env.BENCH_BIG_SHARE ?? 0.91);
 const run = promisify(execFile);
-const dbName = `svc_bench_${Date.now().toString(36)}`;
+const dbName = process.env.BENCH_DB ?? `svc_bench_${Date.now().toString(36)}`;
+const reuse = process.env.BENCH_DB !== undefined;
 const dbUrl = `${SERVER}/${dbName}`;
+const hasWrk = spawnSync('wrk', ['--version']).error === undefined;
+const loadgen = process.env.BENCH_LOADGEN ?? (hasWrk ? 'wrk' : 'autocannon');
 const secrets = {
   SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',
   SVC_ANON_KEY: 'sb_publishable_bench_0123456789',
   SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
 };
 
-async function load() {
+interface Seed {
+  tenantId: string;
+  tenantRows: number;
+  deep: Position;
+  activityId: string;
+  key: string;
+}
+
+async function load(): Promise<void> {
   const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${dbName}`);
   await admin.end();
   const db = await openDb({ databaseUrl: dbUrl });
   await migrate(db);
-  const perTenant = Math.ceil(ROWS / TENANTS);
-  const usersPerTenant = Math.ceil(perTenant / ACTIVITIES_PER_TENANT);
+  // One big tenant holds BIG_SHARE of the rows (so a page 900,000 rows deep exists in a 1M run);
+  // the others share the rest evenly. Each learner has a result for each of the tenant's activities.
+  const bigUsers = Math.ceil((ROWS * (TENANTS > 1 ? BIG_SHARE : 1)) / ACTIVITIES_PER_TENANT);
+  const otherUsers = TENANTS > 1 ? Math.ceil((ROWS - bigUsers * ACTIVITIES_PER_TENANT) / ACTIVITIES_PER_TENANT) : 0;
   const started = Date.now();
   await db.exec(`
     insert into tenants (slug, name) select 'bench-' || t, 'Bench ' || t from generate_series(1, ${TENANTS}) t;
     insert into programs (tenant_id, title) select id, 'Program' from tenants;
     insert into units (program_id, title) select id, 'Unit' from programs;
     insert into lessons (unit_id, title) select id, 'Lesson' from units;
-    insert into activities (lesson_id, title, kind, spec, rubric, position)
-      select l.id, 'Activity ' || n, 'document', 'spec', '[{"criterion":"c","weight":1}]', n
+    insert into activities (lesson_id, title, kind, spec, rubric)
+      select l.id, 'Activity ' || n, 'document', 'spec', '[{"criterion":"c","weight":1}]'
       from lessons l, generate_series(1, ${ACTIVITIES_PER_TENANT}) n;
-    insert into auth.users (id, email) select gen_random_uuid(), 'u' || n || '@bench.test' from generate_series(1, ${usersPerTenant * TENANTS}) n;
+    insert into auth.users (id, email) select gen_random_uuid(), 'u' || n || '@bench.test' from generate_series(1, ${bigUsers + otherUsers}) n;
     insert into users (auth_user_id) select id from auth.users;
     create temp table bench_users as
-      select id, (row_number() over (order by id) - 1) % ${TENANTS} as slot from users;
+      select id, case when n <= ${bigUsers} then 0 else 1 + (n - ${bigUsers} - 1) % ${Math.max(1, TENANTS - 1)} end as slot
+      from (select id, row_number() over (order by id) as n from users) u;
     create temp table bench_tenants as select id, row_number() over (order by slug) - 1 as slot from tenants;
-    insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status, score, completed_at, created_at, updated_at)
+    insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status, score, completed_at, created_at)
       select a.tenant_id, a.id, a.lesson_id, a.program_id, u.id,
-             case when random() < 0.7 then 'completed' else 'failed' end, round((random() * 100)::numeric, 2), now(),
-             ts, ts
+             case when random() < 0.7 then 'completed' else 'failed' end, round((random() * 100)::numeric, 2), now(), ts
       from bench_tenants bt
       join activities a on a.tenant_id = bt.id
       join bench_users u on u.slot = bt.slot,
       lateral (select timestamptz '2026-01-01' + (random() * interval '300 days') as ts) r;
-    insert into artifacts (tenant_id, result_id, activity_id, user_id, kind, content, verification, created_at, updated_at)
-      select tenant_id, id, activity_id, user_id, 'document', 'answer', '{"status":"passed","score":80}', created_at + interval '1 microsecond', updated_at
+    insert into artifacts (tenant_id, result_id, activity_id, user_id, kind, content, verification, created_at)
+      select tenant_id, id, activity_id, user_id, 'document', 'answer', '{"status":"passed","score":80}', created_at + interval '1 microsecond'
       from activity_results;
     insert into progress (tenant_id, user_id, program_id, completed_count, last_activity_at)
       select tenant_id, user_id, program_id, count(*) filter (where status = 'completed'), max(created_at)
       from activity_results group by 1, 2, 3;
-    analyze;
   `);
-  const [{ n }] = await db.query<{ n: number }>('select count(*)::int as n from activity_results');
+  await db.exec('vacuum analyze');
+  await db.close();
+  console.log(`loaded ${ROWS.toLocaleString('en')} results (+ artifacts, progress) over ${TENANTS} tenants in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/** The biggest tenant, its 90 %-deep position, an activity and a fresh key. */
+async function seed(): Promise<Seed> {
+  const db = await openDb({ databaseUrl: dbUrl });
   const [tenant] = await db.query<{ id: string; rows: number }>(
-    `select tenant_id as id, count(*)::int as rows from activity_results group by 1 order by 1 limit 1`,
+    `select tenant_id as id, count(*)::int as rows from activity_results group by 1 order by 2 desc, 1 limit 1`,
   );
   const [deep] = await db.query<{ ts: string; id: string }>(
     `select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as ts, id::text from activity_results
       where tenant_id = $1 order by created_at, id offset $2 limit 1`,
-    [tenant!.id, Math.floor(tenant!.rows * 0.9)],
+    [tenant!.id, tenant!.rows > 900_000 ? 900_000 : Math.floor(tenant!.rows * 0.9)],
   );
-  const [activity] = await db.query<{ id: string }>('select id from activities where tenant_id = $1 limit 1', [tenant!.id]);
+  const [activity] = await db.query<{ id: string }>('select id from activities where tenant_id = $1 order by id limit 1', [tenant!.id]);
   const key = (await createApiKey(db, tenant!.id, 'bench')).key;
   await db.close();
-  console.log(`loaded ${n} results (+ artifacts, progress) over ${TENANTS} tenants in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  return { tenantId: tenant!.id, tenantRows: tenant!.rows, deep: { createdAt: deep!.ts, id: deep!.id }, activityId: activity!.id, key };
+  return { tenantId: tenant!.id, tenantRows: tenant!.rows, deep: { at: deep!.ts, id: deep!.id }, activityId: activity!.id, key };
+}
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
 }
 
 function percentile(sorted: number[], p: number) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
-async function http(path: string, key: string) {
-  const result = await autocannon({
-    url: `http://127.0.0.1:${PORT}${path}`,
-    connections: CONNECTIONS,
-    duration: DURATION,
-    headers: { authorization: `Bearer ${key}` },
-  });
+/** wrk's latency text (`1.23ms`, `850.00us`, `1.02s`) in milliseconds. */
+function wrkMillis(text: string): number {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(text)!;
+  const v = Number(m[1]);
+  return m[2] === 'us' ? v / 1000 : m[2] === 'ms' ? v : m[2] === 's' ? v * 1000 : v * 60_000;
+}
+
+async function http(path: string, key: string): Promise<Figures> {
+  const url = `http://127.0.0.1:${PORT}${path}`;
+  if (loadgen === 'wrk') {
+    const { stdout } = await run('wrk', ['-t', '2', '-c', String(CONNECTIONS), '-d', `${DURATION}s`, '--latency', '-H', `Authorization: Bearer ${key}`, url]);
+    if (/Non-2xx or 3xx responses/.test(stdout)) throw new Error(`${path}: non-2xx answers\n${stdout}`);
+    const p = (q: string) => wrkMillis(new RegExp(`^\\s+${q}%\\s+(\\S+)`, 'm').exec(stdout)![1]!);
+    return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)![1]), p50: p('50'), p99: p('99') };
+  }
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers: { authorization: `Bearer ${key}` } });
   if (result.non2xx) throw new Error(`${path}: ${result.non2xx} non-2xx answers`);
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
-async function pgbench(sql: string) {
+async function pgbench(sql: string): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const file = join(dir, 'page.sql');
   writeFileSync(file, sql.replace(/\s+/g, ' ').trim() + ';\n');
-  const { stdout } = await run('pgbench', ['-n', '-c', String(CONNECTIONS), '-j', String(Math.min(CONNECTIONS, cpus().length)), '-T', String(DURATION), '-f', file, '--log', '--log-prefix', join(dir, 'log'), dbUrl], { cwd: dir, maxBuffer: 64 << 20 });
+  const { stdout } = await run(
+    'pgbench',
+    ['-n', '-c', String(CONNECTIONS), '-j', String(Math.min(CONNECTIONS, cpus().length)), '-T', String(DURATION), '-f', file, '--log', '--log-prefix', join(dir, 'log'), dbUrl],
+    { cwd: dir, maxBuffer: 64 << 20 },
+  );
   const tps = Number(/tps = ([\d.]+)/.exec(stdout)![1]);
   const { stdout: files } = await run('sh', ['-c', `cat ${join(dir, 'log')}*`], { maxBuffer: 512 << 20 });
   const latencies = files.trim().split('\n').map((l) => Number(l.split(' ')[2]) / 1000).sort((a, b) => a - b);
   return { rps: tps, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
 
-/** The SQL of one page with its parameters inlined as literals, for pgbench. */
-function inline(statement: { text: string; params: unknown[] }) {
-  return statement.text.replace(/\$(\d+)/g, (_m, i) => {
-    const v = statement.params[Number(i) - 1];
-    return typeof v === 'number' ? String(v) : `'${String(v).replace(/'/g, "''")}'`;
+/**
+ * The page statement with its arguments inlined as literals, for pgbench: `p_args[n]` → the n-th
+ * argument. The statement pgbench runs is the one the API's statement function runs, without the
+ * tenant/role switch around it (pgbench runs as the table owner, so RLS is not even evaluated).
+ */
+function inline(statement: PageStatement): string {
+  return statement.text
+    .replace(/p_args\[(\d+)\]/g, (_m, i) => `'${String(statement.args[Number(i) - 1]).replace(/'/g, "''")}'`)
+    .replace(/\bhorizon\b/g, 'now()');
+}
+
+/**
+ * Exactly what the API sends for a page: the call of its statement function, which switches to
+ * the results role and the tenant (RLS) and runs the cached page query.
+ */
+function apiStatement(statement: PageStatement): string {
+  const literal = (v: string) => `'${v.replace(/'/g, "''")}'`;
+  return `select data, has_more, last_ts, last_id from svc.${statementFunction(statement).name}(array[${statement.args.map(literal).join(', ')}])`;
+}
+
+/** Peak RSS of `pid` in MiB, sampled every 100 ms until `stop()`. */
+function sampleRss(pid: number) {
+  let peak = 0;
+  const timer = setInterval(() => {
+    try {
+      peak = Math.max(peak, Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
+    } catch {
+      /* the process ended */
+    }
+  }, 100);
+  return () => {
+    clearInterval(timer);
+    return peak;
+  };
+}
+
+/** Start the server (`node [flags] --import tsx src/main.ts`, as `npm start`) and wait until it answers. */
+async function startServer(flags: string) {
+  const server = spawn(process.execPath, [...flags.split(' ').filter(Boolean), '--import', 'tsx', 'src/main.ts'], {
+    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, PORT: String(PORT), LOG_LEVEL: 'warn', SVC_RATE_LIMIT: '1000000000', ...secrets },
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
+  for (let i = 0; i < 150; i++) {
+    if (await fetch(`http://127.0.0.1:${PORT}/v1/health`).then((r) => r.ok, () => false)) return server;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('the server did not start');
+}
+
+async function stopServer(server: ReturnType<typeof spawn>) {
+  if (server.exitCode !== null || server.signalCode !== null) return;
+  const exited = new Promise((r) => server.once('exit', r));
+  server.kill('SIGTERM');
+  await exited;
 }
 
 async function main() {
-  const seed = await load();
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, PORT: String(PORT), LOG_LEVEL: 'warn', ...secrets },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const load1 = loadavg()[0]!;
+  if (!reuse) await load();
+  const s = await seed();
+  let server = await startServer(NODE_FLAGS);
   try {
-    for (let i = 0; i < 100; i++) {
-      if (await fetch(`http://127.0.0.1:${PORT}/v1/health`).then((r) => r.ok, () => false)) break;
-      await new Promise((r) => setTimeout(r, 200));
+    const deepCursor = cursorCodec(secrets.SVC_JWT_SECRET).encode(
+      { tenantId: s.tenantId, endpoint: 'activity-results', order: 'created', filters: {} },
+      s.deep,
+    );
+    const cases: { name: string; path: string; endpoint: Endpoint; options: ListOptions }[] = [
+      { name: 'first page (50 rows)', path: '/v1/activity-results?limit=50', endpoint: 'activity-results', options: { limit: 50, filters: {}, order: 'created' } },
+      {
+        name: `page ${(s.tenantRows > 900_000 ? 900_000 : Math.floor(s.tenantRows * 0.9)).toLocaleString('en')} rows deep`,
+        path: `/v1/activity-results?limit=50&cursor=${deepCursor}`,
+        endpoint: 'activity-results',
+        options: { limit: 50, filters: {}, order: 'created', after: s.deep },
+      },
+      {
+        name: 'filtered page (activity_id)',
+        path: `/v1/activity-results?limit=50&activity_id=${s.activityId}`,
+        endpoint: 'activity-results',
+        options: { limit: 50, filters: { activity_id: s.activityId }, order: 'created' },
+      },
+      { name: '/v1/progress (50 rows)', path: '/v1/progress?limit=50', endpoint: 'progress', options: { limit: 50, filters: {}, order: 'created' } },
+    ];
+    await http(cases[0]!.path, s.key); // warm up
+    const stopRss = sampleRss(server.pid!);
+    const api: Figures[] = [];
+    for (const c of cases) api.push(await http(c.path, s.key));
+    const rss = stopRss();
+    // The first page once more on a server with a smaller young generation: RSS and p99 with
+    // a smaller young generation (the default is what `npm start` runs; see bench/README.md).
+    await stopServer(server);
+    server = await startServer(LEAN_FLAGS);
+    await http(cases[0]!.path, s.key);
+    const stopLeanRss = sampleRss(server.pid!);
+    const lean = await http(cases[0]!.path, s.key);
+    const leanRss = stopLeanRss();
+    await stopServer(server);
+    // pgbench, twice per request: the statement the API sends (its statement function: role and
+    // tenant switch, RLS, cached plan), and the bare page query as the table owner (no RLS).
+    const same: Figures[] = [];
+    const bare: Figures[] = [];
+    for (const c of cases) {
+      const statement = listStatement(c.endpoint, s.tenantId, c.options);
+      same.push(await pgbench(apiStatement(statement)));
+      bare.push(await pgbench(inline(statement)));
     }
-    const scope = { tenantId: seed.tenantId, endpoint: 'activity-results' as const, filters: {} };
-    const deepCursor = cursorCodec(secrets.SVC_JWT_SECRET).encode(scope, seed.deep);
-    await http('/v1/activity-results?limit=50', seed.key); // warm up
-    const rows: [string, { rps: number; p50: number; p99: number }][] = [];
-    rows.push(['API first page (50 rows)', await http('/v1/activity-results?limit=50', seed.key)]);
-    rows.push([`API page ${Math.round(seed.tenantRows * 0.9)} rows deep`, await http(`/v1/activity-results?limit=50&cursor=${deepCursor}`, seed.key)]);
-    rows.push(['API filtered page (activity_id)', await http(`/v1/activity-results?limit=50&activity_id=${seed.activityId}`, seed.key)]);
-    rows.push(['API /v1/progress (50 rows)', await http('/v1/progress?limit=50', seed.key)]);
-    const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) / 1024;
-    const first = inline(listStatement('activity-results', seed.tenantId, { limit: 50, filters: {} }));
-    const deep = inline(listStatement('activity-results', seed.tenantId, { limit: 50, filters: {}, after: seed.deep }));
-    rows.push(['pgbench, same SQL, first page', await pgbench(first)]);
-    rows.push(['pgbench, same SQL, deep page', await pgbench(deep)]);
 
-    const apiFirst = rows[0]![1].rps;
-    const pgFirst = rows[4]![1].rps;
+    const f = (n: number) => n.toFixed(2);
+    const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)} %`;
     const table = [
-      '| what | req/s | p50 ms | p99 ms |',
-      '|---|---:|---:|---:|',
-      ...rows.map(([name, r]) => `| ${name} | ${Math.round(r.rps)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} |`),
+      '| request | API req/s | API p50 ms | API p99 ms | pgbench, same SQL: tps | p50 ms | p99 ms | **API ÷ pgbench** | pgbench, bare query (owner, no RLS): tps | API ÷ bare |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      ...cases.map(
+        (c, i) =>
+          `| ${c.name} | ${Math.round(api[i]!.rps)} | ${f(api[i]!.p50)} | ${f(api[i]!.p99)} | ${Math.round(same[i]!.rps)} | ${f(same[i]!.p50)} | ${f(same[i]!.p99)} | **${pct(api[i]!.rps, same[i]!.rps)}** | ${Math.round(bare[i]!.rps)} | ${pct(api[i]!.rps, bare[i]!.rps)} |`,
+      ),
     ].join('\n');
-    const summary = [
-      `API ÷ pgbench (first page): **${((apiFirst / pgFirst) * 100).toFixed(0)} %**; deep ÷ first page cost (API): **${(rows[0]![1].rps / rows[1]![1].rps).toFixed(2)}×**; server RSS after the run: **${rss.toFixed(0)} MiB**.`,
-    ].join('\n');
-    const section = `<!-- results-api:start -->\nLast run: ${new Date().toISOString().slice(0, 16)}Z, ${ROWS.toLocaleString('en')} results over ${TENANTS} tenants, ${CONNECTIONS} connections, ${DURATION} s each, ${cpus().length} cores.\n\n${table}\n\n${summary}\n<!-- results-api:end -->`;
+    const summary =
+      `Deep ÷ first page cost (API, time per request): **${(api[0]!.rps / api[1]!.rps).toFixed(2)}×**; ` +
+      `API ÷ pgbench (same SQL), first page: **${pct(api[0]!.rps, same[0]!.rps)}**; ` +
+      `worst API p99: **${f(Math.max(...api.map((a) => a.p99)))} ms**; server peak RSS under load: **${rss.toFixed(0)} MiB**` +
+      (NODE_FLAGS ? ` (server run with \`${NODE_FLAGS}\`)` : ' (default Node flags)') +
+      `. With \`${LEAN_FLAGS}\`, first page: ${Math.round(lean.rps)} req/s, p50 ${f(lean.p50)} ms, p99 ${f(lean.p99)} ms, peak RSS **${leanRss.toFixed(0)} MiB**.`;
+    const when = new Date().toISOString().slice(0, 16);
+    const section = `<!-- results-api:start -->\nLast run: ${when}Z, ${ROWS.toLocaleString('en')} results over ${TENANTS} tenants (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}.\n\n${table}\n\n${summary}\n<!-- results-api:end -->`;
     console.log(`\n${table}\n\n${summary}`);
     const readmePath = new URL('./README.md', import.meta.url);
     const readme = readFileSync(readmePath, 'utf8');
     writeFileSync(readmePath, readme.replace(/<!-- results-api:start -->[\s\S]*<!-- results-api:end -->/, section));
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
-    const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-    await admin.end();
+    await stopServer(server);
+    if (!KEEP && !reuse) {
+      const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`drop database if exists ${dbName} with (force)`);
+      await admin.end();
+    } else {
+      console.log(`kept database ${dbName} (BENCH_DB=${dbName} reuses it)`);
+    }
   }
 }
 

@@ -14,6 +14,7 @@ import type { Deps } from './deps.ts';
 import identityRoutes from './identity/routes.ts';
 import adminRoutes from './admin/routes.ts';
 import resultsRoutes from './results/routes.ts';
+import { resultsDocs } from './results/openapi.ts';
 import { errorBody } from './http/api-errors.ts';
 import { AuthError, sendAuthError } from './identity/errors.ts';
 import { jsonRpcError } from './authoring/auth.ts';
@@ -28,11 +29,12 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     // Malformed URLs (bad percent-encoding, over-long path parameters) fail before any surface
     // runs: answer them in the error body of the surface the path belongs to.
     frameworkErrors: (err, req, reply: FastifyReply) => {
+      reply.header('x-request-id', req.id); // onSend hooks do not run for these answers
       const status = Math.min((err as { statusCode?: number }).statusCode ?? 400, 499);
       const path = req.raw.url ?? '';
       if (path.startsWith('/auth/v1')) return void sendAuthError(req, reply, new AuthError(status, 'validation_failed', 'malformed URL'));
       if (path.startsWith('/mcp')) return void reply.code(status).send(jsonRpcError(-32600, 'malformed URL'));
-      void reply.code(status).send(errorBody('invalid_request', 'malformed URL'));
+      void reply.code(status).send(errorBody('invalid_request', 'malformed URL', String(req.id)));
     },
     genReqId: () => randomUUID(),
     // Per-request "incoming/completed" lines only at debug level: errors are logged by each surface.
@@ -46,6 +48,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(identityRoutes, { prefix: '/auth/v1', ...deps });
   await app.register(adminRoutes, { prefix: '/admin/v1', ...deps });
   await app.register(resultsRoutes, { prefix: '/v1', ...deps });
+  await app.register(resultsDocs, { ...deps }); // GET /docs: the Results API reference page
   await app.register(embedRoutes, { prefix: '/v1/embed', ...deps });
   await app.register(authoringRoutes, { prefix: '/mcp', ...deps });
   await app.register(protectedResourceMetadata, { ...deps });

@@ -31,6 +31,58 @@ export interface JudgeConfig {
   timeoutMs: number;
 }
 
+/** Identity-platform settings (`/auth/v1`); see src/identity/README.md. */
+export interface IdentityConfig {
+  /** Seconds a session may live from sign-in (GoTrue `SESSIONS_TIMEBOX`); 0 = no limit. */
+  sessionMaxLifetime: number;
+  /** Seconds without a refresh after which a session cannot be refreshed; 0 = no limit. */
+  sessionInactivityTimeout: number;
+  /** Sign-in / refresh rate limits, counted per fixed window of `windowSeconds`. */
+  rateLimit: { windowSeconds: number; signInPerIp: number; signInPerEmail: number; refreshPerIp: number };
+  /** argon2id cost of new password hashes (OWASP: 19,456 KiB, t = 2, p = 1). */
+  argon2: { memoryKib: number; timeCost: number; parallelism: number };
+  /** Origins allowed by CORS on /auth/v1: `*` or a list. */
+  corsOrigins: '*' | string[];
+}
+
+/**
+ * Embed judge settings (`/v1/embed/judge`, src/embed/README.md): how long a request waits for
+ * its verdict, the grading queue, and the caps on what is read from a learner's URLs.
+ */
+export interface EmbedConfig {
+  /** Milliseconds a judge request waits for its verdict before answering `pending`. */
+  judgeWaitMs: number;
+  /** Model calls per grading run: 1 + bounded retries on timeouts, 5xx, 429 and malformed output. */
+  judgeAttempts: number;
+  /** Seconds before a grading run whose every attempt failed runs again (until the model is back). */
+  judgeRetryDelaySeconds: number;
+  /** Gradings in parallel in this process. */
+  judgeConcurrency: number;
+  /** Seconds between looks at the queue when idle (other processes' submissions, retries, backlog). */
+  judgePollSeconds: number;
+  /** Send images (diagrams) to the model as data URLs; off → image artifacts get a `failed` verdict saying why. */
+  judgeVision: boolean;
+  /** Milliseconds for reading one artifact's URLs (page, document, image, repository), all hops included. */
+  fetchTimeoutMs: number;
+  /** Largest download per URL in bytes (page, PDF, image, repository pack). */
+  fetchMaxBytes: number;
+  /** Largest artifact text shown to the model, in bytes (repository files, page text, documents). */
+  judgeInputBytes: number;
+}
+
+/** Results API (`/v1` data routes): rate limit and API-key cache. */
+export interface ResultsConfig {
+  /**
+   * Rate limit counted per API key: `max` requests per `windowMs` milliseconds (a key's own
+   * `rate_limit` replaces `max`). Shared by all processes through Redis when `REDIS_URL` is set.
+   */
+  rateLimit: { max: number; windowMs: number };
+  /** Milliseconds a checked API key is trusted from memory; revocation notices drop it sooner. */
+  keyCacheTtlMs: number;
+  /** Milliseconds between writes of the keys' `last_used_at` (one batched UPDATE, not one per request). */
+  keyUsageFlushMs: number;
+}
+
 export interface Config extends Secrets {
   port: number;
   host: string;
@@ -47,10 +99,15 @@ export interface Config extends Secrets {
   judge: JudgeConfig | null;
   /** Allow outbound fetches to private / loopback addresses (tests only). */
   fetchAllowPrivate: boolean;
+  embed: EmbedConfig;
   redisUrl?: string;
   logLevel: string;
   /** Largest accepted request body in bytes. */
   bodyLimit: number;
+  /** Largest accepted body of `POST /mcp` in bytes (import_program carries whole programs); default 16 MiB. */
+  mcpBodyLimit?: number;
+  identity: IdentityConfig;
+  results: ResultsConfig;
 }
 
 /** Known or placeholder secrets that must never run a production service. */
@@ -72,12 +129,36 @@ const env = z.object({
   SVC_SERVICE_ROLE_KEY: z.string().optional(),
   SVC_ACCESS_TOKEN_TTL: z.coerce.number().int().min(30).max(86_400 * 7).default(3600),
   SVC_REFRESH_REUSE_INTERVAL: z.coerce.number().int().min(0).max(3600).default(10),
+  SVC_SESSION_MAX_LIFETIME: z.coerce.number().int().min(0).max(86_400 * 366).default(0),
+  SVC_SESSION_INACTIVITY_TIMEOUT: z.coerce.number().int().min(0).max(86_400 * 366).default(0),
+  SVC_AUTH_RATE_WINDOW: z.coerce.number().int().min(1).max(86_400).default(300),
+  SVC_AUTH_SIGNIN_PER_IP: z.coerce.number().int().min(1).max(1_000_000).default(30),
+  SVC_AUTH_SIGNIN_PER_EMAIL: z.coerce.number().int().min(1).max(1_000_000).default(10),
+  SVC_AUTH_REFRESH_PER_IP: z.coerce.number().int().min(1).max(1_000_000).default(150),
+  SVC_ARGON2_MEMORY_KIB: z.coerce.number().int().min(7168).max(1_048_576).default(19_456),
+  SVC_ARGON2_TIME_COST: z.coerce.number().int().min(1).max(10).default(2),
+  SVC_ARGON2_PARALLELISM: z.coerce.number().int().min(1).max(8).default(1),
+  SVC_AUTH_CORS_ORIGINS: z.string().min(1).default('*'),
   SVC_JUDGE_BASE_URL: z.url().optional(),
   SVC_JUDGE_API_KEY: z.string().optional(),
   SVC_JUDGE_MODEL: z.string().min(1).optional(),
   SVC_JUDGE_TIMEOUT: z.coerce.number().int().min(1).max(600).default(60),
+  SVC_JUDGE_WAIT: z.coerce.number().min(0).max(300).default(20),
+  SVC_JUDGE_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
+  SVC_JUDGE_RETRY_DELAY: z.coerce.number().int().min(1).max(86_400).default(60),
+  SVC_JUDGE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  SVC_JUDGE_POLL: z.coerce.number().min(0.5).max(600).default(2),
+  SVC_JUDGE_VISION: z.enum(['0', '1', 'true', 'false']).default('1'),
+  SVC_JUDGE_INPUT_BYTES: z.coerce.number().int().min(4096).max(4 * 1024 * 1024).default(200_000),
+  SVC_FETCH_TIMEOUT: z.coerce.number().min(1).max(300).default(15),
+  SVC_FETCH_MAX_BYTES: z.coerce.number().int().min(65_536).max(1024 * 1024 * 1024).default(20 * 1024 * 1024),
   SVC_FETCH_ALLOW_PRIVATE: z.enum(['0', '1', 'true', 'false']).optional(),
+  SVC_MCP_BODY_LIMIT: z.coerce.number().int().min(65_536).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   REDIS_URL: z.string().optional(),
+  SVC_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000_000).default(600),
+  SVC_RATE_LIMIT_WINDOW: z.coerce.number().int().min(1).max(86_400).default(60),
+  SVC_API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(1000),
+  SVC_API_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -173,8 +254,55 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
           }
         : null,
     fetchAllowPrivate: e.SVC_FETCH_ALLOW_PRIVATE === '1' || e.SVC_FETCH_ALLOW_PRIVATE === 'true',
+    embed: {
+      judgeWaitMs: Math.round(e.SVC_JUDGE_WAIT * 1000),
+      judgeAttempts: e.SVC_JUDGE_ATTEMPTS,
+      judgeRetryDelaySeconds: e.SVC_JUDGE_RETRY_DELAY,
+      judgeConcurrency: e.SVC_JUDGE_CONCURRENCY,
+      judgePollSeconds: e.SVC_JUDGE_POLL,
+      judgeVision: e.SVC_JUDGE_VISION === '1' || e.SVC_JUDGE_VISION === 'true',
+      fetchTimeoutMs: Math.round(e.SVC_FETCH_TIMEOUT * 1000),
+      fetchMaxBytes: e.SVC_FETCH_MAX_BYTES,
+      judgeInputBytes: e.SVC_JUDGE_INPUT_BYTES,
+    },
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,
     bodyLimit: 1024 * 1024,
+    mcpBodyLimit: e.SVC_MCP_BODY_LIMIT,
+    identity: {
+      sessionMaxLifetime: e.SVC_SESSION_MAX_LIFETIME,
+      sessionInactivityTimeout: e.SVC_SESSION_INACTIVITY_TIMEOUT,
+      rateLimit: {
+        windowSeconds: e.SVC_AUTH_RATE_WINDOW,
+        signInPerIp: e.SVC_AUTH_SIGNIN_PER_IP,
+        signInPerEmail: e.SVC_AUTH_SIGNIN_PER_EMAIL,
+        refreshPerIp: e.SVC_AUTH_REFRESH_PER_IP,
+      },
+      argon2: { memoryKib: e.SVC_ARGON2_MEMORY_KIB, timeCost: e.SVC_ARGON2_TIME_COST, parallelism: e.SVC_ARGON2_PARALLELISM },
+      corsOrigins: parseOrigins(e.SVC_AUTH_CORS_ORIGINS),
+    },
+    results: {
+      rateLimit: { max: e.SVC_RATE_LIMIT, windowMs: e.SVC_RATE_LIMIT_WINDOW * 1000 },
+      keyCacheTtlMs: e.SVC_API_KEY_CACHE_TTL_MS,
+      keyUsageFlushMs: e.SVC_API_KEY_USAGE_FLUSH_MS,
+    },
   };
+}
+
+/** `*` or a comma-separated list of origins (`https://app.example.com`); throws `ConfigError`. */
+function parseOrigins(value: string): '*' | string[] {
+  if (value.trim() === '*') return '*';
+  const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
+  for (const origin of origins) {
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !/^https?:$/.test(url.protocol) || url.origin !== origin) {
+      throw new ConfigError(`SVC_AUTH_CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+    }
+  }
+  return origins;
 }

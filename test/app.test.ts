@@ -19,7 +19,9 @@ describe('app', () => {
   it('answers a malformed URL in the body of the surface it belongs to', async () => {
     const results = await fetch(`${t.url}/v1/artifacts/%zz`);
     expect(results.status).toBe(400);
-    expect(await results.json()).toEqual({ error: { code: 'invalid_request', message: 'malformed URL' } });
+    expect(await results.json()).toEqual({
+      error: { code: 'invalid_request', message: 'malformed URL', request_id: results.headers.get('x-request-id') },
+    });
     const auth = await fetch(`${t.url}/auth/v1/admin/users/%zz`, { headers: { 'x-supabase-api-version': '2024-01-01' } });
     expect(auth.status).toBe(400);
     expect(await auth.json()).toEqual({ code: 'validation_failed', message: 'malformed URL' });

@@ -12,6 +12,8 @@ import type { Db, Queryable } from '../db/index.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../results/api-keys.ts';
 import { AuthError } from '../identity/errors.ts';
 import { createUser, findUserByEmail, userJson } from '../identity/users.ts';
+import { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from '../embed/author-grants.ts';
+import { deleteUser, getUserByIdOrEmail, listParams, listUsers, updateUser, type UserUpdate } from '../identity/admin-users.ts';
 
 export class AdminError extends Error {
   constructor(
@@ -27,6 +29,18 @@ const slug = z
   .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a tenant slug is 1–63 lower-case letters, digits and dashes, starting with a letter or digit');
 const email = z.string().min(3).max(320);
 const url = z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
+
+/** Whom `author grant|revoke` is about: a user by email, or an IdP subject (issuer: the tenant's, by default). */
+const authorTarget = z
+  .object({
+    tenant: slug,
+    email: email.optional(),
+    subject: z.string().min(1).max(255).optional(),
+    issuer: url.optional(),
+  })
+  .refine((a) => (a.email === undefined) !== (a.subject === undefined), 'give an email or --subject, not both')
+  .refine((a) => a.issuer === undefined || a.subject !== undefined, '--issuer goes with --subject');
+type AuthorTarget = z.infer<typeof authorTarget>;
 
 /** The commands, their argument schemas and implementations. */
 export const ops = {
@@ -58,33 +72,90 @@ export const ops = {
       }
     },
   },
+  // user list|get|update|delete|ban: the code path of /auth/v1/admin/users (identity/admin-users.ts).
+  'user.list': {
+    args: z.object({ page: z.coerce.number().int().min(1).optional(), per_page: z.coerce.number().int().min(1).optional(), filter: z.string().max(320).optional() }),
+    run: (q: Queryable, a: { page?: number; per_page?: number; filter?: string }) =>
+      viaIdentity(() => listUsers(q, listParams({ page: a.page?.toString(), per_page: a.per_page?.toString(), filter: a.filter }))),
+  },
+  'user.get': {
+    args: z.object({ user: z.string().min(1).max(320) }),
+    run: (q: Queryable, a: { user: string }) => viaIdentity(async () => userJson(await getUserByIdOrEmail(q, a.user))),
+  },
+  'user.update': {
+    args: z.object({
+      user: z.string().min(1).max(320),
+      email: z.string().max(320).optional(),
+      password: z.string().max(1024).optional(),
+      email_confirm: z.boolean().optional(),
+      user_metadata: z.record(z.string(), z.unknown()).optional(),
+      app_metadata: z.record(z.string(), z.unknown()).optional(),
+      ban_duration: z.string().max(64).optional(),
+    }),
+    run: (q: Queryable, { user, ...update }: { user: string } & UserUpdate) =>
+      viaIdentity(async () => userJson(await updateUser(q, (await getUserByIdOrEmail(q, user)).id, update, new Date()))),
+  },
+  'user.ban': {
+    args: z.object({ user: z.string().min(1).max(320), duration: z.string().min(1).max(64) }),
+    run: (q: Queryable, a: { user: string; duration: string }) =>
+      viaIdentity(async () => userJson(await updateUser(q, (await getUserByIdOrEmail(q, a.user)).id, { ban_duration: a.duration }, new Date()))),
+  },
+  'user.delete': {
+    args: z.object({ user: z.string().min(1).max(320) }),
+    run: (q: Queryable, a: { user: string }) =>
+      viaIdentity(async () => userJson(await deleteUser(q, (await getUserByIdOrEmail(q, a.user)).id))),
+  },
   'author.grant': {
-    args: z.object({ tenant: slug, email }),
-    run: async (q: Queryable, a: { tenant: string; email: string }) => {
-      const { tenantId, svcUserId } = await tenantAndUser(q, a.tenant, a.email);
-      await q.query(
-        `insert into memberships (tenant_id, user_id, role) values ($1, $2, 'author')
-         on conflict (tenant_id, user_id) do update set role = 'author'`,
-        [tenantId, svcUserId],
-      );
-      return { tenant: a.tenant, email: a.email.trim().toLowerCase(), svc_user_id: svcUserId, role: 'author' };
+    args: authorTarget,
+    run: async (q: Queryable, a: AuthorTarget) => {
+      const id = await tenantId(q, a.tenant);
+      if (a.subject !== undefined) {
+        // By IdP subject (src/embed/author-grants.ts): effective now if it signed in, else at its first sign-in.
+        const issuer = await subjectIssuer(q, id, a);
+        const { svc_user_id } = await grantBySubject(q, id, issuer, a.subject);
+        return { tenant: a.tenant, issuer, subject: a.subject, svc_user_id, role: 'author' };
+      }
+      const mail = a.email!.trim().toLowerCase();
+      const user = await findUserByEmail(q, mail);
+      // The email grant also covers IdP sign-ins into the tenant whose token carries the address verified.
+      await grantByEmail(q, id, mail);
+      if (user) {
+        await q.query(
+          `insert into memberships (tenant_id, user_id, role) values ($1, $2, 'author')
+           on conflict (tenant_id, user_id) do update set role = 'author'`,
+          [id, user.svc_user_id],
+        );
+      }
+      return { tenant: a.tenant, email: mail, svc_user_id: user?.svc_user_id ?? null, role: 'author' };
     },
   },
   'author.revoke': {
-    args: z.object({ tenant: slug, email }),
-    run: async (q: Queryable, a: { tenant: string; email: string }) => {
-      const { tenantId, svcUserId } = await tenantAndUser(q, a.tenant, a.email);
-      const rows = await q.query(
-        `update memberships set role = 'learner' where tenant_id = $1 and user_id = $2 and role = 'author' returning user_id`,
-        [tenantId, svcUserId],
-      );
-      if (!rows.length) throw new AdminError('not_found', `${a.email} is not an author of "${a.tenant}"`);
-      return { tenant: a.tenant, email: a.email.trim().toLowerCase(), svc_user_id: svcUserId, role: 'learner' };
+    args: authorTarget,
+    run: async (q: Queryable, a: AuthorTarget) => {
+      const id = await tenantId(q, a.tenant);
+      if (a.subject !== undefined) {
+        const issuer = await subjectIssuer(q, id, a);
+        const { revoked, svc_user_id } = await revokeBySubject(q, id, issuer, a.subject);
+        if (!revoked) throw new AdminError('not_found', `${a.subject} at ${issuer} is not an author of "${a.tenant}"`);
+        return { tenant: a.tenant, issuer, subject: a.subject, svc_user_id, role: 'learner' };
+      }
+      const mail = a.email!.trim().toLowerCase();
+      const user = await findUserByEmail(q, mail);
+      const rows = user
+        ? await q.query(
+            `update memberships set role = 'learner' where tenant_id = $1 and user_id = $2 and role = 'author' returning user_id`,
+            [id, user.svc_user_id],
+          )
+        : [];
+      const changed = await revokeByEmail(q, id, mail);
+      if (!rows.length && !changed) throw new AdminError('not_found', `${mail} is not an author of "${a.tenant}"`);
+      return { tenant: a.tenant, email: mail, svc_user_id: user?.svc_user_id ?? null, role: 'learner' };
     },
   },
   'key.create': {
-    args: z.object({ tenant: slug, name: z.string().min(1).max(200) }),
-    run: async (q: Queryable, a: { tenant: string; name: string }) => createApiKey(q, await tenantId(q, a.tenant), a.name),
+    args: z.object({ tenant: slug, name: z.string().min(1).max(200), rate_limit: z.number().int().min(1).max(1_000_000).optional() }),
+    run: async (q: Queryable, a: { tenant: string; name: string; rate_limit?: number }) =>
+      createApiKey(q, await tenantId(q, a.tenant), a.name, { rateLimit: a.rate_limit }),
   },
   'key.list': {
     args: z.object({ tenant: slug }),
@@ -139,17 +210,28 @@ export const ops = {
 export type OpName = keyof typeof ops;
 export const isOpName = (name: string): name is OpName => Object.hasOwn(ops, name);
 
+/** Run an identity admin function; its `AuthError`s become `AdminError`s (404 → not_found, 422 email_exists → conflict). */
+async function viaIdentity<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!(err instanceof AuthError)) throw err;
+    throw new AdminError(err.status === 404 ? 'not_found' : err.code === 'email_exists' ? 'conflict' : 'invalid', err.message);
+  }
+}
+
 async function tenantId(q: Queryable, tenantSlug: string): Promise<string> {
   const [row] = await q.query<{ id: string }>('select id from tenants where slug = $1', [tenantSlug]);
   if (!row) throw new AdminError('not_found', `no tenant "${tenantSlug}"`);
   return row.id;
 }
 
-async function tenantAndUser(q: Queryable, tenantSlug: string, userEmail: string) {
-  const id = await tenantId(q, tenantSlug);
-  const user = await findUserByEmail(q, userEmail);
-  if (!user) throw new AdminError('not_found', `no user with email ${userEmail.trim().toLowerCase()}`);
-  return { tenantId: id, svcUserId: user.svc_user_id };
+/** The issuer of a subject grant: the one given, or the tenant's IdP issuer. */
+async function subjectIssuer(q: Queryable, tenant: string, a: AuthorTarget): Promise<string> {
+  if (a.issuer) return a.issuer;
+  const [row] = await q.query<{ issuer: string }>('select issuer from tenant_idps where tenant_id = $1', [tenant]);
+  if (!row) throw new AdminError('invalid', `"${a.tenant}" has no identity provider: give --issuer, or run svc idp set first`);
+  return row.issuer;
 }
 
 /** Validate `args` for `op` and run it in one transaction. Throws `AdminError` on bad input. */

@@ -2,8 +2,10 @@
  * The update_X and delete_X tools, built the same way for the four record types.
  *
  * `update_X {id, …fields}` changes only the fields given (null clears a nullable text field);
- * `delete_X {id}` deletes the record and everything under it. Both answer with the record
- * (after the update / as it was before the delete) as `structuredContent`.
+ * `delete_X {id}` deletes the record and everything under it, or refuses (nothing deleted) when
+ * an activity that would go has learner results: activity_results → activities is ON DELETE
+ * RESTRICT (migration 0001), so no delete path can lose learners' work. Both answer with the
+ * record (after the update / as it was before the delete) as `structuredContent`.
  */
 import { z } from 'zod';
 import { deleteRecord, updateRecord, uuid, type RecordName } from './records.ts';
@@ -40,7 +42,8 @@ export function deleteTool(name: RecordName, output: z.ZodObject): AnyTool {
     name: `delete_${name}`,
     title: `Delete a ${name}`,
     description:
-      `Delete one ${name} and ${CHILDREN[name]}. Refused when learners have results on an activity that would go. ` +
+      `Delete one ${name} and ${CHILDREN[name]}${name === 'program' ? '' : `; the ${name === 'activity' ? 'activities' : `${name}s`} after it move up one position`}. ` +
+      'Refused, with nothing deleted, when learners have results on an activity that would go (their work stays resolvable). ' +
       `Needs the author role in the ${name}'s tenant. Returns the deleted ${name}.`,
     input: z.strictObject({ id: uuid(`Id of the ${name} to delete`) }),
     output,

@@ -8,10 +8,13 @@
  * SQL text and stack traces never leave the server.
  *
  * SQLSTATEs mapped here: 42501 (RLS `with check` / missing privilege) → not allowed;
- * P0002 (the parent-not-found trigger) → "<record> <id> not found"; 23001/23503 (a learner's
- * activity_results row restricts the delete; PostgreSQL reports either) → "has learner results"; the bad-input states of
- * db/errors.ts (a value breaks a column rule the input schema did not catch, a NUL
- * character, an impossible date in a cursor) → invalid value.
+ * P0002 (the parent-not-found trigger; its HINT names what the id really is, if the caller can
+ * see it) → "<record> <id> not found"; 23001/23503 (a learner's activity_results row restricts the
+ * delete; PostgreSQL reports either) → "has learner results"; SVP01 (migration 0030: a position
+ * outside 1..n) → the trigger's own message, which names the allowed range; 23505 on an external
+ * id index → "external_id already used"; the bad-input states of db/errors.ts (a value breaks a
+ * column rule the input schema did not catch, a NUL character, an impossible date in a cursor)
+ * → invalid value.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -41,7 +44,13 @@ export const invalidParams = (message: string) => new ProtocolError(INVALID_PARA
 /** A failure of the domain, reported to the caller as an `isError` result with this message. */
 export class ToolFailure extends Error {}
 
-export const notFound = (record: string, id: string) => new ToolFailure(`${record} ${id} not found`);
+/**
+ * "<record> <id> not found"; `actually` is the kind of record the id belongs to when the caller
+ * can see it (svc.record_kind, under RLS), so a program id given as a lesson id says so.
+ */
+export const notFound = (record: string, id: string, actually?: string | null) =>
+  new ToolFailure(`${record} ${id} not found${actually && actually !== record ? ` (that id is ${article(actually)} ${actually})` : ''}`);
+const article = (record: string) => (record === 'activity' ? 'an' : 'a');
 export const tenantNotFound = (slug: string) => new ToolFailure(`tenant not found: ${slug}`);
 
 /** What the subject of a statement was, so a database error can name it. */
@@ -62,7 +71,19 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
     case '42501':
       return new ToolFailure(NOT_ALLOWED);
     case 'P0002':
-      return subject ? notFound(subject.record, subject.id) : new ToolFailure('not found');
+      return subject ? notFound(subject.record, subject.id, dbField(err, 'hint')) : new ToolFailure('not found');
+    case 'SVP01':
+      // raised by the order triggers of migration 0030 with a message written for the caller
+      return new ToolFailure((err as Error).message);
+    case '23505': {
+      const table = /^(programs|units|lessons|activities)_external_id_key$/.exec(constraintOf(err))?.[1];
+      if (!table) return new ToolFailure('conflicting concurrent change: nothing was changed, try again');
+      return new ToolFailure(
+        table === 'programs'
+          ? 'external_id already used: another program of this tenant has it'
+          : `external_id already used: another ${EXTERNAL_ID_SCOPE[table]} of this program has it`,
+      );
+    }
     case '23001':
     case '23503':
       return new ToolFailure(
@@ -73,6 +94,20 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
     default:
       return err;
   }
+}
+
+const EXTERNAL_ID_SCOPE: Record<string, string> = { units: 'unit', lessons: 'lesson', activities: 'activity' };
+
+/** A text field of a PGlite or postgres.js database error (`hint`, …), if present. */
+function dbField(err: unknown, field: 'hint'): string | undefined {
+  const value = (err as Record<string, unknown> | null)?.[field];
+  return typeof value === 'string' && value ? value : undefined;
+}
+
+/** The constraint a database error names (PGlite `constraint`, postgres.js `constraint_name`). */
+function constraintOf(err: unknown): string {
+  const e = (err ?? {}) as { constraint?: unknown; constraint_name?: unknown };
+  return String(e.constraint ?? e.constraint_name ?? '');
 }
 
 /** The tool result of a failed call; rethrows protocol errors. */

@@ -1,21 +1,23 @@
 /**
- * Lesson tools: create_lesson, update_lesson, delete_lesson. A lesson takes its tenant and
- * program from its unit (trigger of migration 0001); an invisible unit reads as not found.
+ * Lesson tools: create_lesson, update_lesson, delete_lesson. A lesson takes its tenant and program
+ * from its unit (trigger of migration 0001); its position is kept contiguous by the triggers of
+ * migration 0030; an invisible unit reads as not found.
  */
 import { z } from 'zod';
 import { deleteTool, updateTool } from './crud.ts';
-import { clearableText, insertRecord, LessonRecord, longText, position, title, uuid } from './records.ts';
+import { clearableText, externalId, insertPosition, insertRecord, LessonRecord, longText, movePosition, title, uuid } from './records.ts';
 import { CREATE, defineTool, type AnyTool } from './tool.ts';
 
 const createLesson = defineTool({
   name: 'create_lesson',
   title: 'Create a lesson',
-  description: 'Add a lesson to a unit (appended at the end unless `position` is given). Returns the lesson with its id.',
+  description: 'Add a lesson to a unit (appended at the end, or inserted at `position`, moving the later ones down). Returns the lesson with its id.',
   input: z.strictObject({
     unit_id: uuid('Id of the unit the lesson belongs to'),
     title: title('Lesson title'),
     body: longText('Lesson text (markdown)').optional(),
-    position: position('Position within the unit').optional(),
+    position: insertPosition('Position within the unit').optional(),
+    external_id: externalId('among the lessons of the program').optional(),
   }),
   output: LessonRecord,
   annotations: CREATE,
@@ -30,7 +32,7 @@ export const lessonTools: AnyTool[] = [
   updateTool('lesson', LessonRecord, {
     title: title('New title').optional(),
     body: clearableText('New lesson text (markdown)').optional(),
-    position: position('New position within the unit').optional(),
+    position: movePosition('New position within the unit').optional(),
   }),
   deleteTool('lesson', LessonRecord),
 ];

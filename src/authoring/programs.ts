@@ -4,17 +4,17 @@
  * (programs with no tenant); only authors of the tenant write (RLS, migration 0001).
  */
 import { z } from 'zod';
-import type { Queryable } from '../db/index.ts';
-import { invalidParams, notFound } from './errors.ts';
+import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page, TIMESTAMP_RE, UUID_RE } from './cursor.ts';
 import { deleteTool, updateTool } from './crud.ts';
 import {
   ActivityRecord,
   clearableText,
-  findRecord,
+  externalId,
   insertRecord,
   LessonRecord,
   longText,
   ProgramRecord,
+  recordJson,
   tenantIdBySlug,
   tenantSlug,
   title,
@@ -22,43 +22,13 @@ import {
   uuid,
 } from './records.ts';
 import { CREATE, defineTool, READ, type AnyTool } from './tool.ts';
+import { programTree, treeCounts } from './tree.ts';
 
 // ---------------------------------------------------------------------------------------------
 // list_programs: keyset pages over (created_at, id), an opaque cursor
 // ---------------------------------------------------------------------------------------------
-const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 200;
-const TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:\d{2})?|Z)$/;
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-interface Cursor {
-  created_at: string;
-  id: string;
-}
-
-/** The opaque cursor after `record`: base64url JSON of its (created_at, id), microseconds kept. */
-export function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify([c.created_at, c.id])).toString('base64url');
-}
-
-/** Decode a cursor; a malformed one is an invalid argument (-32602). */
-export function decodeCursor(cursor: string): Cursor {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2) {
-      const [createdAt, id] = value as unknown[];
-      if (typeof createdAt === 'string' && TIMESTAMP_RE.test(createdAt) && typeof id === 'string' && UUID_RE.test(id)) {
-        return { created_at: createdAt, id };
-      }
-    }
-  } catch {
-    // fall through
-  }
-  throw invalidParams('Invalid arguments for tool list_programs: malformed cursor');
-}
-
 const LIST_PROGRAMS_SQL = `
-  select to_jsonb(p) || jsonb_build_object('tenant', t.slug) as record
+  select ${recordJson('p')} || jsonb_build_object('tenant', t.slug) as record
     from programs p left join tenants t on t.id = p.tenant_id
    where ($1::uuid is null or p.tenant_id = $1::uuid)
      and ($2::timestamptz is null or (p.created_at, p.id) > ($2::timestamptz, $3::uuid))
@@ -86,41 +56,21 @@ const listPrograms = defineTool({
   }),
   annotations: READ,
   run: async ({ tenant, cursor, limit = DEFAULT_LIMIT }, tx) => {
-    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    const after = cursor === undefined ? undefined : decodeCursor('list_programs', cursor, [TIMESTAMP_RE, UUID_RE]);
     const tenantId = tenant === undefined ? null : await tenantIdBySlug(tx, tenant);
-    const rows = await tx.query<{ record: Cursor & Record<string, unknown> }>(LIST_PROGRAMS_SQL, [
-      tenantId,
-      after?.created_at ?? null,
-      after?.id ?? null,
-      limit + 1,
-    ]);
-    const programs = rows.slice(0, limit).map((r) => r.record);
-    const last = programs[programs.length - 1];
-    const next_cursor = rows.length > limit && last ? encodeCursor(last) : null;
-    return { structured: { programs, next_cursor }, summary: `${programs.length} program(s)${next_cursor ? ', more on the next page' : ''}` };
+    const rows = await tx.query<{ record: Record<string, unknown> }>(LIST_PROGRAMS_SQL, [tenantId, after?.[0] ?? null, after?.[1] ?? null, limit + 1]);
+    const { items, next_cursor } = page(
+      rows.map((r) => r.record),
+      limit,
+      (p) => [p.created_at as string, p.id as string],
+    );
+    return { structured: { programs: items, next_cursor }, summary: `${items.length} program(s)${next_cursor ? ', more on the next page' : ''}` };
   },
 });
 
 // ---------------------------------------------------------------------------------------------
-// get_program: the whole tree, each level in source order (position, then created_at, then id)
+// get_program: the whole tree, each level in order
 // ---------------------------------------------------------------------------------------------
-/**
- * The units of program $1 with their lessons and activities. Each level filters on its row's
- * tenant too (`$2`, or null for the catalog), so the indexes that lead with tenant_id serve it.
- */
-const treeSql = (catalog: boolean) => {
-  const tenant = (alias: string) => (catalog ? `${alias}.tenant_id is null` : `${alias}.tenant_id = $2::uuid`);
-  return `
-  select coalesce(jsonb_agg(to_jsonb(u) || jsonb_build_object('lessons', coalesce((
-           select jsonb_agg(to_jsonb(l) || jsonb_build_object('activities', coalesce((
-                    select jsonb_agg(to_jsonb(a) order by a.position, a.created_at, a.id)
-                      from activities a where ${tenant('a')} and a.lesson_id = l.id), '[]'::jsonb))
-                  order by l.position, l.created_at, l.id)
-             from lessons l where ${tenant('l')} and l.unit_id = u.id), '[]'::jsonb))
-         order by u.position, u.created_at, u.id), '[]'::jsonb) as units
-    from units u where ${tenant('u')} and u.program_id = $1::uuid`;
-};
-
 const ProgramTree = ProgramRecord.extend({
   units: z
     .array(
@@ -133,32 +83,21 @@ const ProgramTree = ProgramRecord.extend({
     .describe('Units in order'),
 });
 
-/** The program `id` with its units → lessons → activities; throws "program <id> not found". */
-export async function programTree(tx: Queryable, id: string): Promise<Record<string, unknown>> {
-  const program = await findRecord(tx, 'program', id);
-  if (!program) throw notFound('program', id);
-  const catalog = program.tenant_id === null;
-  const [row] = await tx.query<{ units: unknown[] }>(treeSql(catalog), catalog ? [id] : [id, program.tenant_id]);
-  return { ...program, units: row?.units ?? [] };
-}
-
 const getProgram = defineTool({
   name: 'get_program',
   title: 'Get a program with its content',
   description:
     'Read one program with all its units, each unit with its lessons, each lesson with its activities ' +
-    '(each level ordered by position, then creation time).',
+    '(each level ordered by position, 1..n).',
   input: z.strictObject({ id: uuid('Program id') }),
   output: ProgramTree,
   annotations: READ,
   run: async ({ id }, tx) => {
     const tree = await programTree(tx, id);
-    const units = tree.units as { lessons: { activities: unknown[] }[] }[];
-    const lessons = units.flatMap((u) => u.lessons);
-    const activities = lessons.flatMap((l) => l.activities).length;
+    const counts = treeCounts(tree);
     return {
       structured: tree,
-      summary: `program ${id} "${tree.title}": ${units.length} unit(s), ${lessons.length} lesson(s), ${activities} activit${activities === 1 ? 'y' : 'ies'}`,
+      summary: `program ${id} "${tree.title}": ${counts.units} unit(s), ${counts.lessons} lesson(s), ${counts.activities} activit${counts.activities === 1 ? 'y' : 'ies'}`,
     };
   },
 });
@@ -169,17 +108,20 @@ const getProgram = defineTool({
 const createProgram = defineTool({
   name: 'create_program',
   title: 'Create a program',
-  description: 'Create an empty program in a tenant you are an author of. Returns the program with its id.',
+  description:
+    'Create an empty program in a tenant you are an author of. Returns the program with its id. ' +
+    'To create a program with all its content in one call, use import_program.',
   input: z.strictObject({
     tenant: tenantSlug('Slug of the tenant that will own the program'),
     title: title('Program title'),
     description: longText('What the program is about (markdown)').optional(),
+    external_id: externalId('among the programs of the tenant').optional(),
   }),
   output: ProgramRecord,
   annotations: CREATE,
-  run: async ({ tenant, title, description }, tx) => {
+  run: async ({ tenant, title, description, external_id }, tx) => {
     const tenantId = await tenantIdBySlug(tx, tenant);
-    const record = await insertRecord(tx, 'program', { tenant_id: tenantId, title, description });
+    const record = await insertRecord(tx, 'program', { tenant_id: tenantId, title, description, external_id });
     return { structured: record, summary: `created program ${record.id} in ${tenant}` };
   },
 });

@@ -6,7 +6,13 @@
  * and writable. Records are returned as PostgreSQL builds them (`to_jsonb(row)`: timestamps as
  * RFC 3339 text with microseconds). A zero-row update or delete is explained by looking the
  * id up once more under the same RLS: visible → "not allowed", invisible → "not found" (so
- * another tenant's id reads exactly like an id that does not exist).
+ * another tenant's id reads exactly like an id that does not exist; an id of another record
+ * type that the caller can see is named: "… not found (that id is a unit)").
+ *
+ * Positions are the database's business (migration 0030): inserting at a position shifts the
+ * siblings, changing a position moves the row, deleting closes the gap, all under a lock per
+ * program. Updates and deletes here take that lock *before* touching the row, so that a
+ * concurrent insert that holds the lock and shifts this row cannot deadlock with them.
  */
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
@@ -25,13 +31,33 @@ export const title = (what: string) => z.string().min(1).max(500).describe(`${wh
 export const longText = (what: string) => z.string().max(200_000).describe(what);
 /** A text field an update may clear with null. */
 export const clearableText = (what: string) => z.string().max(200_000).nullable().describe(`${what}; null clears it`);
-export const position = (what: string) =>
+const POSITION_MAX = 1_000_000;
+/** Position of a new record: omit to append; 1..n+1 inserts there and shifts the others down. */
+export const insertPosition = (what: string) =>
   z
     .number()
     .int()
     .min(1)
-    .max(1_000_000)
-    .describe(`${what} (1-based; omit to append at the end; an existing sibling at that position is not moved)`);
+    .max(POSITION_MAX)
+    .describe(
+      `${what} (1-based). Omit to append at the end; a position from 1 to (number of siblings + 1) inserts there ` +
+        'and moves the siblings at and after it down by one',
+    );
+/** New position of an existing record: 1..n; the siblings in between shift by one. */
+export const movePosition = (what: string) =>
+  z
+    .number()
+    .int()
+    .min(1)
+    .max(POSITION_MAX)
+    .describe(`${what} (1-based, at most the number of siblings); the siblings in between shift by one to make room`);
+/** A partner's own id of a record: set at creation, never changed. */
+export const externalId = (scope: string) =>
+  z
+    .string()
+    .min(1)
+    .max(200)
+    .describe(`Your own id for this record (1–200 characters), unique ${scope}; set once at creation, returned on reads`);
 export const KINDS = ['diagram', 'document', 'site', 'repo'] as const;
 export const kind = z.enum(KINDS).describe('The kind of artifact the learner hands in: diagram, document, site or repo');
 export const rubric = z
@@ -60,6 +86,7 @@ const ts = (what: string) => z.string().describe(`${what} (RFC 3339)`);
 const common = {
   id,
   tenant_id: z.string().nullable().describe('Owning tenant id; null for the service catalog'),
+  external_id: z.string().nullable().describe('The id you gave this record at creation, if any'),
   title: z.string().describe('Title'),
   created_at: ts('Creation time'),
   updated_at: ts('Last change'),
@@ -109,15 +136,25 @@ interface Table {
 }
 
 export const TABLES: Record<RecordName, Table> = {
-  program: { table: 'programs', insertable: ['tenant_id', 'title', 'description', 'source_program_id'], updatable: ['title', 'description'] },
-  unit: { table: 'units', insertable: ['program_id', 'title', 'description', 'position'], updatable: ['title', 'description', 'position'] },
-  lesson: { table: 'lessons', insertable: ['unit_id', 'title', 'body', 'position'], updatable: ['title', 'body', 'position'] },
+  program: {
+    table: 'programs',
+    insertable: ['tenant_id', 'external_id', 'title', 'description', 'source_program_id'],
+    updatable: ['title', 'description'],
+  },
+  unit: { table: 'units', insertable: ['program_id', 'external_id', 'title', 'description', 'position'], updatable: ['title', 'description', 'position'] },
+  lesson: { table: 'lessons', insertable: ['unit_id', 'external_id', 'title', 'body', 'position'], updatable: ['title', 'body', 'position'] },
   activity: {
     table: 'activities',
-    insertable: ['lesson_id', 'title', 'kind', 'spec', 'rubric', 'pass_threshold', 'position'],
+    insertable: ['lesson_id', 'external_id', 'title', 'kind', 'spec', 'rubric', 'pass_threshold', 'position'],
     updatable: ['title', 'kind', 'spec', 'rubric', 'pass_threshold', 'position'],
   },
 };
+
+/**
+ * SQL of a record's JSON: the row as PostgreSQL renders it, without `import_digest` (the
+ * bookkeeping of import_program, not content).
+ */
+export const recordJson = (alias: string) => `(to_jsonb(${alias}) - 'import_digest')`;
 
 /**
  * jsonb values go in as JSON text cast `::text::jsonb`: postgres.js serialises a parameter it
@@ -137,15 +174,35 @@ function columnsOf(allowed: readonly string[], values: Record<string, unknown>, 
 /** The record as JSON, or undefined when `id` is not visible to the caller. */
 export async function findRecord(tx: Queryable, name: RecordName, id: string): Promise<Record<string, unknown> | undefined> {
   const [row] = await tx.query<{ record: Record<string, unknown> }>(
-    `select to_jsonb(t) as record from ${TABLES[name].table} t where t.id = $1`,
+    `select ${recordJson('t')} as record from ${TABLES[name].table} t where t.id = $1`,
     [id],
   );
   return row?.record;
 }
 
+/** The kind of content record `id` is among those the caller can see, or null. */
+export async function recordKind(tx: Queryable, id: string): Promise<string | null> {
+  const [row] = await tx.query<{ kind: string | null }>('select svc.record_kind($1::uuid) as kind', [id]);
+  return row?.kind ?? null;
+}
+
+/** "<name> <id> not found", naming what the id is when the caller can see it as another record. */
+export async function notFoundFailure(tx: Queryable, name: RecordName, id: string): Promise<ToolFailure> {
+  return notFound(name, id, await recordKind(tx, id));
+}
+
 /** Why a write touched no row: visible → not allowed; invisible (or another tenant's) → not found. */
 async function missing(tx: Queryable, name: RecordName, id: string): Promise<never> {
-  throw (await findRecord(tx, name, id)) ? new ToolFailure(NOT_ALLOWED) : notFound(name, id);
+  throw (await findRecord(tx, name, id)) ? new ToolFailure(NOT_ALLOWED) : await notFoundFailure(tx, name, id);
+}
+
+/**
+ * Take the order lock of the program of child record `id` (units, lessons, activities), if the
+ * caller can see it: the same lock the triggers of migration 0030 take, taken first.
+ */
+async function lockOrderOf(tx: Queryable, name: RecordName, id: string): Promise<void> {
+  if (name === 'program') return;
+  await tx.query(`select svc.lock_program_order(t.program_id) from ${TABLES[name].table} t where t.id = $1`, [id]);
 }
 
 /**
@@ -162,7 +219,7 @@ export async function insertRecord(
   try {
     const [row] = await tx.query<{ record: Record<string, unknown> }>(
       `insert into ${TABLES[name].table} as t (${columns.join(', ')}) values (${placeholders.join(', ')})
-       returning to_jsonb(t) as record`,
+       returning ${recordJson('t')} as record`,
       params,
     );
     return row!.record;
@@ -187,9 +244,10 @@ export async function updateRecord(
   }
   let rows: { record: Record<string, unknown> }[];
   try {
+    if (changes.position !== undefined) await lockOrderOf(tx, name, id);
     rows = await tx.query(
       `update ${TABLES[name].table} as t set ${columns.map((c, i) => `${c} = ${placeholders[i]}`).join(', ')}
-       where t.id = $1 returning to_jsonb(t) as record`,
+       where t.id = $1 returning ${recordJson('t')} as record`,
       [id, ...params],
     );
   } catch (err) {
@@ -205,7 +263,8 @@ export async function updateRecord(
 export async function deleteRecord(tx: Queryable, name: RecordName, id: string): Promise<Record<string, unknown>> {
   let rows: { record: Record<string, unknown> }[];
   try {
-    rows = await tx.query(`delete from ${TABLES[name].table} as t where t.id = $1 returning to_jsonb(t) as record`, [id]);
+    await lockOrderOf(tx, name, id);
+    rows = await tx.query(`delete from ${TABLES[name].table} as t where t.id = $1 returning ${recordJson('t')} as record`, [id]);
   } catch (err) {
     throw explainDbError(err, { record: name, id });
   }

@@ -7,7 +7,8 @@
  * raw request over to the SDK (`reply.hijack()`). Each tool call then runs in one transaction as
  * the caller (tool.ts). `GET` / `DELETE /mcp` → 405: no server-initiated stream, no sessions.
  * Errors Fastify raises before the SDK sees the request (bad JSON, wrong content type, body too
- * large) are answered as JSON-RPC errors too.
+ * large — the limit of `/mcp` is `SVC_MCP_BODY_LIMIT`, 16 MiB by default, for import_program)
+ * are answered as JSON-RPC errors too.
  *
  * `protectedResourceMetadata` serves the RFC 9728 document outside the prefix; app.ts registers
  * it at the root.
@@ -23,6 +24,8 @@ const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 const INTERNAL_ERROR = -32603;
 const METHOD_NOT_ALLOWED = -32000;
+/** Body limit of POST /mcp unless configured (SVC_MCP_BODY_LIMIT): room for import_program. */
+export const DEFAULT_MCP_BODY_LIMIT = 16 * 1024 * 1024;
 
 export default async function authoringRoutes(app: FastifyInstance, options: Deps) {
   const deps: Deps = { config: options.config, db: options.db, now: options.now };
@@ -39,6 +42,7 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
   });
 
   app.post('/', {
+    bodyLimit: deps.config.mcpBodyLimit ?? DEFAULT_MCP_BODY_LIMIT,
     onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
       const session = await authenticate(deps, req, reply);
       if (!session) return reply;

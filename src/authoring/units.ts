@@ -1,21 +1,23 @@
 /**
  * Unit tools: create_unit, update_unit, delete_unit. A unit takes its tenant from its program
- * (trigger of migration 0001); a program the caller cannot see reads as "program <id> not found".
+ * (trigger of migration 0001); its position is kept contiguous by the triggers of migration 0030; a
+ * program the caller cannot see reads as "program <id> not found".
  */
 import { z } from 'zod';
 import { deleteTool, updateTool } from './crud.ts';
-import { clearableText, insertRecord, longText, position, title, UnitRecord, uuid } from './records.ts';
+import { clearableText, externalId, insertPosition, insertRecord, longText, movePosition, title, UnitRecord, uuid } from './records.ts';
 import { CREATE, defineTool, type AnyTool } from './tool.ts';
 
 const createUnit = defineTool({
   name: 'create_unit',
   title: 'Create a unit',
-  description: 'Add a unit to a program (appended at the end unless `position` is given). Returns the unit with its id.',
+  description: 'Add a unit to a program (appended at the end, or inserted at `position`, moving the later ones down). Returns the unit with its id.',
   input: z.strictObject({
     program_id: uuid('Id of the program the unit belongs to'),
     title: title('Unit title'),
     description: longText('What the unit covers (markdown)').optional(),
-    position: position('Position within the program').optional(),
+    position: insertPosition('Position within the program').optional(),
+    external_id: externalId('among the units of the program').optional(),
   }),
   output: UnitRecord,
   annotations: CREATE,
@@ -30,7 +32,7 @@ export const unitTools: AnyTool[] = [
   updateTool('unit', UnitRecord, {
     title: title('New title').optional(),
     description: clearableText('New description (markdown)').optional(),
-    position: position('New position within the program').optional(),
+    position: movePosition('New position within the program').optional(),
   }),
   deleteTool('unit', UnitRecord),
 ];

@@ -3,6 +3,7 @@
  * caller belongs to, with the role in each). Read under RLS like every other tool.
  */
 import { z } from 'zod';
+import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page, SLUG_RE } from './cursor.ts';
 import { defineTool, READ, type AnyTool } from './tool.ts';
 
 const MEMBERSHIPS_SQL = `
@@ -10,6 +11,15 @@ const MEMBERSHIPS_SQL = `
     from memberships m join tenants t on t.id = m.tenant_id
    where m.user_id = public.current_itera_user_id()
    order by t.slug`;
+
+/** One page of the caller's tenants, by slug after $1 (null: from the start), $2 rows. */
+const TENANTS_PAGE_SQL = `
+  select t.id, t.slug, t.name, m.role
+    from memberships m join tenants t on t.id = m.tenant_id
+   where m.user_id = public.current_itera_user_id()
+     and ($1::text is null or t.slug > $1::text)
+   order by t.slug
+   limit $2`;
 
 const Role = z.enum(['author', 'learner']).describe('author (may write content) or learner (may read it)');
 
@@ -52,8 +62,13 @@ const whoami = defineTool({
 const listTenants = defineTool({
   name: 'list_tenants',
   title: 'List my tenants',
-  description: 'The tenants you are a member of, with your role in each (authors write content; learners read it).',
-  input: z.strictObject({}),
+  description:
+    'The tenants you are a member of, by slug, with your role in each (authors write content; learners read it). ' +
+    'Pages: pass `next_cursor` back as `cursor`; it is null on the last page.',
+  input: z.strictObject({
+    cursor: z.string().max(500).describe('`next_cursor` from the previous page; omit for the first page').optional(),
+    limit: z.number().int().min(1).max(MAX_LIMIT).describe(`Page size, 1–${MAX_LIMIT} (default ${DEFAULT_LIMIT})`).optional(),
+  }),
   output: z.object({
     tenants: z
       .array(
@@ -64,12 +79,15 @@ const listTenants = defineTool({
           role: Role,
         }),
       )
-      .describe('Your tenants, by slug'),
+      .describe('This page of your tenants, by slug'),
+    next_cursor: z.string().nullable().describe('Cursor of the next page; null on the last page'),
   }),
   annotations: READ,
-  run: async (_args, tx) => {
-    const tenants = await tx.query<{ id: string; slug: string; name: string; role: string }>(MEMBERSHIPS_SQL);
-    return { structured: { tenants }, summary: `${tenants.length} tenant(s)` };
+  run: async ({ cursor, limit = DEFAULT_LIMIT }, tx) => {
+    const after = cursor === undefined ? null : decodeCursor('list_tenants', cursor, [SLUG_RE])[0]!;
+    const rows = await tx.query<{ id: string; slug: string; name: string; role: string }>(TENANTS_PAGE_SQL, [after, limit + 1]);
+    const { items, next_cursor } = page(rows, limit, (t) => [t.slug]);
+    return { structured: { tenants: items, next_cursor }, summary: `${items.length} tenant(s)${next_cursor ? ', more on the next page' : ''}` };
   },
 });
 

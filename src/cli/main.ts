@@ -4,7 +4,7 @@
  * Exit codes: 0 done, 1 the operation was refused (not found, already exists, invalid),
  * 2 configuration or connection problem.
  */
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { DataDirBusyError } from '../db/data-dir-lock.ts';
 import { AdminError, type OpName } from '../admin/ops.ts';
@@ -75,18 +75,67 @@ opCommand(tenant, 'list', 'list tenants', 'tenant.list', () => ({}), (rows) => t
 const user = program.command('user').description('manage identity-platform users');
 opCommand(user, 'create', 'create a user who signs in with email and password', 'user.create', (_p, o) => ({ email: o.email, password: o.password }), (u) => `created user ${u.email} (${u.id})`)
   .requiredOption('--email <email>', 'email address (trimmed and lower-cased)')
-  .requiredOption('--password <password>', 'password (at least 6 characters)');
+  .requiredOption('--password <password>', 'password (at least 8 characters)');
+opCommand(user, 'list', 'list users, newest first', 'user.list', (_p, o) => ({ page: o.page, per_page: o.perPage, filter: o.filter }), (r) =>
+  `${table(r.users, ['email', 'id', 'created_at', 'last_sign_in_at', 'banned_until'])}\n(page ${r.page} of ${Math.max(1, Math.ceil(r.total / r.per_page))}, ${r.total} users)`,
+)
+  .option('--page <n>', 'page number, from 1', '1')
+  .option('--per-page <n>', 'users per page (at most 1000)', '50')
+  .option('--filter <text>', 'only emails containing this text');
+opCommand(user, 'get <user>', 'show a user (by id or email)', 'user.get', ([u]) => ({ user: u }), (u) => JSON.stringify(u, null, 2));
+opCommand(user, 'update <user>', 'change a user (by id or email); a new password ends all of their sessions', 'user.update', ([u], o) => ({
+  user: u,
+  email: o.email,
+  password: o.password,
+  email_confirm: o.confirmEmail,
+  user_metadata: o.userMetadata,
+  app_metadata: o.appMetadata,
+}), (u) => `updated user ${u.email} (${u.id})`)
+  .option('--email <email>', 'new email address')
+  .option('--password <password>', 'new password (at least 8 characters)')
+  .option('--confirm-email', 'mark the email address as confirmed')
+  .option('--user-metadata <json>', 'JSON object merged into user_metadata (null removes a key)', jsonObject)
+  .option('--app-metadata <json>', 'JSON object merged into app_metadata (null removes a key)', jsonObject);
+opCommand(user, 'ban <user> <duration>', 'ban a user for a duration (24h, 90m, 1h30m) or lift the ban with "none"', 'user.ban', ([u, d]) => ({ user: u, duration: d }), (u) =>
+  u.banned_until ? `${u.email || u.id} is banned until ${u.banned_until}` : `${u.email || u.id} is not banned`,
+);
+opCommand(user, 'delete <user>', 'delete a user and everything that hangs off it (sessions, memberships, learner records)', 'user.delete', ([u]) => ({ user: u }), (u) =>
+  `deleted user ${u.email || u.id} (${u.id})`,
+);
 
 const author = program.command('author').description('grant or revoke authoring rights in a tenant');
-opCommand(author, 'grant <tenant-slug> <email>', 'make a user an author of a tenant', 'author.grant', ([t, e]) => ({ tenant: t, email: e }), (r) => `${r.email} is now an author of ${r.tenant}`);
-opCommand(author, 'revoke <tenant-slug> <email>', 'take authoring rights away (the user stays a learner member)', 'author.revoke', ([t, e]) => ({ tenant: t, email: e }), (r) => `${r.email} is no longer an author of ${r.tenant}`);
+/** Arguments of `author grant|revoke`: `<tenant-slug> <email>`, or `<tenant-slug> --subject <sub> [--issuer <url>]`. */
+const authorArgs = ([t, e]: string[], o: Record<string, unknown>) => ({
+  tenant: t,
+  ...(e !== undefined && { email: e }),
+  ...(o.subject !== undefined && { subject: o.subject }),
+  ...(o.issuer !== undefined && { issuer: o.issuer }),
+});
+const whom = (r: { email?: string; subject?: string; issuer?: string }) => r.email ?? `IdP subject ${r.subject} (${r.issuer})`;
+opCommand(author, 'grant <tenant-slug> [email]', 'make a user an author of a tenant: by email, or an identity-provider user by --subject', 'author.grant', authorArgs, (r) =>
+  `${whom(r)} is now an author of ${r.tenant}${r.svc_user_id ? '' : ' (from their first sign-in through the tenant\'s identity provider)'}`,
+)
+  .option('--subject <sub>', "an identity-provider user's subject (the token's sub claim), instead of an email")
+  .option('--issuer <url>', "the subject's issuer (default: the tenant's identity provider)");
+opCommand(author, 'revoke <tenant-slug> [email]', 'take authoring rights away (the user stays a learner member)', 'author.revoke', authorArgs, (r) => `${whom(r)} is no longer an author of ${r.tenant}`)
+  .option('--subject <sub>', "an identity-provider user's subject, instead of an email")
+  .option('--issuer <url>', "the subject's issuer (default: the tenant's identity provider)");
 
 const key = program.command('key').description('manage results-API keys');
-opCommand(key, 'create <tenant-slug>', 'create a read-only API key (printed once)', 'key.create', ([t], o) => ({ tenant: t, name: o.name }), (k) =>
+opCommand(key, 'create <tenant-slug>', 'create a read-only API key (printed once)', 'key.create', ([t], o) => ({
+  tenant: t,
+  name: o.name,
+  ...(o.rateLimit !== undefined && { rate_limit: o.rateLimit }),
+}), (k) =>
   `${k.key}\n\nAPI key "${k.name}" for ${k.tenant_id} (prefix ${k.prefix}). Store it now: it is not shown again.`,
-).requiredOption('--name <name>', 'a name to recognise the key by');
+)
+  .requiredOption('--name <name>', 'a name to recognise the key by')
+  .option('--rate-limit <n>', 'requests per rate-limit window for this key (default: SVC_RATE_LIMIT)', (v: string) => {
+    if (!/^[1-9][0-9]{0,6}$/.test(v) || Number(v) > 1_000_000) throw new InvalidArgumentError('a whole number from 1 to 1000000');
+    return Number(v);
+  });
 opCommand(key, 'list <tenant-slug>', 'list a tenant\'s API keys', 'key.list', ([t]) => ({ tenant: t }), (rows) =>
-  table(rows, ['prefix', 'name', 'created_at', 'last_used_at', 'revoked_at']),
+  table(rows, ['prefix', 'name', 'created_at', 'last_used_at', 'revoked_at', 'rate_limit']),
 );
 opCommand(key, 'revoke <key-prefix>', 'revoke an API key by its prefix', 'key.revoke', ([p]) => ({ prefix: p }), (k) => `revoked key ${k.prefix} (${k.name})`);
 
@@ -115,6 +164,18 @@ program
       printer: (k) => `anon key:          ${k.anon_key}\nservice-role key:  ${k.service_role_key}` + (k.data_dir ? `\n(kept in ${k.data_dir}/secrets.json)` : ''),
     });
   });
+
+/** Commander option parser: a JSON object (`--user-metadata '{"name":"Ada"}'`). */
+function jsonObject(value: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError('not valid JSON');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidArgumentError('must be a JSON object');
+  return parsed as Record<string, unknown>;
+}
 
 function table(rows: Record<string, unknown>[], columns: string[]): string {
   if (!rows.length) return '(none)';

@@ -3,7 +3,6 @@
  * (or in memory when the folder is undefined). Callers get the same `Db` interface either way.
  */
 import { join } from 'node:path';
-import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
 import type { Db } from './types.ts';
 
@@ -11,8 +10,13 @@ export type { Db, Queryable, Row } from './types.ts';
 export { migrate } from './migrate.ts';
 export { asUser, asResultsTenant } from './roles.ts';
 
-/** The embedded database lives in `<dataDir>/pgdata`, beside secrets.json and the lock. */
+/**
+ * The embedded database lives in `<dataDir>/pgdata`, beside secrets.json and the lock.
+ * PGlite is imported only when used: loading it costs ~40 MiB of RSS a server on PostgreSQL
+ * does not need.
+ */
 export async function openDb(target: { databaseUrl?: string; dataDir?: string }): Promise<Db> {
   if (target.databaseUrl) return openPostgres(target.databaseUrl);
+  const { openPglite } = await import('./pglite.ts');
   return openPglite(target.dataDir === undefined ? undefined : join(target.dataDir, 'pgdata'));
 }

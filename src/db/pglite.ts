@@ -23,6 +23,12 @@ export async function openPglite(dataDir?: string): Promise<Db> {
     kind: 'pglite',
     ...wrap(pg),
     transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    // One in-process connection: it never drops, so onListen runs once.
+    async listen(channel, onNotify, onListen) {
+      const stop = await pg.listen(channel, onNotify);
+      onListen?.();
+      return () => stop();
+    },
     close: () => pg.close(),
   };
 }

@@ -36,6 +36,14 @@ export function openPostgres(url: string, options: { max?: number } = {}): Db {
     kind: 'postgres',
     ...wrap(sql),
     transaction: (fn) => sql.begin((tx) => fn(wrap(tx))) as Promise<never>,
+    // postgres.js keeps one dedicated listen connection and re-listens (calling onListen) after
+    // it reconnects.
+    async listen(channel, onNotify, onListen) {
+      const { unlisten } = await sql.listen(channel, onNotify, onListen);
+      return async () => {
+        await unlisten();
+      };
+    },
     close: () => sql.end({ timeout: 5 }),
   };
 }

@@ -4,6 +4,7 @@
  * - `query(text, params)` runs one statement with `$1…$n` parameters and returns its rows.
  * - `transaction(fn)` runs `fn` inside BEGIN … COMMIT on one connection; a throw rolls back.
  * - `exec(script)` runs a multi-statement script without parameters (migrations).
+ * - `listen(channel, onNotify)` receives NOTIFY payloads (cache invalidation across processes).
  *
  * Both backends return `timestamptz` columns as PostgreSQL's text (microseconds kept):
  * a JS `Date` rounds to milliseconds and would break keyset cursors. Surfaces that answer
@@ -21,5 +22,13 @@ export interface Db extends Queryable {
   /** `pglite` (embedded, one connection) or `postgres` (a server, a pool). */
   readonly kind: 'pglite' | 'postgres';
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * LISTEN on `channel`: `onNotify(payload)` runs for each NOTIFY committed on it (by any
+   * process on the same database). `onListen` runs each time the listen is (re-)established —
+   * PostgreSQL: first connect and every reconnect of the dedicated listen connection, after
+   * which notices sent while it was down are lost (so a cache should start over there).
+   * Resolves once listening, with a function that stops it.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }

@@ -10,8 +10,8 @@
  * - the connection is pinned to the address that was checked (no second DNS answer can swap
  *   in an internal address: DNS rebinding);
  * - redirects are followed by hand, at most `maxRedirects`, each hop checked again;
- * - text-like content types only; the body is cut at `maxBytes`; the whole fetch, all hops,
- *   is bounded by `timeoutMs`.
+ * - only the content types the caller accepts (`fetchPage`: text-like ones); the body is cut at
+ *   `maxBytes`; the whole fetch, all hops, is bounded by `timeoutMs` (and the caller's `signal`).
  * Failures throw `FetchRefused` with a short reason that is safe to show the model and learner.
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -69,6 +69,19 @@ export interface FetchedPage {
   truncated: boolean;
 }
 
+/** A fetched body as bytes (`fetchResource`). */
+export interface FetchedResource {
+  /** The URL of the last hop. */
+  url: string;
+  status: number;
+  /** The `content-type` header as sent ('' when absent). */
+  contentType: string;
+  /** At most `maxBytes` bytes of the body. */
+  body: Buffer;
+  /** True when the body was longer than `maxBytes` and was cut. */
+  truncated: boolean;
+}
+
 export interface FetchOptions {
   allowPrivate: boolean;
   /** Budget for the whole fetch, all redirects included, in milliseconds. */
@@ -80,15 +93,29 @@ export interface FetchOptions {
   lookup?: (host: string) => Promise<{ address: string; family: number }[]>;
   /** Address rule (tests inject one); default `isBlockedAddress`. Ignored when `allowPrivate`. */
   isBlocked?: (address: string) => boolean;
+  /** Aborts the fetch (for example the grading run's deadline). */
+  signal?: AbortSignal;
 }
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|xhtml\+xml|ld\+json|javascript)|image\/svg\+xml)/i;
 
-/** Fetch `rawUrl` under the rules above; throws `FetchRefused`. */
+/** Fetch `rawUrl` under the rules above, text content types only; throws `FetchRefused`. */
 export async function fetchPage(rawUrl: string, options: FetchOptions): Promise<FetchedPage> {
+  const r = await fetchResource(rawUrl, { ...options, accept: (type) => !type || TEXT_TYPES.test(type) });
+  return { url: r.url, status: r.status, contentType: r.contentType, text: new TextDecoder().decode(r.body), truncated: r.truncated };
+}
+
+/**
+ * Fetch `rawUrl` under the rules above and return its body as bytes. `accept(contentType)`
+ * decides which content types are read (others throw `FetchRefused` without reading the body).
+ */
+export async function fetchResource(
+  rawUrl: string,
+  options: FetchOptions & { accept: (contentType: string) => boolean; acceptHeader?: string },
+): Promise<FetchedResource> {
   const maxBytes = options.maxBytes ?? 256 * 1024;
   const maxRedirects = options.maxRedirects ?? 3;
-  const signal = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]) : AbortSignal.timeout(options.timeoutMs);
   let url = new URL(rawUrl);
   for (let hop = 0; ; hop++) {
     const refusal = refuseUrl(url, options.allowPrivate, options.isBlocked);
@@ -96,7 +123,7 @@ export async function fetchPage(rawUrl: string, options: FetchOptions): Promise<
     const target = await resolveAllowed(url, options);
     let res: http.IncomingMessage;
     try {
-      res = await get(url, target, signal);
+      res = await get(url, target, signal, options.acceptHeader);
     } catch (err) {
       throw new FetchRefused(signal.aborted ? 'the page did not answer in time' : `the page could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`);
     }
@@ -113,13 +140,14 @@ export async function fetchPage(rawUrl: string, options: FetchOptions): Promise<
       throw new FetchRefused(`the page answered HTTP ${status}`);
     }
     const contentType = String(res.headers['content-type'] ?? '');
-    if (contentType && !TEXT_TYPES.test(contentType)) {
-      res.resume();
-      throw new FetchRefused(`the page is not text (${contentType.split(';')[0]})`);
+    if (!options.accept(contentType)) {
+      res.destroy();
+      throw new FetchRefused(contentType ? `the page is ${contentType.split(';')[0]}, which cannot be read here` : 'the page has no content type');
     }
+    const declared = Number(res.headers['content-length']);
     const chunks: Buffer[] = [];
     let size = 0;
-    let truncated = false;
+    let truncated = Number.isFinite(declared) && declared > maxBytes;
     try {
       for await (const chunk of res as AsyncIterable<Buffer>) {
         if (size + chunk.length > maxBytes) {
@@ -135,12 +163,15 @@ export async function fetchPage(rawUrl: string, options: FetchOptions): Promise<
     } finally {
       res.destroy();
     }
-    return { url: url.toString(), status, contentType, text: new TextDecoder().decode(Buffer.concat(chunks)), truncated };
+    return { url: url.toString(), status, contentType, body: Buffer.concat(chunks), truncated };
   }
 }
 
-/** The address to connect to for `url`: its literal IP, or the first of its resolved ones. */
-async function resolveAllowed(url: URL, options: FetchOptions): Promise<{ address: string; family: number }> {
+/**
+ * The address to connect to for `url`: its literal IP, or the first of its resolved ones; throws
+ * `FetchRefused` when the name does not resolve or (unless `allowPrivate`) any answer is blocked.
+ */
+export async function resolveAllowed(url: URL, options: FetchOptions): Promise<{ address: string; family: number }> {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const family = isIP(host);
   if (family) return { address: host, family }; // already checked by refuseUrl
@@ -158,7 +189,7 @@ async function resolveAllowed(url: URL, options: FetchOptions): Promise<{ addres
   return addresses[0]!;
 }
 
-function get(url: URL, target: { address: string; family: number }, signal: AbortSignal): Promise<http.IncomingMessage> {
+function get(url: URL, target: { address: string; family: number }, signal: AbortSignal, accept?: string): Promise<http.IncomingMessage> {
   // Connect to the checked address only, whatever DNS would say now.
   const lookup = ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     if (opts?.all) callback(null, [target]);
@@ -171,7 +202,7 @@ function get(url: URL, target: { address: string; family: number }, signal: Abor
       agent: false,
       lookup,
       signal,
-      headers: { accept: 'text/html, text/*;q=0.9, application/json;q=0.8, */*;q=0.1', 'user-agent': 'svc-judge/1' },
+      headers: { accept: accept ?? 'text/html, text/*;q=0.9, application/json;q=0.8, */*;q=0.1', 'user-agent': 'svc-judge/1' },
     });
     req.on('response', resolve);
     req.on('error', reject);

@@ -8,32 +8,31 @@
  *
  * 1. Authenticate: a session token of this service whose user is a member of the tenant, or
  *    else an IdP token of the tenant (learner created on first sight). Any failure → 401.
- * 2. Step 1, one transaction: resolve the learner, find the activity in the tenant (else 404),
- *    check the artifact's kind (else 400), upsert the learner's ActivityResult (one per learner
- *    and activity; `in_progress` while pending, a `completed` one stays completed) and insert
- *    the Artifact (verification `{status: "pending"}`). A refusal leaves nothing written.
- * 3. No model configured → `pending`. Otherwise grade outside any transaction (grader.ts,
- *    bounded by the judge's timeout). A failed model call → `pending`; the artifact's
- *    verification records `{status: "pending", error, attempted_at}` and the result stays
- *    in_progress. (A later issue adds a durable job queue that retries pending artifacts.)
- * 4. Step 3, one transaction: store the verdict in the artifact; the result becomes `completed`
- *    on a pass (completed_at set on the first pass) or `failed` (never undoing a pass); its score
- *    is the best of all attempts; progress(tenant, user, program) gets `last_activity_at`, and
- *    `completed_count + 1` only on the result's first transition to completed (the result row is
- *    locked, so concurrent passes count once).
+ *    `ref_url` / `repo_url` that are not http(s), carry credentials, or name a private address
+ *    literally (unless SVC_FETCH_ALLOW_PRIVATE) → 400 before anything is written.
+ * 2. One transaction: resolve the learner, find the activity in the tenant (else 404), check the
+ *    artifact's kind (else 400), upsert the learner's ActivityResult (one per learner and
+ *    activity; `in_progress` while pending, a `completed` one stays completed), insert the
+ *    Artifact (verification `{status: "pending"}`) and its grading job (queue.ts). A refusal
+ *    leaves nothing written; a stored submission always has its job.
+ * 3. No model configured in this process → `pending` at once (a process with a model grades it
+ *    later). Otherwise wake a worker and wait for the verdict at most `judgeWaitMs`
+ *    (SVC_JUDGE_WAIT); no verdict by then (model slow or down, workers busy) → `pending`, and
+ *    the job stays queued until it is graded. Reading, grading, retries and recording the verdict
+ *    (verdict.ts: result, progress, the score rule) happen in the job (grade-job.ts).
  *
  * The response's `status` and `score` are this attempt's verdict (a failed attempt after a pass
  * answers `failed`, while the result stays completed).
  */
-import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
 import { invalidRequest, notFound, unauthorized } from './errors.ts';
 import { refuseUrl } from './fetch-page.ts';
-import { GraderError, type Grader, type Verdict } from './grader.ts';
+import { storedOutcome } from './grade-job.ts';
 import { findTenantIdp, type IdpVerifier } from './idp.ts';
 import { findOrCreateIdpLearner, memberTenantId, trySessionToken } from './learner.ts';
+import type { GradingQueue } from './queue.ts';
 import { tenantSlug } from './session.ts';
 
 /** Largest `artifact.content`, in UTF-8 bytes. */
@@ -53,12 +52,12 @@ export const judgeBody = z.object({
     .object({
       kind: z.enum(KINDS).describe("The kind of work; must equal the activity's kind."),
       ref_url: httpUrl.optional().describe('Where the work can be seen (fetched for grading).'),
-      repo_url: httpUrl.optional().describe('The repository of the work (not fetched).'),
+      repo_url: httpUrl.optional().describe('The repository of the work: a git URL (cloned over http(s)) or a .tar.gz / .tar archive.'),
       content: z
         .string()
         .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_CONTENT_BYTES, `must be at most ${MAX_CONTENT_BYTES} bytes`)
         .optional()
-        .describe('The work itself, as text (markdown, source, diagram source…).'),
+        .describe('The work itself: text (Markdown, HTML, source, Mermaid, SVG, draw.io XML…) or a data: URL (an image for a diagram, a PDF).'),
     })
     .refine((a) => a.content !== undefined || a.ref_url !== undefined || a.repo_url !== undefined, {
       message: 'give at least one of content, ref_url, repo_url',
@@ -106,7 +105,7 @@ async function identifyCaller(deps: Deps, idps: IdpVerifier, token: string | und
 /** Handle one submission (steps above). Throws `ApiError` 400/401/404. */
 export async function submitForJudgement(
   deps: Deps,
-  services: { idps: IdpVerifier; grader: Grader | null; log: FastifyBaseLogger },
+  services: { idps: IdpVerifier; queue: GradingQueue },
   token: string | undefined,
   body: JudgeBody,
 ): Promise<JudgeResponse> {
@@ -156,70 +155,19 @@ export async function submitForJudgement(
         body.artifact.content ?? null,
       ],
     );
+    await services.queue.enqueue(tx, { artifact_id: artifact!.id, tenant_id: tenantId });
     return { tenantId, svcUserId, activity, resultId: result!.id, artifactId: artifact!.id };
   });
   const pending: JudgeResponse = { status: 'pending', result_id: submission.resultId, artifact_id: submission.artifactId };
-  if (!services.grader) return pending;
+  if (!services.queue.working) return pending;
 
-  // Step 2: grade, outside any transaction.
-  let verdict: Verdict;
-  try {
-    verdict = await services.grader.grade(submission.activity, body.artifact, deps.now);
-  } catch (err) {
-    // Whatever went wrong while grading, the submission is stored: answer pending, never 5xx.
-    if (!(err instanceof GraderError)) services.log.error({ err }, 'embed: unexpected error while grading');
-    const reason = err instanceof GraderError ? err.reason : 'internal_error';
-    await deps.db.query(
-      `update artifacts set verification = jsonb_build_object('status', 'pending', 'error', $3::text, 'attempted_at', $4::text),
-              updated_at = clock_timestamp()
-        where id = $1 and tenant_id = $2`,
-      [submission.artifactId, submission.tenantId, reason, deps.now().toISOString()],
-    );
-    return pending;
-  }
-
-  // Step 3: the verdict, the result and progress — one transaction.
-  await deps.db.transaction((tx) => recordVerdict(tx, submission, verdict));
-  return {
-    status: verdict.status,
-    result_id: submission.resultId,
-    artifact_id: submission.artifactId,
-    score: verdict.score,
-    feedback: verdict.feedback,
-  };
-}
-
-/** Step 3 (see the header): store `verdict` and update the result and progress. */
-async function recordVerdict(
-  tx: Queryable,
-  s: { tenantId: string; svcUserId: string; activity: ActivityRow; resultId: string; artifactId: string },
-  verdict: Verdict,
-): Promise<void> {
-  await tx.query(
-    `update artifacts set verification = $3::text::jsonb, updated_at = clock_timestamp() where id = $1 and tenant_id = $2`,
-    [s.artifactId, s.tenantId, JSON.stringify(verdict)],
-  );
-  const [before] = await tx.query<{ status: string }>(
-    'select status from activity_results where id = $1 and tenant_id = $2 for update',
-    [s.resultId, s.tenantId],
-  );
-  const firstCompletion = verdict.passed && before!.status !== 'completed';
-  await tx.query(
-    `update activity_results
-        set status = case when $3::boolean or status = 'completed' then 'completed' else 'failed' end,
-            completed_at = case when $3::boolean and completed_at is null then now() else completed_at end,
-            score = greatest(coalesce(score, 0), $4::numeric),
-            updated_at = clock_timestamp()
-      where id = $1 and tenant_id = $2`,
-    [s.resultId, s.tenantId, verdict.passed, verdict.score],
-  );
-  await tx.query(
-    `insert into progress (tenant_id, user_id, program_id, completed_count, last_activity_at)
-     values ($1, $2, $3, $4, now())
-     on conflict (tenant_id, user_id, program_id) do update
-       set completed_count = progress.completed_count + excluded.completed_count,
-           last_activity_at = excluded.last_activity_at,
-           updated_at = clock_timestamp()`,
-    [s.tenantId, s.svcUserId, s.activity.program_id, firstCompletion ? 1 : 0],
-  );
+  // Step 2: wait for the verdict (a worker of this process grades it; queue.ts, grade-job.ts).
+  const waiting = services.queue.waitFor(submission.artifactId, deps.config.embed.judgeWaitMs);
+  services.queue.kick();
+  const outcome =
+    (await waiting) ??
+    // Not in time here: perhaps another process graded it.
+    (await storedOutcome(deps, submission.tenantId, submission.artifactId));
+  if (outcome.kind !== 'graded') return pending;
+  return { ...pending, status: outcome.status, score: outcome.score, feedback: outcome.feedback };
 }

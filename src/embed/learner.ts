@@ -7,7 +7,8 @@
  * email is not verified by us and could collide with, or be mistaken for, an instructor's
  * password account. The IdP's profile claims are kept in the identity's `identity_data`.
  * Every sign-in also ensures a `learner` membership in the tenant (`on conflict do nothing`,
- * so an author stays an author).
+ * so an author stays an author), and applies the tenant's author grants (author-grants.ts): a
+ * teacher an admin granted authorship, by IdP subject or verified email, becomes an author.
  *
  * First sight is serialised per identity with a transaction-scoped advisory lock, so two
  * concurrent first requests of one subject create one user (the second waits, then finds it).
@@ -17,6 +18,7 @@ import type { Deps } from '../deps.ts';
 import { AuthError } from '../identity/errors.ts';
 import { TokenError, verifySession, type VerifiedSession } from '../identity/sessions.ts';
 import { createUser, findUserById, type UserRow } from '../identity/users.ts';
+import { applyGrants } from './author-grants.ts';
 import { unauthorized } from './errors.ts';
 import type { IdpClaims, TenantIdp } from './idp.ts';
 
@@ -73,6 +75,7 @@ export async function findOrCreateIdpLearner(
     `insert into memberships (tenant_id, user_id, role) values ($1, $2, 'learner') on conflict do nothing`,
     [idp.tenantId, user.svc_user_id],
   );
+  await applyGrants(tx, idp.tenantId, idp.issuer, claims, user.svc_user_id);
   return user;
 }
 

@@ -2,7 +2,12 @@
  * The embed surface, mounted at `/v1/embed` (DESIGN §6 "Embed endpoints"):
  *
  *   POST /session   IdP token → session of this service            (session.ts)
- *   POST /judge     submit an artifact; store it and grade it        (judge.ts, grader.ts)
+ *   POST /judge     submit an artifact; store it, queue and await its grading
+ *                   (judge.ts; queue.ts → grade-job.ts → read/, grader.ts, verdict.ts)
+ *
+ * The plugin owns the grading queue of its process: started on `onReady` (pg-boss schema, the
+ * workers when a model is configured) and stopped on `onClose`, so every process that serves
+ * /v1/embed also works the queue.
  *
  * Requests and responses are declared with zod (validation and the OpenAPI document come from
  * the same schemas). Every error, including Fastify's own (bad JSON, wrong content type,
@@ -15,9 +20,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler, sendApiError } from '../http/api-errors.ts';
+import { gradingHandler, leaseSeconds } from './grade-job.ts';
 import { Grader } from './grader.ts';
 import { IdpVerifier } from './idp.ts';
 import { judgeBody, judgeResponse, submitForJudgement } from './judge.ts';
+import { GradingQueue } from './queue.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
 
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -30,7 +37,23 @@ function bearer(req: FastifyRequest): string | undefined {
 
 export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
   const idps = new IdpVerifier(deps);
-  const grader = deps.config.judge ? new Grader(deps.config.judge, { allowPrivate: deps.config.fetchAllowPrivate }) : null;
+  const grader = deps.config.judge ? new Grader(deps.config.judge) : null;
+  const e = deps.config.embed;
+  // Every process that serves /v1/embed has the queue (to enqueue); one with a model works it.
+  const queue = new GradingQueue(deps.db, {
+    leaseSeconds: leaseSeconds(deps),
+    retryDelaySeconds: e.judgeRetryDelaySeconds,
+    concurrency: e.judgeConcurrency,
+    pollSeconds: e.judgePollSeconds,
+    handler: grader ? gradingHandler(deps, grader) : undefined,
+    log: app.log.child({ surface: 'embed' }),
+  });
+  app.addHook('onReady', async () => {
+    await queue.start();
+  });
+  app.addHook('onClose', async () => {
+    await queue.stop();
+  });
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -64,6 +87,6 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
         response: { 200: judgeResponse },
       },
     },
-    async (req) => submitForJudgement(deps, { idps, grader, log: req.log }, bearer(req), req.body),
+    async (req) => submitForJudgement(deps, { idps, queue }, bearer(req), req.body),
   );
 }

@@ -1,7 +1,8 @@
 /**
- * The error body of the `/v1` surfaces — the Results API and the embed endpoints (DESIGN §6):
- * exactly `{"error": {"code", "message"}}`, a closed set of codes with one HTTP status each,
- * never a stack trace or SQL text.
+ * The error body of the `/v1` surfaces — the Results API and the embed endpoints (DESIGN §6,
+ * plus issue #4's request id): exactly `{"error": {"code", "message", "request_id"}}`, a closed
+ * set of codes with one HTTP status each, never a stack trace or SQL text. `request_id` is the
+ * request's `X-Request-Id` (also sent as that header), so a partner can quote it to support.
  *
  *   invalid_request 400   bad parameter, cursor, uuid, body that is not JSON, oversized body…
  *   unauthorized    401   missing or invalid credential (`WWW-Authenticate: Bearer` is set)
@@ -44,15 +45,22 @@ export class ApiError extends Error {
   }
 }
 
-/** The body of every error of these surfaces. */
-export function errorBody(code: ApiErrorCode, message: string): { error: { code: ApiErrorCode; message: string } } {
-  return { error: { code, message } };
+/** The body of every error of these surfaces; `requestId` is the request's id (`req.id`). */
+export function errorBody(
+  code: ApiErrorCode,
+  message: string,
+  requestId?: string,
+): { error: { code: ApiErrorCode; message: string; request_id?: string } } {
+  return { error: requestId === undefined ? { code, message } : { code, message, request_id: requestId } };
 }
 
-/** Send an ApiError: status from the map, the fixed body, `WWW-Authenticate` on 401. */
+/** Send an ApiError: status from the map, the fixed body with the request id, `WWW-Authenticate` on 401. */
 export function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
   if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer');
-  return reply.code(err.status).type('application/json; charset=utf-8').send(errorBody(err.code, err.message));
+  return reply
+    .code(err.status)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(err.code, err.message, String(reply.request.id)));
 }
 
 /** A framework 4xx as client-facing text (never the framework's internal wording). */

@@ -1,16 +1,46 @@
 /**
- * Errors of the identity platform, rendered in GoTrue's shapes (supabase/auth api/errors.go):
- * with `X-Supabase-Api-Version: 2024-01-01` or later `{code, message}`; before that (or with no
- * header) `{code: <status>, error_code, msg}`. Both carry the `x-sb-error-code` header.
- * Codes are GoTrue's ErrorCode values (`invalid_credentials`, `validation_failed`, …).
+ * Errors of the identity platform, rendered in GoTrue's shapes (supabase/auth
+ * internal/api/errors.go `HandleResponseError`):
+ *
+ * - `X-Supabase-Api-Version: 2024-01-01` or later (auth-js sends it): `{code, message}`;
+ * - no header, or an older version: `{code: <HTTP status>, error_code, msg}`.
+ *
+ * Both carry the `x-sb-error-code` header. A `weak_password` error adds
+ * `weak_password: {reasons}` to either body, as GoTrue does and auth-js reads.
+ *
+ * Codes are a closed set of GoTrue's `ErrorCode` values (internal/api/apierrors/errorcode.go);
+ * never invent or rename one: clients switch on them.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/** The GoTrue error codes this platform emits (a closed subset of GoTrue's). */
+export type AuthErrorCode =
+  | 'unexpected_failure'
+  | 'validation_failed'
+  | 'bad_json'
+  | 'email_exists'
+  | 'bad_jwt'
+  | 'not_admin'
+  | 'no_authorization'
+  | 'user_not_found'
+  | 'session_not_found'
+  | 'session_expired'
+  | 'refresh_token_not_found'
+  | 'refresh_token_already_used'
+  | 'user_banned'
+  | 'email_not_confirmed'
+  | 'same_password'
+  | 'weak_password'
+  | 'over_request_rate_limit'
+  | 'invalid_credentials';
 
 export class AuthError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: AuthErrorCode,
     message: string,
+    /** Extra top-level body fields (only `weak_password: {reasons}` today). */
+    readonly extra?: { weak_password: { reasons: string[] } },
   ) {
     super(message);
   }
@@ -23,11 +53,16 @@ function apiVersion(req: FastifyRequest): string | undefined {
   return typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? v : undefined;
 }
 
+/** The body GoTrue sends for `err` to a client speaking `version` (undefined: the initial version). */
+export function authErrorBody(err: AuthError, version: string | undefined): Record<string, unknown> {
+  const body: Record<string, unknown> =
+    version && version >= API_VERSION_2024
+      ? { code: err.code, message: err.message }
+      : { code: err.status, error_code: err.code, msg: err.message };
+  return err.extra ? { ...body, ...err.extra } : body;
+}
+
 export function sendAuthError(req: FastifyRequest, reply: FastifyReply, err: AuthError) {
-  const version = apiVersion(req);
   reply.code(err.status).header('x-sb-error-code', err.code);
-  if (version && version >= API_VERSION_2024) {
-    return reply.send({ code: err.code, message: err.message });
-  }
-  return reply.send({ code: err.status, error_code: err.code, msg: err.message });
+  return reply.send(authErrorBody(err, apiVersion(req)));
 }

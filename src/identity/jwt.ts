@@ -45,13 +45,18 @@ export function issuer(deps: Pick<Deps, 'config'>): string {
   return `${deps.config.baseUrl}/auth/v1`;
 }
 
-/** Sign claims (minus iat/exp/iss/aud, which are set here) into an HS256 access token. */
+/**
+ * Sign claims (minus iat/exp/iss/aud, which are set here) into an HS256 access token that
+ * expires after `accessTokenTtl` seconds, or at `notAfter` (epoch seconds: the end of the
+ * session's maximum lifetime) if that comes first.
+ */
 export async function signAccessToken(
   deps: Pick<Deps, 'config' | 'now'>,
   claims: Omit<AccessTokenClaims, 'iat' | 'exp' | 'iss' | 'aud'>,
+  notAfter?: number,
 ): Promise<{ token: string; expiresAt: number }> {
   const iat = epochSeconds(deps.now());
-  const expiresAt = iat + deps.config.accessTokenTtl;
+  const expiresAt = Math.min(iat + deps.config.accessTokenTtl, notAfter ?? Number.POSITIVE_INFINITY);
   const token = await new SignJWT({ ...claims, aud: AUDIENCE, iss: issuer(deps) })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuedAt(iat)

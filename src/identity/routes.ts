@@ -1,58 +1,52 @@
 /**
- * `/auth/v1` — the Supabase-Auth-compatible subset (DESIGN §6): password and refresh_token
- * grants, the current user, logout, and admin user creation. Every route first passes the
- * gateway check (the `apikey` header must be the anon or the service-role key, as Supabase's
- * API gateway does), then follows GoTrue's status codes and error codes.
+ * `/auth/v1` — the Supabase-Auth-compatible subset (DESIGN §6): the plugin that assembles it.
+ *
+ * In order, for every request:
+ *  1. CORS (`@fastify/cors`, origins from `identity.corsOrigins`); preflights end here;
+ *  2. the gateway's `apikey` check (gateway.ts);
+ *  3. route hooks: the /token rate limits (rate-limit.ts), the admin check (admin-routes.ts);
+ *  4. JSON body (64 KiB at most; not JSON → 400 `bad_json`), then the handler.
+ * `X-Supabase-Api-Version` is echoed; every error is rendered in GoTrue's shape for that
+ * version (errors.ts), 5xx without internals.
+ *
+ * Routes: token.ts (`POST /token`), user.ts (`GET|PUT /user`, `POST /logout`),
+ * admin-routes.ts (`/admin/users…`).
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
+import cors from '@fastify/cors';
+import type { FastifyInstance } from 'fastify';
 import { isBadInput, isUniqueViolation } from '../db/errors.ts';
 import type { Deps } from '../deps.ts';
+import { adminRoutes } from './admin-routes.ts';
 import { AuthError, sendAuthError } from './errors.ts';
+import { apiKeyCheck } from './gateway.ts';
 import { TokenError } from './jwt.ts';
-import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from './passwords.ts';
-import { endSessions, refreshGrant, startSession, verifySession, type VerifiedSession } from './sessions.ts';
-import { createUser, findUserByEmail, userJson } from './users.ts';
+import { setArgon2Cost } from './passwords.ts';
+import { tokenRateLimits } from './rate-limit.ts';
+import { tokenRoute } from './token.ts';
+import { userRoutes } from './user.ts';
 
-/** Constant-time string comparison (lengths may leak; the contents do not). */
-export function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
+export { safeEqual } from './gateway.ts';
 
-const bearer = (req: FastifyRequest): string | undefined => {
-  const h = req.headers.authorization;
-  const m = typeof h === 'string' ? /^Bearer\s+(\S+)$/i.exec(h) : null;
-  return m?.[1];
-};
+/** Largest request body /auth/v1 reads (user metadata included); larger → 413. */
+export const IDENTITY_BODY_LIMIT = 64 * 1024;
 
-const passwordBody = z.object({ email: z.string().max(320), password: z.string().max(10_000) });
-const refreshBody = z.object({ refresh_token: z.string().max(1024) });
-const adminCreateBody = z
-  .object({
-    email: z.string().max(320).optional(),
-    password: z.string().max(10_000).optional(),
-    password_hash: z.string().max(200).optional(),
-    email_confirm: z.boolean().optional(),
-    app_metadata: z.record(z.string(), z.unknown()).optional(),
-    user_metadata: z.record(z.string(), z.unknown()).optional(),
-  })
-  .refine((b) => !(b.password && b.password_hash), 'password and password_hash are mutually exclusive');
-
-function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
-  const parsed = schema.safeParse(body ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = issue.path.join('.');
-    throw new AuthError(400, 'validation_failed', field ? `${field}: ${issue.message}` : issue.message);
-  }
-  return parsed.data;
-}
+/** Headers a browser client may read (auth-js reads the version and error code; admin lists paginate). */
+const EXPOSED_HEADERS = ['x-supabase-api-version', 'x-sb-error-code', 'x-total-count', 'link', 'retry-after', 'x-request-id'];
 
 export default async function identityRoutes(app: FastifyInstance, deps: Deps) {
   const { config } = deps;
+  setArgon2Cost(config.identity.argon2);
+
+  await app.register(cors, {
+    origin: config.identity.corsOrigins === '*' ? '*' : config.identity.corsOrigins,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'],
+    exposedHeaders: EXPOSED_HEADERS,
+    maxAge: 600,
+  });
+
+  app.addHook('onRoute', (route) => {
+    route.bodyLimit ??= IDENTITY_BODY_LIMIT;
+  });
 
   // auth-js sends `content-type: application/json` with an empty body (logout): accept it.
   app.removeContentTypeParser('application/json');
@@ -65,20 +59,12 @@ export default async function identityRoutes(app: FastifyInstance, deps: Deps) {
     }
   });
 
-  // Gateway: an `apikey` header (or `?apikey=`) that is the anon or service-role key.
-  app.addHook('onRequest', async (req, reply) => {
-    const header = req.headers.apikey;
-    const key = typeof header === 'string' ? header : (req.query as Record<string, string> | undefined)?.apikey;
-    if (!key) return reply.code(401).send({ message: 'No API key found in request' });
-    if (!safeEqual(key, config.anonKey) && !safeEqual(key, config.serviceRoleKey)) {
-      return reply.code(401).send({ message: 'Invalid API key' });
-    }
-  });
+  app.addHook('onRequest', apiKeyCheck(deps));
   app.addHook('onSend', async (req, reply) => {
     const v = req.headers['x-supabase-api-version'];
-    if (typeof v === 'string') reply.header('x-supabase-api-version', v);
+    if (typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v)) reply.header('x-supabase-api-version', v);
   });
-  app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     if (err instanceof AuthError) return sendAuthError(req, reply, err);
     if (err instanceof TokenError) {
       return sendAuthError(req, reply, new AuthError(403, 'bad_jwt', `invalid JWT: unable to parse or verify signature, ${err.message}`));
@@ -90,79 +76,25 @@ export default async function identityRoutes(app: FastifyInstance, deps: Deps) {
       return sendAuthError(req, reply, new AuthError(422, 'email_exists', 'A user with this email address has already been registered'));
     }
     if (err.statusCode && err.statusCode < 500) {
-      const code = err.statusCode === 413 ? 'request_too_large' : 'validation_failed';
-      return sendAuthError(req, reply, new AuthError(err.statusCode, code, err.message));
+      const message =
+        err.statusCode === 413
+          ? `Request body is larger than ${IDENTITY_BODY_LIMIT} bytes`
+          : err.statusCode === 415
+            ? 'Content-Type must be application/json'
+            : err.message;
+      return sendAuthError(req, reply, new AuthError(err.statusCode, 'validation_failed', message));
     }
     req.log.error({ err }, 'identity: unexpected error');
-    return sendAuthError(req, reply, new AuthError(500, 'unexpected_failure', 'Unexpected failure'));
+    return sendAuthError(req, reply, new AuthError(500, 'unexpected_failure', 'Unexpected failure, please check server logs for more information'));
   });
 
-  const requireSession = async (req: FastifyRequest): Promise<VerifiedSession> => {
-    const token = bearer(req);
-    if (!token) throw new AuthError(401, 'no_authorization', 'This endpoint requires a valid Bearer token');
-    return verifySession(deps, token);
-  };
-  const requireServiceRole = (req: FastifyRequest) => {
-    const token = bearer(req) ?? (req.headers.apikey as string);
-    if (!token || !safeEqual(token, config.serviceRoleKey)) {
-      throw new AuthError(403, 'not_admin', 'User not allowed');
-    }
-  };
+  // GoTrue answers unknown paths outside its JSON errors; here they keep the surface's shape.
+  app.setNotFoundHandler((req, reply) =>
+    sendAuthError(req, reply, new AuthError(404, 'validation_failed', `Unknown endpoint: ${req.method} ${req.url.split('?')[0]!.slice(0, 200)}`)),
+  );
 
-  app.post('/token', async (req: FastifyRequest, reply: FastifyReply) => {
-    const grantType = (req.query as Record<string, unknown>).grant_type;
-    if (grantType === 'password') {
-      const body = parseBody(passwordBody, req.body);
-      const user = await findUserByEmail(deps.db, body.email);
-      // Same work and same message for an unknown email and a wrong password (GoTrue).
-      const stored = user?.encrypted_password ?? (await dummyPasswordHash());
-      const ok = body.password.length <= 1024 && (await verifyPassword(stored, body.password));
-      if (!user || !user.encrypted_password || !ok) {
-        throw new AuthError(400, 'invalid_credentials', 'Invalid login credentials');
-      }
-      if (user.banned_until && new Date(user.banned_until) > deps.now()) {
-        throw new AuthError(400, 'user_banned', 'User is banned');
-      }
-      const tokens = await deps.db.transaction(async (tx) => {
-        if (needsRehash(user.encrypted_password!)) {
-          await tx.query('update auth.users set encrypted_password = $2 where id = $1', [user.id, await hashPassword(body.password)]);
-        }
-        return startSession(tx, deps, user, 'password');
-      });
-      return reply.send(tokens);
-    }
-    if (grantType === 'refresh_token') {
-      const body = parseBody(refreshBody, req.body);
-      return reply.send(await refreshGrant(deps, body.refresh_token));
-    }
-    throw new AuthError(400, 'validation_failed', 'unsupported_grant_type');
-  });
-
-  app.get('/user', async (req) => userJson((await requireSession(req)).user));
-
-  app.post('/logout', async (req, reply) => {
-    const { claims } = await requireSession(req);
-    const scope = (req.query as Record<string, string>).scope ?? 'global';
-    if (scope !== 'global' && scope !== 'local' && scope !== 'others') {
-      throw new AuthError(400, 'validation_failed', 'Unsupported logout scope "' + String(scope).slice(0, 20) + '"');
-    }
-    await endSessions(deps.db, claims, scope);
-    return reply.code(204).send();
-  });
-
-  app.post('/admin/users', async (req, reply) => {
-    requireServiceRole(req);
-    const body = parseBody(adminCreateBody, req.body);
-    const user = await deps.db.transaction((tx) =>
-      createUser(tx, {
-        email: body.email,
-        password: body.password,
-        passwordHash: body.password_hash,
-        emailConfirm: body.email_confirm,
-        appMetadata: body.app_metadata,
-        userMetadata: body.user_metadata,
-      }),
-    );
-    return reply.code(200).send(userJson(user));
-  });
+  const limits = await tokenRateLimits(app, config.identity.rateLimit, config.redisUrl);
+  tokenRoute(app, deps, limits);
+  userRoutes(app, deps);
+  await app.register(async (admin) => adminRoutes(admin, deps));
 }

@@ -11,6 +11,12 @@
  *   `refresh_token_already_used`).
  * Concurrent refreshes of one session are serialised with `select … for update` on the token
  * and its session, so a waiting refresh re-reads the token's `revoked` after the first commits.
+ *
+ * Session limits (GoTrue `Session.CheckValidity`): with `identity.sessionMaxLifetime` a session
+ * ends that many seconds after sign-in — its access tokens expire then at the latest, and
+ * `verifySession` refuses it; with `identity.sessionInactivityTimeout` a session that has not
+ * been refreshed for that long can no longer be refreshed (400 `session_expired`). Times come
+ * from the injectable clock `deps.now`, so tests can move it.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Db, Queryable } from '../db/index.ts';
@@ -28,16 +34,18 @@ function deriveRefreshToken(secret: string, sessionId: string, nonce: string): s
 
 async function insertRefreshToken(
   q: Queryable,
-  deps: Pick<Deps, 'config'>,
+  deps: Pick<Deps, 'config' | 'now'>,
   userId: string,
   sessionId: string,
   parent: string | null,
 ): Promise<string> {
   const nonce = randomBytes(16).toString('base64url');
   const token = deriveRefreshToken(deps.config.jwtSecret, sessionId, nonce);
+  const now = deps.now().toISOString();
   await q.query(
-    'insert into auth.refresh_tokens (token_hash, nonce, user_id, session_id, parent) values ($1, $2, $3, $4, $5)',
-    [sha256Hex(token), nonce, userId, sessionId, parent],
+    `insert into auth.refresh_tokens (token_hash, nonce, user_id, session_id, parent, created_at, updated_at)
+     values ($1, $2, $3, $4, $5, $6, $6)`,
+    [sha256Hex(token), nonce, userId, sessionId, parent, now],
   );
   return token;
 }
@@ -52,10 +60,24 @@ export interface TokenResponse {
   user: ReturnType<typeof userJson>;
 }
 
+interface SessionInfo {
+  id: string;
+  aal: string;
+  amr: AccessTokenClaims['amr'];
+  /** When the session was created (RFC 3339). */
+  created_at: string;
+}
+
+/** End of the session's maximum lifetime in epoch seconds, or undefined without a limit. */
+function sessionNotAfter(deps: Pick<Deps, 'config'>, session: SessionInfo): number | undefined {
+  const max = deps.config.identity.sessionMaxLifetime;
+  return max > 0 ? epochSeconds(new Date(session.created_at)) + max : undefined;
+}
+
 async function tokenResponse(
   deps: Pick<Deps, 'config' | 'now'>,
   user: UserRow,
-  session: { id: string; aal: string; amr: AccessTokenClaims['amr'] },
+  session: SessionInfo,
   refreshToken: string,
 ): Promise<TokenResponse> {
   const { token, expiresAt } = await signAccessToken(deps, {
@@ -69,11 +91,11 @@ async function tokenResponse(
     aal: session.aal,
     amr: session.amr,
     is_anonymous: user.is_anonymous,
-  });
+  }, sessionNotAfter(deps, session));
   return {
     access_token: token,
     token_type: 'bearer',
-    expires_in: deps.config.accessTokenTtl,
+    expires_in: Math.max(0, expiresAt - epochSeconds(deps.now())),
     expires_at: expiresAt,
     refresh_token: refreshToken,
     user: userJson(user),
@@ -87,14 +109,20 @@ export async function startSession(
   user: UserRow,
   method: string,
 ): Promise<TokenResponse> {
-  const amr = [{ method, timestamp: epochSeconds(deps.now()) }];
-  const [session] = await q.query<{ id: string; aal: string }>(
-    'insert into auth.sessions (user_id, amr) values ($1, $2::jsonb) returning id, aal',
-    [user.id, JSON.stringify(amr)],
+  const now = deps.now();
+  const amr = [{ method, timestamp: epochSeconds(now) }];
+  const [session] = await q.query<{ id: string; aal: string; created_at: string }>(
+    `insert into auth.sessions (user_id, amr, created_at, updated_at) values ($1, $2::jsonb, $3, $3)
+     returning id, aal, to_json(created_at) #>> '{}' as created_at`,
+    [user.id, JSON.stringify(amr), now.toISOString()],
   );
-  await q.query('update auth.users set last_sign_in_at = now() where id = $1', [user.id]);
+  const [signedIn] = await q.query<{ last_sign_in_at: string }>(
+    `update auth.users set last_sign_in_at = $2 where id = $1 returning to_json(last_sign_in_at) #>> '{}' as last_sign_in_at`,
+    [user.id, now.toISOString()],
+  );
   const refreshToken = await insertRefreshToken(q, deps, user.id, session!.id, null);
-  return tokenResponse(deps, user, { id: session!.id, aal: session!.aal, amr }, refreshToken);
+  const current = { ...user, last_sign_in_at: signedIn?.last_sign_in_at ?? user.last_sign_in_at };
+  return tokenResponse(deps, current, { id: session!.id, aal: session!.aal, amr, created_at: session!.created_at }, refreshToken);
 }
 
 interface RefreshRow {
@@ -105,6 +133,21 @@ interface RefreshRow {
   aal: string;
   amr: AccessTokenClaims['amr'];
   token_hash: string;
+  created_at: string;
+  last_active_at: string;
+}
+
+/** GoTrue's `session_expired` answers, or undefined when the session may still be refreshed. */
+function expiredSession(deps: Pick<Deps, 'config' | 'now'>, row: RefreshRow): AuthError | undefined {
+  const { sessionMaxLifetime, sessionInactivityTimeout } = deps.config.identity;
+  const now = deps.now().getTime();
+  if (sessionMaxLifetime > 0 && new Date(row.created_at).getTime() + sessionMaxLifetime * 1000 <= now) {
+    return new AuthError(400, 'session_expired', 'Invalid Refresh Token: Session Expired');
+  }
+  if (sessionInactivityTimeout > 0 && new Date(row.last_active_at).getTime() + sessionInactivityTimeout * 1000 <= now) {
+    return new AuthError(400, 'session_expired', 'Invalid Refresh Token: Session Expired (Inactivity)');
+  }
+  return undefined;
 }
 
 /** The `refresh_token` grant; throws `AuthError` as GoTrue does. */
@@ -113,7 +156,9 @@ export async function refreshGrant(deps: Deps, refreshToken: string): Promise<To
   if (refreshToken.length < 16 || refreshToken.length > 512) throw notFound();
   const outcome = await deps.db.transaction(async (tx) => {
     const [row] = await tx.query<RefreshRow>(
-      `select rt.id, rt.user_id, rt.session_id, rt.revoked, rt.token_hash, s.aal, s.amr
+      `select rt.id, rt.user_id, rt.session_id, rt.revoked, rt.token_hash, s.aal, s.amr,
+              to_json(s.created_at) #>> '{}' as created_at,
+              to_json(coalesce(s.refreshed_at, s.created_at)) #>> '{}' as last_active_at
          from auth.refresh_tokens rt join auth.sessions s on s.id = rt.session_id
         where rt.token_hash = $1
         for update`,
@@ -123,22 +168,27 @@ export async function refreshGrant(deps: Deps, refreshToken: string): Promise<To
     const user = await findUserById(tx, row.user_id);
     if (!user) return { error: notFound() };
     if (user.banned_until && new Date(user.banned_until) > deps.now()) {
-      return { error: new AuthError(400, 'user_banned', 'User is banned') };
+      return { error: new AuthError(400, 'user_banned', 'Invalid Refresh Token: User Banned') };
     }
-    const session = { id: row.session_id, aal: row.aal, amr: row.amr };
+    const expired = expiredSession(deps, row);
+    if (expired) return { error: expired };
+    const session = { id: row.session_id, aal: row.aal, amr: row.amr, created_at: row.created_at };
     if (!row.revoked) {
-      await tx.query('update auth.refresh_tokens set revoked = true, updated_at = now() where id = $1', [row.id]);
-      await tx.query('update auth.sessions set refreshed_at = now(), updated_at = now() where id = $1', [row.session_id]);
+      await tx.query('update auth.refresh_tokens set revoked = true, updated_at = $2 where id = $1', [row.id, deps.now().toISOString()]);
+      await tx.query('update auth.sessions set refreshed_at = $2, updated_at = now() where id = $1', [
+        row.session_id,
+        deps.now().toISOString(),
+      ]);
       const child = await insertRefreshToken(tx, deps, row.user_id, row.session_id, row.token_hash);
       return { response: await tokenResponse(deps, user, session, child) };
     }
     // Reuse within the interval is allowed only for the direct parent of the live token.
     const [newest] = await tx.query<{ nonce: string; revoked: boolean; parent: string | null; age: number }>(
-      `select nonce, revoked, parent, extract(epoch from (clock_timestamp() - created_at))::float8 as age
+      `select nonce, revoked, parent, extract(epoch from ($2::timestamptz - created_at))::float8 as age
          from auth.refresh_tokens where session_id = $1 order by id desc limit 1`,
-      [row.session_id],
+      [row.session_id, deps.now().toISOString()],
     );
-    if (newest && !newest.revoked && newest.parent === row.token_hash && newest.age <= deps.config.refreshReuseInterval) {
+    if (newest && !newest.revoked && newest.parent === row.token_hash && newest.age < deps.config.refreshReuseInterval) {
       const token = deriveRefreshToken(deps.config.jwtSecret, row.session_id, newest.nonce);
       return { response: await tokenResponse(deps, user, session, token) };
     }
@@ -156,12 +206,17 @@ export interface VerifiedSession {
 }
 
 /**
- * Verify an access token and that its session still exists and its user is not banned.
- * Throws `TokenError` (bad or expired token) or `AuthError` 403 `session_not_found`.
+ * Verify an access token and that its session still exists (not logged out, not past its
+ * maximum lifetime) and its user is not banned. One query after the signature check.
+ * Throws `TokenError` (bad or expired token), `AuthError` 403 `session_not_found` or
+ * 403 `user_banned`. Used by every surface that takes a session token.
  */
 export async function verifySession(deps: Deps, token: string): Promise<VerifiedSession> {
   const claims = await verifyAccessToken(deps, token);
-  const user = await findUserBySession(deps.db, claims.sub, claims.session_id);
+  const user = await findUserBySession(deps.db, claims.sub, claims.session_id, {
+    maxLifetime: deps.config.identity.sessionMaxLifetime,
+    now: deps.now(),
+  });
   if (!user) throw new AuthError(403, 'session_not_found', 'Session from session_id claim in JWT does not exist');
   if (user.banned_until && new Date(user.banned_until) > deps.now()) throw new AuthError(403, 'user_banned', 'User is banned');
   return { claims, user };

@@ -1,6 +1,6 @@
 /**
  * API-key authentication of the Results API: an `onRequest` hook that turns the request's
- * key into the key's tenant id, or answers 401 `unauthorized`.
+ * key into the live key (its id, tenant and rate limit), or answers 401 `unauthorized`.
  *
  * The key comes in `Authorization: Bearer svc_…` or `X-Svc-Api-Key: svc_…`. When both headers
  * are present they must carry the same key; a header that is present but is not a well-formed
@@ -10,8 +10,8 @@
  * whether a key was found), so keys cannot be probed.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from '../db/index.ts';
-import { tenantOfApiKey } from './api-keys.ts';
+import type { LiveKey } from './api-keys.ts';
+import type { ApiKeyCache } from './key-cache.ts';
 import { ApiError } from '../http/api-errors.ts';
 
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -19,7 +19,7 @@ const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 const MISSING = 'an API key is required: send "Authorization: Bearer svc_…" or "X-Svc-Api-Key: svc_…"';
 const INVALID = 'the API key is not valid (malformed, unknown or revoked)';
 
-const tenants = new WeakMap<FastifyRequest, string>();
+const keys = new WeakMap<FastifyRequest, LiveKey>();
 
 /**
  * The raw key sent with the request; undefined when no key header is present.
@@ -46,23 +46,28 @@ export function apiKeyOf(req: FastifyRequest): string | undefined {
 }
 
 /**
- * The `onRequest` hook guarding the plugin's data routes: resolves the key to its tenant
- * (one indexed lookup by sha256 digest, as the database owner: `api_keys` is not readable by
- * the results role) and remembers it for `tenantOf`. Throws `unauthorized`.
+ * The `onRequest` hook guarding the plugin's data routes: resolves the key through the
+ * process's key cache (a database read by prefix and a constant-time digest comparison on a
+ * miss), records its use for `last_used_at`, and remembers it for `keyOf` / `tenantOf`.
+ * Throws `unauthorized`.
  */
-export function apiKeyHook(db: Db) {
+export function apiKeyHook(cache: ApiKeyCache) {
   return async function authenticate(req: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const key = apiKeyOf(req);
-    if (!key) throw new ApiError('unauthorized', MISSING);
-    const found = await tenantOfApiKey(db, key);
-    if (!found) throw new ApiError('unauthorized', INVALID);
-    tenants.set(req, found.tenant_id);
+    const raw = apiKeyOf(req);
+    if (!raw) throw new ApiError('unauthorized', MISSING);
+    const key = await cache.lookup(raw);
+    if (!key) throw new ApiError('unauthorized', INVALID);
+    cache.noteUse(key);
+    keys.set(req, key);
   };
 }
 
-/** The tenant id authenticated for this request. Throws (→ 500) if the hook did not run. */
-export function tenantOf(req: FastifyRequest): string {
-  const tenantId = tenants.get(req);
-  if (!tenantId) throw new Error('results: tenantOf() called on a request the API-key hook did not authenticate');
-  return tenantId;
+/** The key authenticated for this request. Throws (→ 500) if the hook did not run. */
+export function keyOf(req: FastifyRequest): LiveKey {
+  const key = keys.get(req);
+  if (!key) throw new Error('results: keyOf() called on a request the API-key hook did not authenticate');
+  return key;
 }
+
+/** The tenant id authenticated for this request. Throws (→ 500) if the hook did not run. */
+export const tenantOf = (req: FastifyRequest): string => keyOf(req).tenantId;

@@ -2,11 +2,14 @@
  * Keyset cursors of the Results API: opaque base64url strings that we issue as `next_cursor`
  * and accept back as `cursor`.
  *
- * A cursor holds the position after which the next page starts, the (`created_at`, `id`) of
- * the last row sent, with `created_at` as PostgreSQL text with microseconds (never a JS Date),
- * plus the endpoint and a fingerprint of the filters it was issued for. It is authenticated:
+ * A cursor holds the position after which the next page starts — the (`created_at`, `id`) of
+ * the last row sent, or its (`updated_at`, `id`) in the `updated_since` feed — with the
+ * timestamp as PostgreSQL text with microseconds (never a JS Date), plus the endpoint and a
+ * fingerprint of the filters it was issued for (`updated_since` counts as a filter). It is
+ * authenticated:
  *
- *   base64url( tag[16] ‖ payload )   payload = JSON ["v1", endpoint, filters fingerprint, created_at, id]
+ *   base64url( tag[16] ‖ payload )   payload = JSON [order, endpoint, filters fingerprint, timestamp, id]
+ *   order = "v1" (created_at order) | "u1" (updated_at order, the updated_since feed)
  *   tag = HMAC-SHA256(key, tenant id ‖ "\n" ‖ payload), first 16 bytes
  *
  * with `key` derived from the service's secret. So a cursor that is garbage, truncated,
@@ -21,16 +24,23 @@ import { invalidParam } from './errors.ts';
 /** The paginated endpoints, as they appear after `/v1/`. */
 export type Endpoint = 'activity-results' | 'progress' | 'artifacts';
 
-/** Last row of a page: `createdAt` is RFC 3339 text with microseconds, `id` a uuid. */
+/** Which key pages are ordered by: (`created_at`, `id`), or (`updated_at`, `id`) with `updated_since`. */
+export type Order = 'created' | 'updated';
+
+/**
+ * Last row of a page: `at` is its `created_at` (or `updated_at` in the updated order) as RFC 3339
+ * text with microseconds, `id` a uuid.
+ */
 export interface Position {
-  createdAt: string;
+  at: string;
   id: string;
 }
 
-/** What a cursor is bound to: the key's tenant, the endpoint and its filter values. */
+/** What a cursor is bound to: the key's tenant, the endpoint, the order and its filter values. */
 export interface CursorScope {
   tenantId: string;
   endpoint: Endpoint;
+  order: Order;
   /** Filter name → normalised value; undefined values are "not filtered". */
   filters: Readonly<Record<string, string | undefined>>;
 }
@@ -42,7 +52,9 @@ export interface CursorCodec {
   decode(scope: CursorScope, token: string): Position;
 }
 
-const VERSION = 'v1';
+/** The first payload element of each order (a created-order cursor keeps its original format). */
+const ORDER_TAG: Record<Order, string> = { created: 'v1', updated: 'u1' };
+const ORDER_OF_TAG: Record<string, Order> = { v1: 'created', u1: 'updated' };
 const TAG_BYTES = 16;
 /** Longest cursor accepted (ours are about 180 characters). */
 export const MAX_CURSOR_LENGTH = 512;
@@ -70,7 +82,7 @@ export function cursorCodec(secret: string): CursorCodec {
 
   return {
     encode(scope, last) {
-      const payload = Buffer.from(JSON.stringify([VERSION, scope.endpoint, fingerprint(scope.filters), last.createdAt, last.id]));
+      const payload = Buffer.from(JSON.stringify([ORDER_TAG[scope.order], scope.endpoint, fingerprint(scope.filters), last.at, last.id]));
       return Buffer.concat([tag(scope.tenantId, payload), payload]).toString('base64url');
     },
 
@@ -92,19 +104,27 @@ export function cursorCodec(secret: string): CursorCodec {
       if (
         !Array.isArray(parsed) ||
         parsed.length !== 5 ||
-        parsed[0] !== VERSION ||
+        !Object.hasOwn(ORDER_OF_TAG, parsed[0]) ||
         !parsed.slice(1).every((part) => typeof part === 'string' && part.length > 0 && part.length <= 64)
       ) {
         throw invalidParam('cursor', NOT_OURS);
       }
-      const [, endpoint, filters, createdAt, id] = parsed as string[];
+      const [orderTag, endpoint, filters, at, id] = parsed as string[];
       if (endpoint !== scope.endpoint) {
         throw invalidParam('cursor', `was issued by /v1/${endpoint}, not by /v1/${scope.endpoint}`);
+      }
+      if (ORDER_OF_TAG[orderTag!] !== scope.order) {
+        throw invalidParam(
+          'cursor',
+          scope.order === 'updated'
+            ? 'was issued for the created_at order; an updated_since feed starts without a cursor'
+            : 'was issued for an updated_since feed; pass the same updated_since with it',
+        );
       }
       if (filters !== fingerprint(scope.filters)) {
         throw invalidParam('cursor', 'was issued for other filters; repeat the same filters while paging');
       }
-      return { createdAt: createdAt!, id: id! };
+      return { at: at!, id: id! };
     },
   };
 }

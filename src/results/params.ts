@@ -1,110 +1,47 @@
 /**
- * Query-string and path-parameter validation of the Results API (zod).
+ * Request validation of the Results API: the Fastify validator compiler of the plugin, which
+ * checks each route's query string and path against its zod schema (schemas.ts) — the same
+ * schemas the OpenAPI document is generated from.
  *
- * The raw query string is read with URLSearchParams rather than Fastify's parsed object, so a
- * repeated parameter (`?limit=1&limit=2`) is caught instead of being merged into an array or
- * silently resolved to one value. Each endpoint accepts a closed set of parameters:
+ * Stricter than zod alone: a parameter given twice (`?limit=1&limit=2`, which Fastify's parser
+ * turns into an array) is refused instead of silently resolved to one value. Every refusal is
+ * `invalid_request` whose message starts with the parameter's name:
  *
- *   all lists          limit (1–200, default 50), cursor
- *   activity-results   activity_id, user_id (uuids), status (completed | in_progress | failed)
- *   progress           user_id, program_id (uuids)
- *   artifacts          activity_id, user_id (uuids)
- *   single objects     none
- *
- * Anything else — an unknown or repeated parameter, an empty value, a uuid that is not
- * 8-4-4-4-12 hex, a limit that is not a plain integer in range — throws `invalid_request`
- * whose message starts with the parameter's name. Uuids are lower-cased.
+ *   limit: must be an integer from 1 to 200
+ *   foo: unknown query parameter (accepted: limit, cursor, updated_since, activity_id, …)
+ *   user_id: is given more than once
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifySchemaCompiler } from 'fastify';
 import { z } from 'zod';
-import type { Endpoint } from './cursor.ts';
 import { invalidParam } from './errors.ts';
 
-/** Rows per page when `limit` is not given, and the largest `limit` accepted. */
-export const DEFAULT_LIMIT = 50;
-export const MAX_LIMIT = 200;
+type Part = 'querystring' | 'params' | 'body' | 'headers' | string;
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-const uuid = z
-  .string()
-  .regex(UUID_RE, 'must be a uuid (8-4-4-4-12 hexadecimal digits)')
-  .transform((s) => s.toLowerCase());
-const limit = z
-  .string()
-  .regex(/^[1-9][0-9]{0,2}$/, `must be an integer from 1 to ${MAX_LIMIT}`)
-  .transform(Number)
-  .refine((n) => n <= MAX_LIMIT, `must be an integer from 1 to ${MAX_LIMIT}`);
-const cursor = z.string().min(1, 'must not be empty');
-const status = z.enum(['completed', 'in_progress', 'failed'], 'must be one of completed, in_progress, failed');
-
-/** The filters each list endpoint accepts (besides limit and cursor). */
-const FILTERS = {
-  'activity-results': { activity_id: uuid, user_id: uuid, status },
-  progress: { user_id: uuid, program_id: uuid },
-  artifacts: { activity_id: uuid, user_id: uuid },
-} satisfies Record<Endpoint, Record<string, z.ZodType<string, string>>>;
-
-/** The filters of endpoint `E` that are set, by name (uuids lower-cased). */
-export type Filters<E extends Endpoint> = { [K in keyof (typeof FILTERS)[E]]?: string };
-
-/** A validated list request: `limit` rows per page, the raw `cursor` if any, the filters set. */
-export interface ListParams<E extends Endpoint> {
-  limit: number;
-  cursor?: string;
-  filters: Filters<E>;
-}
-
-function listSchema(endpoint: Endpoint) {
-  const filters = Object.fromEntries(Object.entries(FILTERS[endpoint]).map(([name, schema]) => [name, schema.optional()]));
-  return z.strictObject({ limit: limit.optional(), cursor: cursor.optional(), ...filters });
-}
-
-const LIST_SCHEMAS = {
-  'activity-results': listSchema('activity-results'),
-  progress: listSchema('progress'),
-  artifacts: listSchema('artifacts'),
-} as const;
-const NO_PARAMS = z.strictObject({});
-
-/** The query string's parameters as a plain object; throws on a repeated parameter. */
-function rawQuery(req: FastifyRequest): Record<string, string> {
-  const url = req.raw.url ?? req.url;
-  const at = url.indexOf('?');
-  const out: Record<string, string> = Object.create(null);
-  if (at === -1) return out;
-  for (const [name, value] of new URLSearchParams(url.slice(at + 1))) {
-    if (Object.hasOwn(out, name)) throw invalidParam(name, 'is given more than once');
-    out[name] = value;
-  }
-  return out;
-}
-
-function parseWith<T>(schema: z.ZodType<T>, input: Record<string, string>, accepted: string[]): T {
-  const parsed = schema.safeParse(input);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
+function refusal(schema: z.ZodType, issue: z.core.$ZodIssue, part: Part): Error {
   if (issue.code === 'unrecognized_keys') {
+    const accepted = schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
     const list = accepted.length ? `accepted: ${accepted.join(', ')}` : 'this endpoint takes no query parameters';
-    throw invalidParam(issue.keys[0]!, `unknown query parameter (${list})`);
+    return invalidParam(issue.keys[0]!, part === 'querystring' ? `unknown query parameter (${list})` : 'unknown');
   }
-  throw invalidParam(String(issue.path[0] ?? 'query'), issue.message);
+  const name = issue.path.length ? String(issue.path[0]) : part === 'params' ? 'path' : 'query';
+  // zod's wording for a missing or mistyped value is not for API users.
+  const message = issue.code === 'invalid_type' ? 'has an invalid value' : issue.message;
+  return invalidParam(name, message);
 }
 
-/** Validate the query of a list endpoint. Throws `invalid_request` naming the parameter. */
-export function parseListQuery<E extends Endpoint>(req: FastifyRequest, endpoint: E): ListParams<E> {
-  const accepted = ['limit', 'cursor', ...Object.keys(FILTERS[endpoint])];
-  const { limit: n, cursor: c, ...filters } = parseWith(LIST_SCHEMAS[endpoint], rawQuery(req), accepted) as {
-    limit?: number;
-    cursor?: string;
-  } & Record<string, string | undefined>;
-  return { limit: n ?? DEFAULT_LIMIT, cursor: c, filters: filters as Filters<E> };
-}
-
-/** Validate a single-object request: the path `id` must be a uuid, and no query parameters. */
-export function parseIdParams(req: FastifyRequest): string {
-  parseWith(NO_PARAMS, rawQuery(req), []);
-  const parsed = uuid.safeParse((req.params as { id?: unknown }).id);
-  if (!parsed.success) throw invalidParam('id', parsed.error.issues[0]!.message);
-  return parsed.data;
-}
+/**
+ * The validator compiler of the Results API's routes: zod schemas, repeated parameters refused,
+ * the first problem reported as `invalid_request` naming its parameter.
+ */
+export const strictValidatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => {
+  return (data: unknown) => {
+    if (httpPart === 'querystring' && data !== null && typeof data === 'object') {
+      for (const [name, value] of Object.entries(data)) {
+        if (Array.isArray(value)) return { error: invalidParam(name, 'is given more than once') };
+      }
+    }
+    const parsed = schema.safeParse(data ?? {});
+    if (parsed.success) return { value: parsed.data };
+    return { error: refusal(schema, parsed.error.issues[0]!, httpPart ?? 'query') };
+  };
+};

@@ -1,27 +1,40 @@
 /**
- * The SQL of the Results API, one named statement per operation. PostgreSQL builds the JSON
- * (`json_build_object` / `json_agg`) and hands it back as text that the routes send untouched,
- * so each request is ONE query and rows are never re-serialised in JS (DESIGN §7).
+ * The SQL of the Results API. Each request is ONE database statement, one round trip:
  *
- * Every statement runs inside `asResultsTenant` (role `svc_results`, RLS on the tenant) AND
- * carries an explicit `tenant_id = $1`, so the (tenant_id, …, created_at, id) indexes serve
- * the keyset scan. Pages are ordered by (created_at, id) ascending; the position after which
- * a page starts is compared as `(created_at, id) > ($ts::timestamptz, $id::uuid)` in SQL.
- * Only the predicates of the filters actually set are emitted, so each filter combination
- * gets its own plan that can use an index (no `$n is null or …` generic plans).
+ *   select data, has_more, last_ts, last_id from svc.results_q_<hash>($1::text[])
+ *
+ * where `svc.results_q_<hash>` is a statement function for the request's shape (endpoint, order,
+ * which filters are set): a plpgsql function this module generates and installs at startup
+ * (`installStatements`), so every connection caches the page query's plan instead of planning it
+ * per request. Its body calls `svc.results_enter` (migration 0020) — caller check, sync horizon,
+ * switch to the read-only role `svc_results` with the request's tenant set for row-level
+ * security — then runs the page query, then restores the caller's role. PostgreSQL builds the
+ * JSON (`json_build_object`, `json_agg`) and hands it back as text that the routes send untouched
+ * (DESIGN §7). Function names are a hash of their text: a changed query is a new function, so
+ * processes of two versions can run side by side; old ones are left in place (they cost nothing).
+ *
+ * Page queries read their arguments from `p_args` (text[]): [1] tenant, [2] limit, [3] [4] the
+ * position to start after (`-infinity` and the nil uuid on a first page, so one shape serves
+ * every page), then the filters set, in a fixed order, then `updated_since`. In the updated
+ * order, `horizon` is the sync horizon. Each query also carries an explicit `tenant_id =
+ * p_args[1]`, so the (tenant_id, …, created_at | updated_at, id) indexes serve the keyset scan;
+ * pages are ordered by (created_at, id) — or (updated_at, id) in the feed — ascending, the start
+ * position compared as a row value. Only the predicates of the filters actually set are in a
+ * shape, so each combination has a (generic, cached) plan that uses its index.
  *
  * Timestamps leave PostgreSQL as RFC 3339 UTC text with exactly six fractional digits
  * (`2026-01-01T00:00:00.000001Z`), never as a JS Date; cursor positions use the same text.
  */
-import type { Queryable } from '../db/index.ts';
-import type { Endpoint, Position } from './cursor.ts';
+import { createHash } from 'node:crypto';
+import type { Db, Queryable } from '../db/index.ts';
+import type { Endpoint, Order, Position } from './cursor.ts';
 
 /** RFC 3339 text in UTC with microseconds of a timestamptz expression (null stays null). */
 const rfc3339 = (expr: string) => `to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
  * ActivityResult: id, activity_id, lesson_id, svc_user_id, status, score (0–100 or null),
- * completed_at, created_at, artifact_ids (the result's artifacts in (created_at, id) order).
+ * completed_at, created_at, updated_at, artifact_ids (the result's artifacts in (created_at, id) order).
  */
 const activityResultJson = (t: string) => `json_build_object(
     'id', ${t}.id,
@@ -32,6 +45,7 @@ const activityResultJson = (t: string) => `json_build_object(
     'score', ${t}.score::float8,
     'completed_at', ${rfc3339(`${t}.completed_at`)},
     'created_at', ${rfc3339(`${t}.created_at`)},
+    'updated_at', ${rfc3339(`${t}.updated_at`)},
     'artifact_ids', coalesce(
       (select json_agg(a.id order by a.created_at, a.id) from artifacts a
         where a.tenant_id = ${t}.tenant_id and a.result_id = ${t}.id),
@@ -39,7 +53,8 @@ const activityResultJson = (t: string) => `json_build_object(
 
 /**
  * Progress: svc_user_id, program_id, completed_count, total_count (activities of the program
- * now), percent (floor(completed / total × 100), 0 when total is 0, at most 100), last_activity_at.
+ * now), percent (floor(completed / total × 100), 0 when total is 0, at most 100),
+ * last_activity_at, updated_at.
  */
 const progressJson = (t: string) => `(select json_build_object(
     'svc_user_id', ${t}.user_id,
@@ -47,11 +62,12 @@ const progressJson = (t: string) => `(select json_build_object(
     'completed_count', ${t}.completed_count,
     'total_count', c.total,
     'percent', case when c.total = 0 then 0 else least(100, (${t}.completed_count::int8 * 100) / c.total) end,
-    'last_activity_at', ${rfc3339(`${t}.last_activity_at`)})
+    'last_activity_at', ${rfc3339(`${t}.last_activity_at`)},
+    'updated_at', ${rfc3339(`${t}.updated_at`)})
   from (select count(*)::int as total from activities a
          where a.tenant_id = ${t}.tenant_id and a.program_id = ${t}.program_id) c)`;
 
-/** Artifact: id, result_id, kind, ref_url, repo_url, verification (json or null), created_at. */
+/** Artifact: id, result_id, kind, ref_url, repo_url, verification (json or null), created_at, updated_at. */
 const artifactJson = (t: string) => `json_build_object(
     'id', ${t}.id,
     'result_id', ${t}.result_id,
@@ -59,10 +75,11 @@ const artifactJson = (t: string) => `json_build_object(
     'ref_url', ${t}.ref_url,
     'repo_url', ${t}.repo_url,
     'verification', ${t}.verification,
-    'created_at', ${rfc3339(`${t}.created_at`)})`;
+    'created_at', ${rfc3339(`${t}.created_at`)},
+    'updated_at', ${rfc3339(`${t}.updated_at`)})`;
 
 interface ListStatement {
-  /** Name for logs and EXPLAIN sessions. */
+  /** Name for logs, pg_stat_statements and EXPLAIN sessions. */
   name: string;
   table: string;
   json: (alias: string) => string;
@@ -101,6 +118,20 @@ const LISTS: Record<Endpoint, ListStatement> = {
   },
 };
 
+/** Filter values of a request, by name (undefined = not set). */
+type FilterValues = Readonly<Record<string, string | undefined>>;
+
+/** What one list page asks for. */
+export interface ListOptions {
+  limit: number;
+  filters: FilterValues;
+  order: Order;
+  /** The feed's lower bound (updated_since, normalised RFC 3339), with `order: 'updated'`. */
+  since?: string;
+  /** Start after this row (exclusive). */
+  after?: Position;
+}
+
 /** One page as PostgreSQL built it. */
 export interface Page {
   /** The JSON array of the page's objects, as text (`[]` when empty). */
@@ -112,81 +143,189 @@ export interface Page {
 }
 
 interface PageRow {
-  data: string;
-  has_more: boolean;
-  last_created_at: string | null;
+  data: string | null;
+  has_more: boolean | null;
+  last_ts: string | null;
   last_id: string | null;
 }
 
-/**
- * The SQL text and parameters of one page: `limit` rows of `endpoint` for `tenantId` after
- * `after` (exclusive), narrowed by `filters`. Fetches limit + 1 rows to know whether more follow.
- */
-export function listStatement(
-  endpoint: Endpoint,
-  tenantId: string,
-  options: { limit: number; filters: Readonly<Record<string, string | undefined>>; after?: Position },
-): { name: string; text: string; params: unknown[] } {
-  const s = LISTS[endpoint];
-  const params: unknown[] = [tenantId, options.limit];
-  const where = ['t.tenant_id = $1::uuid'];
-  for (const [name, { column, type }] of Object.entries(s.filters)) {
-    const value = options.filters[name];
-    if (value === undefined) continue;
-    params.push(value);
-    where.push(`t.${column} = $${params.length}::${type}`);
-  }
-  if (options.after) {
-    params.push(options.after.createdAt, options.after.id);
-    where.push(`(t.created_at, t.id) > ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-  }
-  const text = `/* ${s.name} */
-select coalesce(json_agg(p.obj order by p.n) filter (where p.n <= $2::int), '[]'::json)::text as data,
-       count(*) > $2::int as has_more,
-       max(p.position_ts) filter (where p.n = $2::int) as last_created_at,
-       max(p.id::text) filter (where p.n = $2::int) as last_id
-from (
-  select ${s.json('t')} as obj,
-         ${rfc3339('t.created_at')} as position_ts,
-         t.id,
-         row_number() over (order by t.created_at, t.id) as n
-  from ${s.table} t
-  where ${where.join('\n    and ')}
-  order by t.created_at, t.id
-  limit $2::int + 1
-) p`;
-  return { name: s.name, text, params };
+/** The position before every row: a first page starts "after" it. */
+const START: Position = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
+
+/** A page query of one shape, and the arguments of one request of that shape. */
+export interface PageStatement {
+  /** Name for logs and EXPLAIN sessions, e.g. `results_list_artifacts_since`. */
+  name: string;
+  /** The SELECT, reading `p_args[n]` and (in the feed) `horizon`. */
+  text: string;
+  /** True in the updated_since feed: the statement takes the sync horizon. */
+  sync: boolean;
+  /** The request's `p_args`. */
+  args: string[];
 }
 
-/** Run `listStatement` on `tx` (a transaction of `asResultsTenant`). */
-export async function listPage(
-  tx: Queryable,
-  endpoint: Endpoint,
-  tenantId: string,
-  options: { limit: number; filters: Readonly<Record<string, string | undefined>>; after?: Position },
-): Promise<Page> {
-  const { text, params } = listStatement(endpoint, tenantId, options);
-  const [row] = await tx.query<PageRow>(text, params);
-  const hasMore = row!.has_more === true;
-  return {
-    data: row!.data,
-    hasMore,
-    last: hasMore && row!.last_created_at && row!.last_id ? { createdAt: row!.last_created_at, id: row!.last_id } : undefined,
+/**
+ * The page query of `endpoint` for a request: `limit` rows for `tenantId` after `after`
+ * (exclusive), narrowed by `filters`, in the created or the updated order. Fetches limit + 1
+ * rows to know whether more follow. In the updated order only rows older than the sync horizon
+ * are read, so a page never runs ahead of a transaction that is still writing.
+ */
+export function listStatement(endpoint: Endpoint, tenantId: string, options: ListOptions): PageStatement {
+  const s = LISTS[endpoint];
+  const after = options.after ?? START;
+  const args: string[] = [tenantId, String(options.limit), after.at, after.id];
+  const arg = (value: string, type: string) => {
+    args.push(value);
+    return `p_args[${args.length}]::${type}`;
   };
+  const key = options.order === 'updated' ? 'updated_at' : 'created_at';
+  const where = ['t.tenant_id = p_args[1]::uuid'];
+  for (const [name, { column, type }] of Object.entries(s.filters)) {
+    const value = options.filters[name];
+    if (value !== undefined) where.push(`t.${column} = ${arg(value, type)}`);
+  }
+  if (options.order === 'updated') {
+    where.push(`t.updated_at >= ${arg(options.since ?? '-infinity', 'timestamptz')}`);
+    where.push('t.updated_at < horizon');
+  }
+  where.push(`(t.${key}, t.id) > (p_args[3]::timestamptz, p_args[4]::uuid)`);
+  const name = `${s.name}${options.order === 'updated' ? '_since' : ''}`;
+  const text = `/* ${name} */
+select coalesce(json_agg(p.obj order by p.n) filter (where p.n <= p_args[2]::int), '[]'::json)::text as data,
+       count(*) > p_args[2]::int as has_more,
+       max(p.position_ts) filter (where p.n = p_args[2]::int) as last_ts,
+       max(p.id::text) filter (where p.n = p_args[2]::int) as last_id
+from (
+  select ${s.json('t')} as obj,
+         ${rfc3339(`t.${key}`)} as position_ts,
+         t.id,
+         row_number() over (order by t.${key}, t.id) as n
+  from ${s.table} t
+  where ${where.join('\n    and ')}
+  order by t.${key}, t.id
+  limit p_args[2]::int + 1
+) p`;
+  return { name, text, sync: options.order === 'updated', args };
 }
 
 const ONE = {
-  'activity-results': `/* results_get_activity_result */
-select ${activityResultJson('t')}::text as body from activity_results t where t.tenant_id = $1::uuid and t.id = $2::uuid`,
-  artifacts: `/* results_get_artifact */
-select ${artifactJson('t')}::text as body from artifacts t where t.tenant_id = $1::uuid and t.id = $2::uuid`,
+  'activity-results': { table: 'activity_results', json: activityResultJson },
+  artifacts: { table: 'artifacts', json: artifactJson },
 } as const;
+
+/** The query of one object of `endpoint` by id: `p_args` = [tenant, id]. */
+export function oneStatement(endpoint: keyof typeof ONE, tenantId: string, id: string): PageStatement {
+  const { table, json } = ONE[endpoint];
+  const name = `results_get_${table.replace(/s$/, '')}`;
+  const text = `/* ${name} */
+select ${json('t')}::text as data, false as has_more, null::text as last_ts, null::text as last_id
+from ${table} t where t.tenant_id = p_args[1]::uuid and t.id = p_args[2]::uuid`;
+  return { name, text, sync: false, args: [tenantId, id] };
+}
+
+/** Every subset of `names` (the filter combinations a list accepts). */
+function subsets(names: string[]): string[][] {
+  return names.reduce<string[][]>((all, name) => [...all, ...all.map((set) => [...set, name])], [[]]);
+}
+
+/** One statement of every shape the API can send (with placeholder arguments). */
+export function allStatements(): PageStatement[] {
+  const nil = START.id;
+  const out: PageStatement[] = [];
+  for (const endpoint of Object.keys(LISTS) as Endpoint[]) {
+    for (const set of subsets(Object.keys(LISTS[endpoint].filters))) {
+      const filters = Object.fromEntries(set.map((name) => [name, 'x']));
+      for (const order of ['created', 'updated'] as const) out.push(listStatement(endpoint, nil, { limit: 1, filters, order }));
+    }
+  }
+  out.push(oneStatement('activity-results', nil, nil), oneStatement('artifacts', nil, nil));
+  return out;
+}
+
+/** The statement function of a shape: its name (a hash of its text) and its CREATE statement. */
+export function statementFunction(statement: Pick<PageStatement, 'name' | 'text' | 'sync'>): { name: string; create: string } {
+  const body = `-- ${statement.name}: generated by src/results/queries.ts
+declare
+  horizon timestamptz;
+  caller text := current_setting('role');
+begin
+  horizon := svc.results_enter(p_args[1]::uuid, ${statement.sync});
+  return query
+${statement.text};
+  perform set_config('role', caller, true);
+end`;
+  const name = `results_q_${createHash('sha256').update(body).digest('hex').slice(0, 20)}`;
+  const create = `create function svc.${name}(p_args text[])
+  returns table (data text, has_more boolean, last_ts text, last_id text)
+  language plpgsql volatile set search_path = public, pg_temp
+as $fn$
+${body}
+$fn$`;
+  return { name, create };
+}
+
+/** Name of each statement function, by statement text, once computed. */
+const functionNames = new Map<string, string>();
+const functionName = (statement: PageStatement) => {
+  let name = functionNames.get(statement.text);
+  if (!name) functionNames.set(statement.text, (name = statementFunction(statement).name));
+  return name;
+};
+
+/** Advisory lock key serialising installations by concurrently starting processes. */
+const INSTALL_LOCK_KEY = 7_310_224_020;
+
+/**
+ * Create the statement functions this version needs that the database does not have yet, in
+ * one transaction under an advisory lock (processes starting together create each once).
+ * Runs as the database owner at startup, like the migrations. Returns how many it created.
+ */
+export async function installStatements(db: Db): Promise<number> {
+  const wanted = new Map(allStatements().map((st) => [functionName(st), st]));
+  return db.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
+    const have = new Set(
+      (
+        await tx.query<{ proname: string }>(
+          `select proname from pg_proc where pronamespace = 'svc'::regnamespace and proname = any($1::text[])`,
+          [[...wanted.keys()]],
+        )
+      ).map((r) => r.proname),
+    );
+    let created = 0;
+    for (const [name, st] of wanted) {
+      if (have.has(name)) continue;
+      await tx.exec(`${statementFunction(st).create};\nrevoke execute on function svc.${name}(text[]) from public;`);
+      created += 1;
+    }
+    return created;
+  });
+}
+
+/** Run `statement` for its tenant as svc_results: one statement, one round trip. */
+async function run(db: Queryable, statement: PageStatement): Promise<PageRow | undefined> {
+  const [row] = await db.query<PageRow>(
+    `select data, has_more, last_ts, last_id from svc.${functionName(statement)}($1::text[])`,
+    [statement.args],
+  );
+  return row;
+}
+
+/** One list page (see `listStatement`). */
+export async function listPage(db: Queryable, endpoint: Endpoint, tenantId: string, options: ListOptions): Promise<Page> {
+  const row = await run(db, listStatement(endpoint, tenantId, options));
+  const hasMore = row?.has_more === true;
+  return {
+    data: row?.data ?? '[]',
+    hasMore,
+    last: hasMore && row!.last_ts && row!.last_id ? { at: row!.last_ts, id: row!.last_id } : undefined,
+  };
+}
 
 /**
  * One object of `endpoint` by id as JSON text, or undefined when the tenant has no such row
  * (whether it does not exist or belongs to another tenant: the caller answers 404 either way).
  */
-export async function findOne(tx: Queryable, endpoint: keyof typeof ONE, tenantId: string, id: string): Promise<string | undefined> {
-  const [row] = await tx.query<{ body: string }>(ONE[endpoint], [tenantId, id]);
-  return row?.body;
+export async function findOne(db: Queryable, endpoint: keyof typeof ONE, tenantId: string, id: string): Promise<string | undefined> {
+  return (await run(db, oneStatement(endpoint, tenantId, id)))?.data ?? undefined;
 }

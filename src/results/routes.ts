@@ -1,47 +1,112 @@
 /**
- * The Results API (DESIGN §6), read-only, mounted by app.ts at `/v1`:
+ * The Results API (DESIGN §6, issue #4), read-only, mounted by app.ts at `/v1`:
  *
  *   GET /v1/health                   {status: "ok", service, version}       no credential
+ *   GET /v1/openapi.json             the OpenAPI 3.1 document               no credential
  *   GET /v1/activity-results         {data: ActivityResult[], next_cursor, has_more}
  *   GET /v1/activity-results/:id     ActivityResult
  *   GET /v1/progress                 {data: Progress[], next_cursor, has_more}
  *   GET /v1/artifacts                {data: Artifact[], next_cursor, has_more}
  *   GET /v1/artifacts/:id            Artifact
  *
- * Lists take `limit` (1–200, default 50), `cursor` (a previous `next_cursor`) and the filters
- * of params.ts; `next_cursor` is null and `has_more` false on the last page. Shapes are built
- * in SQL (queries.ts). Errors: `{"error": {"code", "message"}}` (errors.ts), including 404
- * `not_found` for unknown paths under /v1 and for ids the key's tenant does not own.
+ * Lists take `limit` (1–200, default 50), `cursor` (a previous `next_cursor`), `updated_since`
+ * (incremental sync, ordered by updated_at) and the filters of schemas.ts; `next_cursor` is
+ * null and `has_more` false on the last page, otherwise a `Link: <…>; rel="next"` header points
+ * at the next page. Shapes are built in SQL (queries.ts). Errors: `{"error": {"code",
+ * "message", "request_id"}}` (src/http/api-errors.ts), including 404 `not_found` for unknown
+ * paths under /v1 and for ids the key's tenant does not own.
  *
- * Encapsulation: this plugin's error handler, not-found handler and URL-length hook apply to
- * /v1 paths served here; the API-key hook lives in a child context holding only the data
- * routes, so neither /v1/health nor the sibling /v1/embed plugin (registered separately by
- * app.ts, with its own hooks and handlers) is touched by it.
+ * Encapsulation: this plugin's error handler, not-found handler, validator and URL-length hook
+ * apply to /v1 paths served here; the API-key hook and the rate limiter live in a child context
+ * holding only the data routes, so neither /v1/health nor the sibling /v1/embed plugin
+ * (registered separately by app.ts, with its own hooks and handlers) is touched by them.
  *
- * Every data handler reads: authenticate (hook) → validate → authorize (RLS: asResultsTenant
- * with the key's tenant) → query (one SQL statement) → respond (JSON text from PostgreSQL).
+ * Every data request reads: authenticate (hook, cached key) → rate-limit (hook) → validate
+ * (route schema) → authorize (RLS: the statement runs as svc_results with the key's tenant)
+ * → query (one SQL statement, one round trip, cached plan) → respond (JSON text from PostgreSQL).
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { asResultsTenant } from '../db/index.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 import type { Deps } from '../deps.ts';
+import { ApiError, apiErrorHandler } from '../http/api-errors.ts';
 import { SERVICE_NAME, VERSION } from '../version.ts';
 import { apiKeyHook, tenantOf } from './auth.ts';
 import { cursorCodec, type Endpoint } from './cursor.ts';
-import { ApiError, apiErrorHandler } from '../http/api-errors.ts';
-import { parseIdParams, parseListQuery } from './params.ts';
-import { findOne, listPage } from './queries.ts';
+import { ApiKeyCache } from './key-cache.ts';
+import { registerOpenApi } from './openapi.ts';
+import { strictValidatorCompiler } from './params.ts';
+import { findOne, installStatements, listPage } from './queries.ts';
+import { registerRateLimit } from './rate-limit.ts';
+import {
+  ActivityResult,
+  Artifact,
+  DEFAULT_LIMIT,
+  ErrorBody,
+  Health,
+  ID_PARAMS,
+  LIST_QUERY,
+  LIST_RESPONSE,
+  NO_QUERY,
+  type ListQuery,
+} from './schemas.ts';
 
 /** Longest request target (path + query) accepted, in characters; longer → 400. */
 export const MAX_URL_LENGTH = 4096;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** A documented JSON answer. */
+const json = (description: string, schema: unknown) => ({ description, content: { 'application/json': { schema } } });
+
+/** Error answers every data route may give, for the document. */
+const ERRORS = {
+  400: json('`invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours.', ErrorBody),
+  401: json('`unauthorized`: no API key, or a malformed, unknown or revoked one.', ErrorBody),
+  404: json('`not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path.', ErrorBody),
+  429: json('`rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds.', ErrorBody),
+  500: json('`internal_error`: something failed on our side; quote `request_id`.', ErrorBody),
+};
+const SECURITY: { [scheme: string]: string[] }[] = [{ bearerKey: [] }, { headerKey: [] }];
+
+const LIST_DOCS: Record<Endpoint, { summary: string; description: string }> = {
+  'activity-results': {
+    summary: 'List activity results',
+    description: 'One result per learner and activity, with its status, best score and artifacts.',
+  },
+  progress: {
+    summary: 'List progress',
+    description: 'One row per learner and program: activities passed, activities in the program, percent.',
+  },
+  artifacts: {
+    summary: 'List artifacts',
+    description: 'Submitted work with the grader’s verification.',
+  },
+};
+
+/** The URL of the next page: this request's path and parameters with `cursor` replaced. */
+function nextPageUrl(baseUrl: string, req: FastifyRequest, cursor: string): string {
+  const raw = req.raw.url ?? req.url;
+  const at = raw.indexOf('?');
+  const params = new URLSearchParams(at === -1 ? '' : raw.slice(at + 1));
+  params.set('cursor', cursor);
+  return `${baseUrl}${at === -1 ? raw : raw.slice(0, at)}?${params.toString()}`;
+}
+
 /**
  * The Fastify plugin of the Results API. `deps` are the options app.ts registers it with
- * (`{prefix: '/v1', ...deps}`): the database, and the config whose JWT secret keys the cursors.
+ * (`{prefix: '/v1', ...deps}`): the database, the clock, and the config (JWT secret keying the
+ * cursors, rate limit, key cache, Redis, BASE_URL for links).
  */
 export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
   const cursors = cursorCodec(deps.config.jwtSecret);
+  await installStatements(deps.db);
+  const keys = new ApiKeyCache(deps.db, {
+    ttlMs: deps.config.results.keyCacheTtlMs,
+    flushMs: deps.config.results.keyUsageFlushMs,
+    now: deps.now,
+    log: app.log,
+  });
+  await keys.start();
+  app.addHook('onClose', () => keys.close());
 
   app.setErrorHandler(apiErrorHandler('results'));
   app.setNotFoundHandler(async (req) => {
@@ -53,19 +118,37 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
       throw new ApiError('invalid_request', `url: the request URL is longer than ${MAX_URL_LENGTH} characters`);
     }
   });
+  app.setValidatorCompiler(strictValidatorCompiler);
+  // Data answers are JSON text from PostgreSQL (sent untouched); objects (health, errors) are stringified.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
-  app.get('/health', async () => ({ status: 'ok', service: SERVICE_NAME, version: VERSION }));
+  await registerOpenApi(app, deps);
+
+  app.get(
+    '/health',
+    { schema: { summary: 'Liveness (no API key)', tags: ['results'], response: { 200: json('The service is up.', Health) } } },
+    async () => ({ status: 'ok', service: SERVICE_NAME, version: VERSION }),
+  );
 
   await app.register(async (api: FastifyInstance) => {
-    api.addHook('onRequest', apiKeyHook(deps.db));
+    api.addHook('onRequest', apiKeyHook(keys));
+    await registerRateLimit(api, deps);
 
     const list = (endpoint: Endpoint) => async (req: FastifyRequest, reply: FastifyReply) => {
       const tenantId = tenantOf(req);
-      const { limit, cursor, filters } = parseListQuery(req, endpoint);
-      const scope = { tenantId, endpoint, filters };
+      const { limit = DEFAULT_LIMIT, cursor, updated_since: since, ...filters } = req.query as ListQuery;
+      const order = since === undefined ? 'created' : 'updated';
+      const scope = { tenantId, endpoint, order, filters: { ...(filters as Record<string, string>), updated_since: since } } as const;
       const after = cursor === undefined ? undefined : cursors.decode(scope, cursor);
-      const page = await asResultsTenant(deps.db, tenantId, (tx) => listPage(tx, endpoint, tenantId, { limit, filters, after }));
+      const page = await listPage(deps.db, endpoint, tenantId, {
+        limit,
+        filters: filters as Record<string, string>,
+        order,
+        since,
+        after,
+      });
       const next = page.last ? cursors.encode(scope, page.last) : null;
+      if (next) reply.header('link', `<${nextPageUrl(deps.config.baseUrl, req, next)}>; rel="next"`);
       return reply
         .type(JSON_TYPE)
         .header('cache-control', 'private, no-store')
@@ -74,16 +157,38 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
 
     const one = (endpoint: 'activity-results' | 'artifacts', noun: string) => async (req: FastifyRequest, reply: FastifyReply) => {
       const tenantId = tenantOf(req);
-      const id = parseIdParams(req);
-      const body = await asResultsTenant(deps.db, tenantId, (tx) => findOne(tx, endpoint, tenantId, id));
+      const { id } = req.params as { id: string };
+      const body = await findOne(deps.db, endpoint, tenantId, id);
       if (body === undefined) throw new ApiError('not_found', `no ${noun} with id ${id}`);
       return reply.type(JSON_TYPE).header('cache-control', 'private, no-store').send(body);
     };
 
-    api.get('/activity-results', list('activity-results'));
-    api.get('/activity-results/:id', one('activity-results', 'activity result'));
-    api.get('/progress', list('progress'));
-    api.get('/artifacts', list('artifacts'));
-    api.get('/artifacts/:id', one('artifacts', 'artifact'));
+    const listSchema = (endpoint: Endpoint): FastifySchema => ({
+      ...LIST_DOCS[endpoint],
+      tags: ['results'],
+      operationId: `list_${endpoint.replace('-', '_')}`,
+      security: SECURITY,
+      querystring: LIST_QUERY[endpoint],
+      response: { 200: json('One page, oldest first. `Link: <…>; rel="next"` when another page follows.', LIST_RESPONSE[endpoint]), ...ERRORS },
+    });
+    const oneSchema = (operationId: string, summary: string, item: typeof ActivityResult | typeof Artifact): FastifySchema => ({
+      summary,
+      tags: ['results'],
+      operationId,
+      security: SECURITY,
+      params: ID_PARAMS,
+      querystring: NO_QUERY,
+      response: { 200: json('The object.', item), ...ERRORS },
+    });
+
+    api.get('/activity-results', { schema: listSchema('activity-results') }, list('activity-results'));
+    api.get(
+      '/activity-results/:id',
+      { schema: oneSchema('get_activity_result', 'Get one activity result', ActivityResult) },
+      one('activity-results', 'activity result'),
+    );
+    api.get('/progress', { schema: listSchema('progress') }, list('progress'));
+    api.get('/artifacts', { schema: listSchema('artifacts') }, list('artifacts'));
+    api.get('/artifacts/:id', { schema: oneSchema('get_artifact', 'Get one artifact', Artifact) }, one('artifacts', 'artifact'));
   });
 }

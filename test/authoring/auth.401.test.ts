@@ -136,6 +136,15 @@ describe('HTTP details', () => {
     expect(await res.json()).toEqual({ jsonrpc: '2.0', error: { code: -32700, message: expect.any(String) }, id: null });
   });
 
+  it('the running app serves the metadata at the URL the 401 names, pointing at the identity platform', async () => {
+    const res = await rawPost(t, createCall('metadata'), {});
+    const url = /resource_metadata="([^"]+)"/.exec(res.headers.get('www-authenticate') ?? '')?.[1];
+    expect(url).toBe(metadataUrl());
+    const doc = await fetch(url!);
+    expect(doc.status).toBe(200);
+    expect(await doc.json()).toEqual({ resource: `${t.url}/mcp`, authorization_servers: [`${t.url}/auth/v1`], bearer_methods_supported: ['header'] });
+  });
+
   it('serves the RFC 9728 protected-resource metadata the 401 points to', async () => {
     const app = Fastify();
     await app.register(protectedResourceMetadata, t.deps);

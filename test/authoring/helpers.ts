@@ -74,3 +74,25 @@ export function rawPost(t: TestApp, body: unknown, headers: Record<string, strin
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
 }
+
+/**
+ * The content of a program tree without ids and timestamps: what must survive an import or a
+ * copy (titles, texts, kinds, specs, rubrics with weights, each level in order). Works on
+ * get_program's units and on The Odin Project's source units alike.
+ */
+export function contentShape(units: Structured[]) {
+  return units.map((u) => ({
+    title: u.title,
+    description: u.description ?? null,
+    lessons: u.lessons.map((l: Structured) => ({
+      title: l.title,
+      body: l.body ?? null,
+      activities: l.activities.map((a: Structured) => ({
+        title: a.title,
+        kind: a.kind,
+        spec: a.spec,
+        rubric: a.rubric.map((r: Structured) => ({ criterion: r.criterion, weight: r.weight })),
+      })),
+    })),
+  }));
+}

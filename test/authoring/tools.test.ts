@@ -1,4 +1,4 @@
-/** The authoring tools through the MCP SDK's client: listing, CRUD, order, pages, instantiation. */
+/** The authoring tools through the MCP SDK's client: listing, CRUD, pages, instantiation (order: positions.test.ts). */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/harness.ts';
@@ -24,11 +24,11 @@ const ALL_TOOLS = [
   'create_unit', 'update_unit', 'delete_unit',
   'create_lesson', 'update_lesson', 'delete_lesson',
   'create_activity', 'update_activity', 'delete_activity',
-  'instantiate_program',
+  'instantiate_program', 'import_program',
 ];
 
 describe('tools/list', () => {
-  it('shows the 17 tools with schemas, descriptions and annotations', async () => {
+  it('shows the 18 tools with schemas, descriptions and annotations', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([...ALL_TOOLS].sort());
     for (const tool of tools) {
@@ -44,7 +44,7 @@ describe('tools/list', () => {
       else expect(a.readOnlyHint, tool.name).toBe(false);
       if (tool.name.startsWith('delete_')) expect(a.destructiveHint, tool.name).toBe(true);
       else if (!a.readOnlyHint) expect(a.destructiveHint, tool.name).toBe(false);
-      if (/^(update_|delete_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(true);
+      if (/^(update_|delete_|import_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(true);
       if (/^(create_|instantiate_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(false);
     }
     const create = tools.find((x) => x.name === 'create_activity')!;
@@ -100,7 +100,7 @@ describe('create, read, update, delete', () => {
     expect(renamed).toMatchObject({ id: program.id, title: 'Web foundations', description: null });
     expect(renamed.updated_at > program.updated_at || renamed.updated_at === program.updated_at).toBe(true);
     expect(await ok(client, 'update_unit', { id: unit.id, description: 'Markup' })).toMatchObject({ title: 'HTML', description: 'Markup' });
-    expect(await ok(client, 'update_lesson', { id: lesson.id, body: 'new body', position: 3 })).toMatchObject({ body: 'new body', position: 3 });
+    expect(await ok(client, 'update_lesson', { id: lesson.id, body: 'new body', position: 1 })).toMatchObject({ body: 'new body', position: 1 });
     const changed = await ok(client, 'update_activity', {
       id: activity.id,
       kind: 'repo',
@@ -162,29 +162,6 @@ describe('create, read, update, delete', () => {
   });
 });
 
-describe('order', () => {
-  it('get_program returns each level by position, then creation time', async () => {
-    const program = await ok(client, 'create_program', { tenant: 'acme', title: 'Ordered' });
-    const u2 = await ok(client, 'create_unit', { program_id: program.id, title: 'second', position: 2 });
-    const u1 = await ok(client, 'create_unit', { program_id: program.id, title: 'first', position: 1 });
-    const u3 = await ok(client, 'create_unit', { program_id: program.id, title: 'third' }); // appended: max + 1
-    expect(u3.position).toBe(3);
-    const l1 = await ok(client, 'create_lesson', { unit_id: u1.id, title: 'a' });
-    const l2 = await ok(client, 'create_lesson', { unit_id: u1.id, title: 'b' });
-    await ok(client, 'update_lesson', { id: l1.id, position: 5 }); // moves a after b
-    const acts = [];
-    for (const title of ['x', 'y', 'z']) {
-      acts.push(await ok(client, 'create_activity', { lesson_id: l2.id, title, kind: 'document', spec: 's', rubric: [{ criterion: 'c' }], position: 1 }));
-    }
-    const tree = await ok(client, 'get_program', { id: program.id });
-    expect(tree.units.map((u: any) => u.id)).toEqual([u1.id, u2.id, u3.id]);
-    expect(tree.units[0].lessons.map((l: any) => l.title)).toEqual(['b', 'a']);
-    // equal positions: creation order
-    expect(tree.units[0].lessons[0].activities.map((a: any) => a.id)).toEqual(acts.map((a) => a.id));
-    expect(tree.units[1].lessons).toEqual([]);
-  });
-});
-
 describe('list_programs', () => {
   it('pages with an opaque cursor and filters by tenant', async () => {
     const created = [];
@@ -214,13 +191,33 @@ describe('list_programs', () => {
   });
 });
 
+describe('list_tenants', () => {
+  it('pages by slug with an opaque cursor', async () => {
+    for (const slug of ['t-a', 't-b', 't-c', 't-d']) {
+      await t.op('tenant.create', { slug });
+      await t.op('author.grant', { tenant: slug, email: author.email });
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await ok(client, 'list_tenants', { limit: 2, ...(cursor ? { cursor } : {}) });
+      expect(page.tenants.length).toBeLessThanOrEqual(2);
+      seen.push(...page.tenants.map((x: { slug: string; role: string }) => `${x.slug}:${x.role}`));
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+    expect(seen).toEqual(['acme:author', 't-a:author', 't-b:author', 't-c:author', 't-d:author']);
+    const bad = await client.callTool({ name: 'list_tenants', arguments: { cursor: 'eyJ4IjoxfQ' } }).catch((e) => e);
+    expect(bad.code).toBe(-32602);
+  });
+});
+
 describe('instantiate_program', () => {
   async function insertCatalogProgram(): Promise<string> {
     const [p] = await t.db.query<{ id: string }>(
       `insert into programs (tenant_id, title, description) values (null, 'Catalog: Git', 'Version control') returning id`,
     );
-    // units in reverse creation order to prove the copy follows positions, with a gap (1, 5)
-    const [u2] = await t.db.query<{ id: string }>(`insert into units (program_id, title, position) values ($1, 'Branches', 5) returning id`, [p!.id]);
+    // units in reverse creation order (the second inserted at position 1) to prove the copy follows positions
+    const [u2] = await t.db.query<{ id: string }>(`insert into units (program_id, title) values ($1, 'Branches') returning id`, [p!.id]);
     const [u1] = await t.db.query<{ id: string }>(`insert into units (program_id, title, position) values ($1, 'Commits', 1) returning id`, [p!.id]);
     const [l1] = await t.db.query<{ id: string }>(`insert into lessons (unit_id, title, body) values ($1, 'First commit', 'git commit') returning id`, [u1!.id]);
     await t.db.query(`insert into lessons (unit_id, title) values ($1, 'Merging')`, [u2!.id]);
@@ -270,6 +267,23 @@ describe('instantiate_program', () => {
     // the catalog is read-only for tenant authors
     expect(await fails(client, 'update_program', { id: catalogId, title: 'mine' })).toBe('not allowed: you are not an author of that tenant');
     expect(await fails(client, 'create_unit', { program_id: catalogId, title: 'mine' })).toBe('not allowed: you are not an author of that tenant');
+  });
+
+  it('copies a program of a tenant the caller only reads (learner there) into one they author', async () => {
+    await t.op('tenant.create', { slug: 'gamma' });
+    const [source] = await t.db.query<{ id: string }>(
+      `with p as (insert into programs (tenant_id, title) select id, 'Gamma course' from tenants where slug = 'gamma' returning id),
+            u as (insert into units (program_id, title) select id, 'G1' from p returning id)
+       select (select id from p) as id`,
+    );
+    expect(await fails(client, 'instantiate_program', { program_id: source!.id, tenant: 'acme' })).toBe(`program ${source!.id} not found`);
+    await t.db.query(
+      `insert into memberships (tenant_id, user_id, role) select t.id, u.id, 'learner' from tenants t, users u where t.slug = 'gamma' and u.auth_user_id = $1`,
+      [author.user.id],
+    );
+    const copy = await ok(client, 'instantiate_program', { program_id: source!.id, tenant: 'acme' });
+    expect(copy).toMatchObject({ tenant_id: author.tenant.id, source_program_id: source!.id, counts: { units: 1, lessons: 0, activities: 0 } });
+    expect(await fails(client, 'instantiate_program', { program_id: copy.id, tenant: 'gamma' })).toBe('not allowed: you are not an author of that tenant');
   });
 
   it('copies the caller own program with a new title', async () => {

@@ -29,7 +29,8 @@ async function svc(env: Record<string, string>, ...args: string[]) {
 }
 const json = (r: { stdout: string }) => JSON.parse(r.stdout);
 
-describe.runIf(backend === 'pglite')('svc with the embedded database', () => {
+// Each command is a process that opens the embedded database: slow on a busy 2-core machine.
+describe.runIf(backend === 'pglite')('svc with the embedded database', { timeout: 240_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-cli-'));
   const env = { SVC_DATA_DIR: dir };
   let server: ChildProcess | undefined;
@@ -85,7 +86,7 @@ describe.runIf(backend === 'pglite')('svc with the embedded database', () => {
   });
 });
 
-describe.runIf(backend === 'postgres')('svc with DATABASE_URL', () => {
+describe.runIf(backend === 'postgres')('svc with DATABASE_URL', { timeout: 240_000 }, () => {
   it('migrates and runs every command against PostgreSQL', async () => {
     const { url, drop } = await freshDb();
     try {

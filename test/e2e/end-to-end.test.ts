@@ -159,7 +159,9 @@ describe.skipIf(!ready)('end to end on The Odin Project foundations', () => {
     const byId = Object.fromEntries(resultRows.map((r) => [r.id, r]));
     expect(byId[submissions.pass!.result_id]).toMatchObject({ status: 'completed', score: 100, svc_user_id: learnerId });
     expect(byId[submissions.fail!.result_id]).toMatchObject({ status: 'failed', score: 0 });
-    expect(byId[submissions.pending!.result_id]).toMatchObject({ status: 'in_progress', score: null });
+    // Answered `pending` by the app without a model; the durable queue lets the app with a model
+    // grade it later (src/embed), so by now it may have been graded.
+    expect(['in_progress', 'completed']).toContain(byId[submissions.pending!.result_id].status);
 
     const artifactRows = await pageThrough('/v1/artifacts');
     expect(artifactRows.map((a) => a.id).sort()).toEqual(Object.values(submissions).map((s) => s.artifact_id).sort());

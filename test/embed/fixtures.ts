@@ -1,6 +1,8 @@
 /** Shared fixtures of the embed tests: seeding content, calling the endpoints, error-body checks. */
+import { deflateSync } from 'node:zlib';
 import { expect } from 'vitest';
-import type { TestApp } from '../helpers/harness.ts';
+import type { EmbedConfig } from '../../src/config.ts';
+import { testConfig, type TestApp } from '../helpers/harness.ts';
 
 export interface SeededActivity {
   tenantId: string;
@@ -56,11 +58,11 @@ export async function post(
   return { status: res.status, body: parsed, text };
 }
 
-/** The body is exactly `{"error": {"code": code, "message": <string>}}`. */
+/** The body is exactly `{"error": {"code": code, "message": <string>, "request_id": <string>}}`. */
 export function expectError(res: { status: number; body: any }, status: number, code: string) {
   expect(res.status).toBe(status);
   expect(Object.keys(res.body)).toEqual(['error']);
-  expect(Object.keys(res.body.error).sort()).toEqual(['code', 'message']);
+  expect(Object.keys(res.body.error).sort()).toEqual(['code', 'message', 'request_id']);
   expect(res.body.error.code).toBe(code);
   expect(typeof res.body.error.message).toBe('string');
   expect(res.body.error.message).not.toMatch(/\bat .*\.ts:\d+|select |insert /i);
@@ -68,3 +70,52 @@ export function expectError(res: { status: number; body: any }, status: number, 
 
 export const countRows = async (t: TestApp, table: string, where = 'true', params: unknown[] = []) =>
   Number((await t.db.query<{ n: number }>(`select count(*)::int as n from ${table} where ${where}`, params))[0]!.n);
+
+/** An error body without its per-request `request_id`, to compare two refusals. */
+export const withoutRequestId = (body: any) => ({ error: { ...body?.error, request_id: undefined } });
+
+/** The harness's embed settings with `overrides` (for `startApp({embed: …})`). */
+export const embedSettings = (overrides: Partial<EmbedConfig> = {}): EmbedConfig => ({ ...testConfig().embed, ...overrides });
+
+/** Poll `probe` every 100 ms until it returns a truthy value or `ms` pass (then throws). */
+export async function eventually<T>(probe: () => Promise<T | undefined | null | false>, ms = 20_000, what = 'condition'): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The stored verification of an artifact. */
+export const verificationOf = async (t: TestApp, artifactId: string) =>
+  (await t.db.query<{ verification: any }>('select verification from artifacts where id = $1', [artifactId]))[0]?.verification;
+
+/** A one-page PDF whose text is `lines` (Helvetica, Flate-compressed content stream). */
+export function makePdf(lines: string[]): Buffer {
+  const content = `BT /F1 12 Tf 72 720 Td 14 TL ${lines.map((l) => `(${l.replace(/[\\()]/g, (c) => `\\${c}`)}) '`).join(' ')} ET`;
+  const stream = deflateSync(Buffer.from(content));
+  const objects: (string | Buffer)[] = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>',
+    Buffer.concat([Buffer.from(`<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`), stream, Buffer.from('\nendstream')]),
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
+  const chunks: Buffer[] = [Buffer.from('%PDF-1.4\n')];
+  const offsets: number[] = [];
+  let length = chunks[0]!.length;
+  objects.forEach((o, i) => {
+    const chunk = Buffer.concat([Buffer.from(`${i + 1} 0 obj\n`), Buffer.isBuffer(o) ? o : Buffer.from(o), Buffer.from('\nendobj\n')]);
+    offsets.push(length);
+    chunks.push(chunk);
+    length += chunk.length;
+  });
+  const xref = `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  chunks.push(Buffer.from(`${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`));
+  return Buffer.concat(chunks);
+}
+
+/** A 1×1 PNG. */
+export const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');

@@ -30,7 +30,8 @@ beforeAll(async () => {
   });
   site = await seedActivity(t, 'acme', { kind: 'site', title: 'Publish a page', spec: 'Publish a page about yourself.' });
   pages = createServer((req, res) => {
-    const body = req.url === '/done' ? '<h1>About me</h1><p>All finished.</p>' : '<h1>About me</h1><p>TODO write this</p>';
+    const head = '<head><title>Me</title><link rel="stylesheet" href="/css/site.css"><script src="/js/app.js"></script><style>p{color:red}</style></head>';
+    const body = req.url === '/done' ? `${head}<h1>About me</h1><p>All finished.</p>` : `${head}<h1>About me</h1><p>TODO write this</p>`;
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(body);
   });
   await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
@@ -87,9 +88,11 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
 
     const v = await verificationOf(res.body.artifact_id);
     expect(Object.keys(v).sort()).toEqual(
-      ['artifact_hash', 'criteria', 'feedback', 'graded_at', 'model', 'passed', 'prompt_version', 'rubric_hash', 'score', 'status'].sort(),
+      ['artifact_hash', 'criteria', 'feedback', 'graded_at', 'injection', 'model', 'passed', 'prompt_version', 'read', 'rubric_hash', 'runs', 'score', 'status'].sort(),
     );
-    expect(v).toMatchObject({ status: 'passed', passed: true, score: 100, model: 'test-model' });
+    expect(v).toMatchObject({ status: 'passed', passed: true, score: 100, model: 'test-model', prompt_version: 'embed-judge/2', runs: 1 });
+    expect(v.injection).toEqual({ suspected: false, signals: [] });
+    expect(v.read).toEqual([{ field: 'content', ok: true, detail: expect.stringMatching(/^text, /) }]);
     expect(v.criteria.map((c: { id: string; weight: number }) => [c.id, c.weight])).toEqual([['c1', 1], ['c2', 3]]);
     expect(v.artifact_hash).toBe(createHash('sha256').update(lastSection()).digest('hex'));
     expect(v.rubric_hash).toMatch(/^[0-9a-f]{64}$/);
@@ -165,10 +168,16 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
     expect(section.split('<<<ARTIFACT').length - 1).toBe(1);
   });
 
-  it('fetches the page at ref_url and grades what it shows', async () => {
+  it('fetches the page at ref_url and grades its readable text, with its CSS and JS names', async () => {
     const todo = await judge('site-1', { activity_id: site.activityId, artifact: { kind: 'site', ref_url: `${pagesUrl}/todo` } });
     expect(todo.body.status).toBe('failed');
-    expect(lastSection()).toContain('<p>TODO write this</p>');
+    const section = lastSection();
+    expect(section).toContain('TODO write this');
+    expect(section).not.toContain('<p>');
+    expect(section).not.toContain('color:red');
+    expect(section).toContain('title: Me');
+    expect(section).toContain('stylesheets: /css/site.css (+ 1 inline <style>)');
+    expect(section).toContain('scripts: /js/app.js');
     const done = await judge('site-1', { activity_id: site.activityId, artifact: { kind: 'site', ref_url: `${pagesUrl}/done` } });
     expect(done.body.status).toBe('passed');
     expect(lastSection()).toContain('All finished.');

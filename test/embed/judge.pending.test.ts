@@ -1,7 +1,8 @@
 /**
- * POST /v1/embed/judge — submissions that stay pending: no model configured, or the model
- * fails (HTTP 500, garbage, too slow). The submission is stored, the result stays in_progress
- * and nothing is counted.
+ * POST /v1/embed/judge — submissions that stay pending: no model configured, or every attempt
+ * of the grading run fails (HTTP 500, garbage, too slow). The submission is stored with its job,
+ * the result stays in_progress and nothing is counted (judge.queue.test.ts shows the job being
+ * graded later).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/harness.ts';
@@ -82,11 +83,9 @@ describe('POST /v1/embed/judge 200 pending', () => {
     expect(v.error).toBe('invalid_output');
   });
 
-  it('answers pending within the timeout when the model is too slow', async () => {
+  it('answers pending when the model is too slow for every attempt', async () => {
     model.setMode('slow');
-    const started = Date.now();
     const v = await expectPending(await submit(impatient, 'model-slow'));
-    expect(Date.now() - started).toBeLessThan(3000);
     expect(v.error).toBe('timeout');
   });
 

@@ -8,8 +8,11 @@ let t: TestApp;
 let rsa: TestIdp;
 let ec: TestIdp;
 let disc: TestIdp;
+let ed: TestIdp;
 beforeAll(async () => {
-  [t, rsa, ec, disc] = await Promise.all([startApp(), startTestIdp(), startTestIdp({ alg: 'ES256' }), startTestIdp()]);
+  [t, rsa, ec, disc, ed] = await Promise.all([startApp(), startTestIdp(), startTestIdp({ alg: 'ES256' }), startTestIdp(), startTestIdp({ alg: 'EdDSA' })]);
+  await t.op('tenant.create', { slug: 'edco' });
+  await t.op('idp.set', { tenant: 'edco', issuer: ed.issuer, discovery: true });
   await t.op('tenant.create', { slug: 'acme' });
   await t.op('idp.set', { tenant: 'acme', issuer: rsa.issuer, jwks_url: rsa.jwksUrl });
   await t.op('tenant.create', { slug: 'ecorp' });
@@ -19,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await t.close();
-  await Promise.all([rsa.close(), ec.close(), disc.close()]);
+  await Promise.all([rsa.close(), ec.close(), disc.close(), ed.close()]);
 });
 afterEach(() => {
   vi.useRealTimers();
@@ -98,6 +101,25 @@ describe('POST /v1/embed/session 200', () => {
   it('accepts ES256 tokens', async () => {
     const res = await session('ecorp', await ec.sign({ sub: 'ec-learner' }));
     expect(res.status).toBe(200);
+  });
+
+  it('accepts EdDSA (Ed25519) tokens, keys found through OIDC discovery', async () => {
+    const res = await session('edco', await ed.sign({ sub: 'ed-learner' }));
+    expect(res.status).toBe(200);
+    expect(ed.discoveryRequests).toBe(1);
+  });
+
+  it('refetches the key set for an unknown kid at most once per cooldown, so random kids cannot hammer the IdP', async () => {
+    expect((await session('edco', await ed.sign({ sub: 'ed-2' }))).status).toBe(200);
+    const fetched = ed.jwksRequests;
+    const forged = await Promise.all(Array.from({ length: 20 }, (_, i) => ed.sign({ sub: 'ed-2' }, { kid: `random-${i}` })));
+    for (const token of forged) expect((await session('edco', token)).status).toBe(401);
+    expect(ed.jwksRequests - fetched).toBeLessThanOrEqual(1);
+    // The rotated key arrives after the cooldown: one refetch, and the new kid works.
+    await ed.rotate();
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 31_000 });
+    expect((await session('edco', await ed.sign({ sub: 'ed-2' }))).status).toBe(200);
+    expect(ed.jwksRequests - fetched).toBeLessThanOrEqual(2);
   });
 
   it('finds the keys through OIDC discovery and checks the stored audience', async () => {

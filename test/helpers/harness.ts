@@ -28,8 +28,33 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     refreshReuseInterval: 10,
     judge: null,
     fetchAllowPrivate: true,
+    // Embed judge: short waits and retries; idle workers look at the queue only every minute, so a
+    // suite that shares a database between apps sees no background grading unless it asks for it
+    // (test/embed lowers judgePollSeconds where it tests the queue).
+    embed: {
+      judgeWaitMs: 10_000,
+      judgeAttempts: 2,
+      judgeRetryDelaySeconds: 1,
+      judgeConcurrency: 4,
+      judgePollSeconds: 60,
+      judgeVision: true,
+      fetchTimeoutMs: 5_000,
+      fetchMaxBytes: 5 * 1024 * 1024,
+      judgeInputBytes: 200_000,
+    },
     logLevel: 'silent',
     bodyLimit: 1024 * 1024,
+    // Identity: limits high enough that no other suite meets them (test/identity lowers them),
+    // and a cheap argon2id cost so sign-ins are fast (the bench measures the real cost).
+    identity: {
+      sessionMaxLifetime: 0,
+      sessionInactivityTimeout: 0,
+      rateLimit: { windowSeconds: 300, signInPerIp: 100_000, signInPerEmail: 100_000, refreshPerIp: 100_000 },
+      argon2: { memoryKib: 1024, timeCost: 1, parallelism: 1 },
+      corsOrigins: '*',
+    },
+    // Results API: no suite meets the rate limit unless it lowers it (test/results does).
+    results: { rateLimit: { max: 1_000_000, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 },
     ...overrides,
   };
 }

@@ -1,6 +1,7 @@
 /**
- * The Odin Project course files in ../shared/data/odin (never copied into this repo) and an
- * importer that writes one through the authoring surface, one MCP tool call per record.
+ * The Odin Project course files in ../shared/data/odin (never copied into this repo) and
+ * importers that write one through the authoring surface: one MCP tool call per record
+ * (`importOdin`), or one `import_program` call (`importOdinBulk`, `odinImportArgs`).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -98,4 +99,39 @@ export async function importOdin(
     }
   }
   return report;
+}
+
+/**
+ * The arguments of one `import_program` call for `program` (the whole tree, in source order;
+ * the source's own ids as external ids, so a repeated import is idempotent).
+ */
+export function odinImportArgs(tenant: string, program: OdinProgram) {
+  return {
+    tenant,
+    external_id: program.id,
+    title: program.title,
+    description: program.description,
+    units: program.units.map((unit) => ({
+      external_id: unit.id,
+      title: unit.title,
+      description: unit.description,
+      lessons: unit.lessons.map((lesson) => ({
+        external_id: lesson.id,
+        title: lesson.title,
+        body: lesson.body,
+        activities: lesson.activities.map((activity) => ({
+          external_id: activity.id,
+          title: activity.title,
+          kind: activity.kind,
+          spec: activity.spec,
+          rubric: activity.rubric.map((c) => ({ criterion: c.criterion, weight: c.weight })),
+        })),
+      })),
+    })),
+  };
+}
+
+/** Import `program` into `tenant` with ONE import_program call; returns its structuredContent. */
+export async function importOdinBulk(client: Client, tenant: string, program: OdinProgram): Promise<Record<string, any>> {
+  return callTool(client, 'import_program', odinImportArgs(tenant, program));
 }

@@ -5,7 +5,8 @@
  *   GET /.well-known/jwks.json               the public keys (JWKS, RFC 7517), with `kid`, `alg`, `use`
  *   GET /.well-known/openid-configuration    OIDC discovery: {issuer, jwks_uri, …}
  *
- * `issuer` is the server's base URL (`http://127.0.0.1:<port>`, no trailing slash).
+ * `issuer` is the server's base URL (`http://127.0.0.1:<port>`, no trailing slash). Keys are
+ * RS256 (default), ES256 or EdDSA (Ed25519); `jwksRequests` / `discoveryRequests` count fetches.
  *
  * `sign(claims, options)` makes a JWT: `iss` = issuer, `iat` = now, `exp` = now + 5 minutes,
  * `aud` = options.audience, then `claims` on top (so `claims.iss` overrides the issuer,
@@ -39,6 +40,9 @@ export interface TestIdp {
   issuer: string;
   jwksUrl: string;
   discoveryUrl: string;
+  /** How many times the JWKS and the discovery document were fetched. */
+  jwksRequests: number;
+  discoveryRequests: number;
   sign(
     claims: Record<string, unknown> & { sub: string },
     options?: { audience?: string; expiresIn?: string | number; kid?: string; alg?: string },
@@ -60,8 +64,9 @@ function spanSeconds(span: string | number): number {
   return m[3] ? -seconds : seconds;
 }
 
-export async function startTestIdp(options: { alg?: 'RS256' | 'ES256' } = {}): Promise<TestIdp> {
+export async function startTestIdp(options: { alg?: 'RS256' | 'ES256' | 'EdDSA' } = {}): Promise<TestIdp> {
   const alg = options.alg ?? 'RS256';
+  const counts = { jwks: 0, discovery: 0 };
   const keys: SigningKey[] = [];
   const newKey = async (): Promise<SigningKey> => {
     const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true });
@@ -79,8 +84,10 @@ export async function startTestIdp(options: { alg?: 'RS256' | 'ES256' } = {}): P
     const path = (req.url ?? '/').split('?')[0];
     let body: unknown;
     if (req.method === 'GET' && path === '/.well-known/jwks.json') {
+      counts.jwks++;
       body = { keys: keys.map((k) => ({ ...k.publicJwk, kid: k.kid, alg, use: 'sig' })) };
     } else if (req.method === 'GET' && path === '/.well-known/openid-configuration') {
+      counts.discovery++;
       body = {
         issuer,
         jwks_uri: `${issuer}/.well-known/jwks.json`,
@@ -104,6 +111,12 @@ export async function startTestIdp(options: { alg?: 'RS256' | 'ES256' } = {}): P
     issuer,
     jwksUrl: `${issuer}/.well-known/jwks.json`,
     discoveryUrl: `${issuer}/.well-known/openid-configuration`,
+    get jwksRequests() {
+      return counts.jwks;
+    },
+    get discoveryRequests() {
+      return counts.discovery;
+    },
 
     async sign(claims, signOptions = {}) {
       const current = keys[keys.length - 1]!;

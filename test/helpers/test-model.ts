@@ -10,21 +10,37 @@
  *   message between the lines `<<<ARTIFACT` and `ARTIFACT>>>` (the grader's delimiters), and
  *   only that text decides: if it contains the word `TODO`, every criterion is unmet with
  *   score 0, otherwise every criterion is met with score 100. The answer is
- *   `{criteria: [{id, met, score, evidence}], feedback}` as the message content (JSON text).
+ *   `{criteria: [{id, met, score, evidence}], feedback}` as the message content (JSON text),
+ *   plus `injection_suspected` / `injection_evidence` when the schema asks for them (suspected
+ *   when the section says "ignore … instructions/rubric"). A user message may be a list of parts
+ *   (`text`, `image_url`): the text parts are joined, and the images are kept in `images`.
  *   A request without that schema or section gets HTTP 400, as a real API would refuse it.
  * - `fail-500`: HTTP 500 with an OpenAI-style error body.
  * - `garbage`: HTTP 200 with a completion whose content is not JSON.
  * - `slow`: never answers (until the client gives up or `close()`), to exercise timeouts.
+ * - `rate-limit`: HTTP 429 with `retry-after: 0` and an OpenAI-style error body.
+ *
+ * `failNext(n, mode)` answers the next `n` requests in `mode` (default `fail-500`), then goes
+ * back to the current mode (bounded-retry tests). `delayMs` (option or `setDelay`) delays every
+ * answer. `received` counts requests (`requests.length`); `artifacts()` lists the artifact
+ * section text of every request, in order.
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type TestModelMode = 'grade' | 'fail-500' | 'garbage' | 'slow';
+export type TestModelMode = 'grade' | 'fail-500' | 'garbage' | 'slow' | 'rate-limit';
 
 export interface TestModel {
   baseUrl: string;
   requests: unknown[];
+  /** Data URLs of the images received, in order. */
+  images: string[];
   setMode(mode: TestModelMode): void;
+  /** Answer the next `count` requests in `mode` (default `fail-500`). */
+  failNext(count: number, mode?: TestModelMode): void;
+  setDelay(ms: number): void;
+  /** The artifact section text of every request received, in order. */
+  artifacts(): string[];
   close(): Promise<void>;
 }
 
@@ -39,11 +55,30 @@ interface ChatRequest {
   };
 }
 
+/** The text of a message: a string, or the `text` parts of a list joined by newlines. */
+function messageText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .filter((p): p is { type: string; text: string } => p?.type === 'text' && typeof p.text === 'string')
+      .map((p) => p.text)
+      .join('\n');
+  }
+  return JSON.stringify(content);
+}
+
+/** The `image_url` data URLs of the user messages. */
+function imageUrls(body: ChatRequest): string[] {
+  return (body.messages ?? [])
+    .filter((m) => m.role === 'user' && Array.isArray(m.content))
+    .flatMap((m) => (m.content as { type?: string; image_url?: { url?: string } }[]).filter((p) => p?.type === 'image_url').map((p) => String(p.image_url?.url)));
+}
+
 /** The text between the artifact delimiters in the user messages, or undefined. */
 function artifactText(body: ChatRequest): string | undefined {
   for (const m of body.messages ?? []) {
     if (m.role !== 'user') continue;
-    const text = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+    const text = messageText(m.content);
     const start = text.indexOf(`${BEGIN}\n`);
     const end = text.lastIndexOf(`\n${END}`);
     if (start !== -1 && end > start) return text.slice(start + BEGIN.length + 1, end);
@@ -66,9 +101,13 @@ const sendJson = (res: ServerResponse, status: number, body: unknown) =>
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 
 /** Start the model; `port` 0 (default) picks a free one (the demo script asks for a fixed port). */
-export async function startTestModel(options: { mode?: TestModelMode; port?: number } = {}): Promise<TestModel> {
+export async function startTestModel(options: { mode?: TestModelMode; port?: number; delayMs?: number } = {}): Promise<TestModel> {
   let mode: TestModelMode = options.mode ?? 'grade';
+  let delayMs = options.delayMs ?? 0;
   const requests: unknown[] = [];
+  const images: string[] = [];
+  const sections: string[] = [];
+  const queued: TestModelMode[] = [];
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -84,35 +123,53 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
         return sendJson(res, 400, { error: { message: 'invalid JSON', type: 'invalid_request_error', code: null } });
       }
       requests.push(body);
-      const model = body.model ?? 'test-model';
-      switch (mode) {
-        case 'fail-500':
-          return sendJson(res, 500, { error: { message: 'The server had an error', type: 'server_error', code: null } });
-        case 'garbage':
-          return sendJson(res, 200, completion(model, 'Sure! Here is my assessment: {criteria: looks good'));
-        case 'slow':
-          return; // never answer; the client times out (or close() ends the connection)
-        case 'grade': {
-          const ids = body.response_format?.json_schema?.schema?.properties?.criteria?.items?.properties?.id?.enum;
-          const artifact = artifactText(body);
-          if (!Array.isArray(ids) || artifact === undefined) {
-            return sendJson(res, 400, { error: { message: 'expected a rubric schema and an artifact section', type: 'invalid_request_error', code: null } });
-          }
-          const todo = /\bTODO\b/.test(artifact);
-          const verdict = {
-            criteria: ids.map((id) => ({
-              id,
-              met: !todo,
-              score: todo ? 0 : 100,
-              evidence: todo ? 'The work still contains TODO markers.' : 'The work addresses this criterion.',
-            })),
-            feedback: todo ? 'Finish the parts marked TODO and submit again.' : 'Well done: every criterion is met.',
-          };
-          return sendJson(res, 200, completion(model, JSON.stringify(verdict)));
-        }
+      images.push(...imageUrls(body));
+      sections.push(artifactText(body) ?? '');
+      const current = queued.shift() ?? mode;
+      if (delayMs > 0 && current !== 'slow') {
+        setTimeout(() => answer(res, body, current), delayMs);
+        return;
       }
+      answer(res, body, current);
     });
   });
+
+  const answer = (res: ServerResponse, body: ChatRequest, current: TestModelMode) => {
+    if (res.destroyed) return;
+    const model = body.model ?? 'test-model';
+    switch (current) {
+      case 'rate-limit':
+        res.setHeader('retry-after', '0');
+        return sendJson(res, 429, { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } });
+      case 'fail-500':
+        return sendJson(res, 500, { error: { message: 'The server had an error', type: 'server_error', code: null } });
+      case 'garbage':
+        return sendJson(res, 200, completion(model, 'Sure! Here is my assessment: {criteria: looks good'));
+      case 'slow':
+        return; // never answer; the client times out (or close() ends the connection)
+      case 'grade': {
+        const ids = body.response_format?.json_schema?.schema?.properties?.criteria?.items?.properties?.id?.enum;
+        const artifact = artifactText(body);
+        if (!Array.isArray(ids) || artifact === undefined) {
+          return sendJson(res, 400, { error: { message: 'expected a rubric schema and an artifact section', type: 'invalid_request_error', code: null } });
+        }
+        const todo = /\bTODO\b/.test(artifact);
+        const schemaProps = (body.response_format?.json_schema?.schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+        const injected = /ignore\s+(all\s+|the\s+|previous\s+)*(instructions|rubric)/i.exec(artifact);
+        const verdict = {
+          criteria: ids.map((id) => ({
+            id,
+            met: !todo,
+            score: todo ? 0 : 100,
+            evidence: todo ? 'The work still contains TODO markers.' : 'The work addresses this criterion.',
+          })),
+          feedback: todo ? 'Finish the parts marked TODO and submit again.' : 'Well done: every criterion is met.',
+          ...('injection_suspected' in schemaProps ? { injection_suspected: Boolean(injected), injection_evidence: injected?.[0] ?? '' } : {}),
+        };
+        return sendJson(res, 200, completion(model, JSON.stringify(verdict)));
+      }
+    }
+  };
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', resolve);
@@ -122,9 +179,17 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
+    images,
     setMode(next) {
       mode = next;
     },
+    failNext(count, failMode = 'fail-500') {
+      for (let i = 0; i < count; i++) queued.push(failMode);
+    },
+    setDelay(ms) {
+      delayMs = ms;
+    },
+    artifacts: () => sections.slice(),
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();

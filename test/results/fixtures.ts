@@ -189,8 +189,8 @@ export async function getJson(t: TestApp, path: string, key?: string, status = 2
 }
 
 /**
- * Assert an error response: status, content type, and EXACTLY `{error: {code, message}}`.
- * Returns the message.
+ * Assert an error response: status, content type, and EXACTLY `{error: {code, message,
+ * request_id}}` with `request_id` equal to the X-Request-Id header. Returns the message.
  */
 export async function expectError(res: Response, status: number, code: string): Promise<string> {
   const text = await res.text();
@@ -198,7 +198,8 @@ export async function expectError(res: Response, status: number, code: string): 
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   const body = JSON.parse(text);
   expect(Object.keys(body)).toEqual(['error']);
-  expect(Object.keys(body.error).sort()).toEqual(['code', 'message']);
+  expect(Object.keys(body.error).sort()).toEqual(['code', 'message', 'request_id']);
+  expect(body.error.request_id).toBe(res.headers.get('x-request-id'));
   expect(body.error.code).toBe(code);
   expect(typeof body.error.message).toBe('string');
   expect(body.error.message.length).toBeGreaterThan(0);

@@ -74,6 +74,15 @@ describe('cross-tenant matrix', () => {
     }
   });
 
+  it('never lists tenant A’s rows to tenant B in the updated_since feed either', async () => {
+    const aIds = new Set([...a.resultIds, ...a.artifactIds, ...a.userIds, a.programId, a.emptyProgramId]);
+    for (const path of ['/v1/activity-results', '/v1/artifacts', '/v1/progress']) {
+      const { ids } = await walk(t, `${path}?updated_since=2000-01-01T00:00:00Z`, b.key, 1, (r) => r.id ?? r.svc_user_id);
+      expect(ids.length).toBeGreaterThan(0);
+      for (const id of ids) expect(aIds.has(id), `${path} leaked ${id}`).toBe(false);
+    }
+  });
+
   it('refuses a cursor issued to another tenant', async () => {
     const fromA = (await getJson(t, '/v1/activity-results?limit=1', a.key)).next_cursor;
     const message = await expectError(await get(t, `/v1/activity-results?cursor=${fromA}`, b.key), 400, 'invalid_request');
@@ -112,6 +121,59 @@ describe('isolation enforced by the database', () => {
   it('finds another tenant’s row by id as nothing, not as an error', async () => {
     const rows = await asResultsTenant(t.db, b.id, (tx) => tx.query('select id from activity_results where id = $1', [a.resultIds[0]]));
     expect(rows).toEqual([]);
+  });
+
+  it('svc.results_enter (the first step of every API statement) confines a query that forgot its tenant filter', async () => {
+    const forgetful = (tenantId: string) =>
+      t.db.transaction(async (tx) => {
+        await tx.query('select svc.results_enter($1::uuid, false)', [tenantId]);
+        return tx.query<{ tenant_id: string; role: string }>('select tenant_id, current_user as role from activity_results');
+      });
+    for (const tenant of [a, b]) {
+      const rows = await forgetful(tenant.id);
+      expect(rows.length).toBe(3);
+      expect(new Set(rows.map((r) => r.tenant_id))).toEqual(new Set([tenant.id]));
+      expect(rows[0]!.role).toBe('svc_results');
+    }
+    // As svc_results it can read nothing else and write nothing.
+    for (const sql of ['select * from api_keys', 'delete from progress']) {
+      await expect(
+        t.db.transaction(async (tx) => {
+          await tx.query('select svc.results_enter($1::uuid, false)', [a.id]);
+          return tx.query(sql);
+        }),
+        sql,
+      ).rejects.toThrow(/permission denied/);
+    }
+    // Without a tenant it refuses; and the roles of the other surfaces cannot enter at all.
+    await expect(t.db.query('select svc.results_enter(null, false)')).rejects.toThrow(/no tenant/);
+    for (const role of ['authenticated', 'svc_results', 'anon']) {
+      await expect(
+        t.db.transaction(async (tx) => {
+          await tx.query(`select set_config('role', '${role}', true)`);
+          return tx.query('select svc.results_enter($1::uuid, false)', [a.id]);
+        }),
+        role,
+      ).rejects.toThrow(/permission denied/);
+    }
+  });
+
+  it('the statement functions the API runs are confined the same way, and callable by the service only', async () => {
+    const [fn] = await t.db.query<{ name: string }>(
+      `select proname as name from pg_proc where pronamespace = 'svc'::regnamespace and proname like 'results_q_%' limit 1`,
+    );
+    expect(fn).toBeDefined();
+    const installed = await t.db.query<{ n: number }>(`select count(*)::int as n from pg_proc where proname like 'results_q_%'`);
+    expect(installed[0]!.n).toBe(34);
+    for (const role of ['authenticated', 'svc_results', 'anon']) {
+      await expect(
+        t.db.transaction(async (tx) => {
+          await tx.query(`select set_config('role', '${role}', true)`);
+          return tx.query(`select * from svc.${fn!.name}($1::text[])`, [[a.id, '1', '-infinity', '00000000-0000-0000-0000-000000000000', 'x', 'x', 'x']]);
+        }),
+        role,
+      ).rejects.toThrow(/permission denied/);
+    }
   });
 
   it('shows nothing when no tenant is set', async () => {

@@ -120,6 +120,35 @@ describe('activity-results pages', () => {
   });
 });
 
+describe('the Link header', () => {
+  it('points at the next page with the same parameters, and is absent on the last page', async () => {
+    const activity = activityIds[0]!;
+    let url = `${t.url}/v1/activity-results?activity_id=${activity.toUpperCase()}&limit=1`;
+    const viaLinks: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const res = await fetch(url, { headers: { authorization: `Bearer ${a.key}` } });
+      expect(res.status).toBe(200);
+      const body = await res.json();
+      viaLinks.push(...body.data.map((r: any) => r.id));
+      const link = res.headers.get('link');
+      if (!body.has_more) {
+        expect(link).toBeNull();
+        break;
+      }
+      const m = /^<([^>]+)>; rel="next"$/.exec(link ?? '');
+      expect(m, link ?? 'no Link').not.toBeNull();
+      const next = new URL(m![1]!);
+      expect(`${next.origin}${next.pathname}`).toBe(`${t.url}/v1/activity-results`);
+      expect(next.searchParams.get('cursor')).toBe(body.next_cursor);
+      expect(next.searchParams.get('limit')).toBe('1');
+      expect(next.searchParams.get('activity_id')?.toLowerCase()).toBe(activity);
+      url = next.toString();
+    }
+    expect(viaLinks).toEqual((await walk(t, `/v1/activity-results?activity_id=${activity}`, a.key, 1)).ids);
+    expect(viaLinks.length).toBeGreaterThan(1);
+  });
+});
+
 describe('artifacts and progress pages', () => {
   it('walks artifacts that share a millisecond, with limit=1', async () => {
     const result = await newResult(t.db, { activityId: activityIds[2]!, userId: users[3]!, createdAt: '2026-02-01T00:00:00Z' });

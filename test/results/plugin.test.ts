@@ -39,7 +39,10 @@ describe('encapsulation next to a sibling /v1/embed plugin', () => {
   let url: string;
   beforeAll(async () => {
     // The same composition as src/app.ts, with a stand-in for the embed surface.
-    app = Fastify({ logger: false });
+    app = Fastify({ logger: false, requestIdHeader: 'x-request-id' });
+    app.addHook('onSend', async (req, reply) => {
+      reply.header('x-request-id', req.id);
+    });
     await app.register(resultsRoutes, { prefix: '/v1', ...t.deps });
     await app.register(
       async (embed) => {

@@ -15,9 +15,9 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const LIST_KEYS = ['data', 'has_more', 'next_cursor'];
-const RESULT_KEYS = ['activity_id', 'artifact_ids', 'completed_at', 'created_at', 'id', 'lesson_id', 'score', 'status', 'svc_user_id'];
-const PROGRESS_KEYS = ['completed_count', 'last_activity_at', 'percent', 'program_id', 'svc_user_id', 'total_count'];
-const ARTIFACT_KEYS = ['created_at', 'id', 'kind', 'ref_url', 'repo_url', 'result_id', 'verification'];
+const RESULT_KEYS = ['activity_id', 'artifact_ids', 'completed_at', 'created_at', 'id', 'lesson_id', 'score', 'status', 'svc_user_id', 'updated_at'];
+const PROGRESS_KEYS = ['completed_count', 'last_activity_at', 'percent', 'program_id', 'svc_user_id', 'total_count', 'updated_at'];
+const ARTIFACT_KEYS = ['created_at', 'id', 'kind', 'ref_url', 'repo_url', 'result_id', 'updated_at', 'verification'];
 
 describe('GET /v1/health', () => {
   it('answers without a credential', async () => {
@@ -50,6 +50,7 @@ describe('GET /v1/activity-results', () => {
       score: 92.5,
       completed_at: '2026-03-01T10:00:00.123456Z',
       created_at: done.created_at,
+      updated_at: done.updated_at,
       artifact_ids: [a.artifactIds[0], a.artifactIds[1]],
     });
     expect(going).toMatchObject({ status: 'in_progress', score: null, completed_at: null, artifact_ids: [] });
@@ -88,7 +89,8 @@ describe('GET /v1/progress', () => {
     expect(Object.keys(body).sort()).toEqual(LIST_KEYS);
     expect(body.data).toHaveLength(3);
     for (const p of body.data) expect(Object.keys(p).sort()).toEqual(PROGRESS_KEYS);
-    expect(body.data).toEqual([
+    for (const p of body.data) expect(p.updated_at).toMatch(RFC3339_MICROS);
+    expect(body.data.map(({ updated_at, ...rest }: any) => rest)).toEqual([
       { svc_user_id: a.userIds[0], program_id: a.programId, completed_count: 1, total_count: 3, percent: 33, last_activity_at: '2026-03-01T10:00:00.123456Z' },
       { svc_user_id: a.userIds[1], program_id: a.programId, completed_count: 2, total_count: 3, percent: 66, last_activity_at: null },
       { svc_user_id: a.userIds[0], program_id: a.emptyProgramId, completed_count: 0, total_count: 0, percent: 0, last_activity_at: null },
@@ -127,6 +129,7 @@ describe('GET /v1/artifacts', () => {
       repo_url: null,
       verification: { passed: true, score: 92.5 },
       created_at: body.data[0].created_at,
+      updated_at: body.data[0].updated_at,
     });
     expect(body.data[1]).toMatchObject({ kind: 'repo', ref_url: null, repo_url: 'https://example.test/repo.git', verification: null });
   });

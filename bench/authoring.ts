@@ -1,0 +1,242 @@
+/**
+ * Authoring-surface benchmark (issue #5), on PostgreSQL and on embedded PGlite, in one run.
+ *
+ *   npm run bench:authoring
+ *   BENCH_BACKENDS=postgres BENCH_CALLS=500 npm run bench:authoring
+ *
+ * For each backend: a fresh database (PostgreSQL: a new database on BENCH_PG, default
+ * postgres://postgres@127.0.0.1:5432; PGlite: a temporary data folder, as `npm start` uses),
+ * the real app listening on loopback, an author signed in through /auth/v1, and the MCP SDK's
+ * client over Streamable HTTP — in this one process, so client time counts in every figure.
+ * Measured, sequentially (one call at a time):
+ *
+ * 1. `import_program` of The Odin Project full-stack path (34 units, 151 lessons, 146 activities,
+ *    666 rubric criteria; ../shared/data/odin) — BENCH_IMPORTS runs, each a new program;
+ * 2. `create_activity` — BENCH_CALLS calls appending to one lesson of that program;
+ * 3. `get_program` of the full-stack tree — BENCH_READS calls;
+ * 4. the same insert and the same tree read as SQL in an `asUser` transaction, without HTTP and
+ *    MCP (the floor the tools stand on).
+ *
+ * Figures: milliseconds (p50 / p99 of per-call latency; median and min of the imports). Targets
+ * (issue #5): bulk import ≤ 1 s on PostgreSQL; create_activity p50 ≤ 5 ms. Prints a table and
+ * rewrites the "authoring" section of bench/README.md.
+ */
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { asUser, migrate, openDb, type Db } from '../src/db/index.ts';
+import { runOp } from '../src/admin/ops.ts';
+import { loadOdin, odinImportArgs } from '../test/helpers/odin.ts';
+
+const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
+const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',') as ('postgres' | 'pglite')[];
+const CALLS = Number(process.env.BENCH_CALLS ?? 300);
+const READS = Number(process.env.BENCH_READS ?? 40);
+const IMPORTS = Number(process.env.BENCH_IMPORTS ?? 5);
+const PASSWORD = 'bench password 0123456789';
+const secrets = {
+  SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',
+  SVC_ANON_KEY: 'sb_publishable_bench_0123456789',
+  SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
+};
+
+type Stats = { p50: number; p99: number; n: number };
+const stats = (ms: number[]): Stats => {
+  const s = [...ms].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
+  return { p50: at(50), p99: at(99), n: s.length };
+};
+
+async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const started = performance.now();
+  const value = await fn();
+  return [performance.now() - started, value];
+}
+
+/** A database for `backend` and how to get rid of it. */
+async function database(backend: 'postgres' | 'pglite'): Promise<{ db: Db; env: Record<string, string>; drop: () => Promise<void> }> {
+  if (backend === 'pglite') {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-bench-authoring-'));
+    const db = await openDb({ dataDir: dir });
+    return { db, env: { SVC_DATA_DIR: dir }, drop: async () => { await db.close(); rmSync(dir, { recursive: true, force: true }); } };
+  }
+  const name = `svc_bench_authoring_${Date.now().toString(36)}`;
+  const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  const url = `${SERVER}/${name}`;
+  const db = await openDb({ databaseUrl: url });
+  return {
+    db,
+    env: { DATABASE_URL: url },
+    drop: async () => {
+      await db.close();
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    },
+  };
+}
+
+async function benchBackend(backend: 'postgres' | 'pglite') {
+  const { db, env, drop } = await database(backend);
+  await migrate(db);
+  const config = loadConfig({ ...env, ...secrets, PORT: '0', LOG_LEVEL: 'warn' });
+  const app = await buildApp({ config, db, now: () => new Date() });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  config.baseUrl = url;
+  let client: Client | undefined;
+  try {
+    await runOp(db, 'tenant.create', { slug: 'bench', name: 'Bench' });
+    await runOp(db, 'user.create', { email: 'author@bench.test', password: PASSWORD });
+    await runOp(db, 'author.grant', { tenant: 'bench', email: 'author@bench.test' });
+    const signIn = await fetch(`${url}/auth/v1/token?grant_type=password`, {
+      method: 'POST',
+      headers: { apikey: config.anonKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'author@bench.test', password: PASSWORD }),
+    });
+    const { access_token: token } = (await signIn.json()) as { access_token: string };
+    client = new Client({ name: 'bench-authoring', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const result = await client!.callTool({ name, arguments: args });
+      if (result.isError) throw new Error(`${name}: ${JSON.stringify(result.content)}`);
+      return result.structuredContent as Record<string, any>;
+    };
+
+    // 1. bulk import
+    const source = loadOdin('odin-full-stack-javascript.json');
+    const imports: number[] = [];
+    let programId = '';
+    for (let i = 0; i < IMPORTS; i++) {
+      const args = { ...odinImportArgs('bench', source), external_id: `${source.id}#${i}` };
+      const [ms, imported] = await timed(() => call('import_program', args));
+      imports.push(ms);
+      programId = imported.id;
+    }
+
+    // 2. create_activity, appending to one lesson of the imported program
+    const tree = await call('get_program', { id: programId });
+    const lessonId = tree.units[0].lessons[0].id as string;
+    const activity = (i: number) => ({
+      lesson_id: lessonId,
+      title: `Bench activity ${i}`,
+      kind: 'document',
+      spec: 'Write one paragraph about what you learned.',
+      rubric: [{ criterion: 'Names one concept', weight: 1 }, { criterion: 'Gives an example', weight: 2 }],
+    });
+    for (let i = 0; i < 20; i++) await call('create_activity', activity(-i)); // warm-up
+    const creates: number[] = [];
+    const cpuBefore = process.cpuUsage();
+    for (let i = 0; i < CALLS; i++) creates.push((await timed(() => call('create_activity', activity(i))))[0]);
+    const cpu = process.cpuUsage(cpuBefore);
+    const createCpu = (cpu.user + cpu.system) / 1000 / CALLS;
+
+    // 3. get_program of the full-stack tree (another imported copy: without the extra activities)
+    const fullStack = (await call('list_programs', { tenant: 'bench', limit: 1 })).programs[0].id as string;
+    const reads: number[] = [];
+    for (let i = 0; i < READS; i++) reads.push((await timed(() => call('get_program', { id: fullStack })))[0]);
+
+    // 4. the floor: the same SQL in an asUser transaction, no HTTP, no MCP
+    const [claims] = await db.query<{ sub: string }>(`select id as sub from auth.users where email = 'author@bench.test'`);
+    const asAuthor = { sub: claims!.sub, role: 'authenticated', aud: 'authenticated' };
+    const rawInserts: number[] = [];
+    for (let i = 0; i < CALLS; i++) {
+      rawInserts.push(
+        (
+          await timed(() =>
+            asUser(db, asAuthor, (tx) =>
+              tx.query(
+                `insert into activities (lesson_id, title, kind, spec, rubric) values ($1, $2, 'document', 's', $3::text::jsonb) returning to_jsonb(activities)`,
+                [lessonId, `raw ${i}`, JSON.stringify(activity(i).rubric)],
+              ),
+            ),
+          )
+        )[0],
+      );
+    }
+    const { programTree } = await import('../src/authoring/tree.ts');
+    const rawReads: number[] = [];
+    for (let i = 0; i < READS; i++) rawReads.push((await timed(() => asUser(db, asAuthor, (tx) => programTree(tx, fullStack))))[0]);
+
+    // per-record import of the same program, for scale (332 calls)
+    const [perRecordMs] = await timed(async () => {
+      const p = await call('create_program', { tenant: 'bench', title: source.title });
+      for (const unit of source.units) {
+        const u = await call('create_unit', { program_id: p.id, title: unit.title, description: unit.description });
+        for (const lesson of unit.lessons) {
+          const l = await call('create_lesson', { unit_id: u.id, title: lesson.title, body: lesson.body });
+          for (const a of lesson.activities) {
+            await call('create_activity', { lesson_id: l.id, title: a.title, kind: a.kind, spec: a.spec, rubric: a.rubric.map((c) => ({ criterion: c.criterion, weight: c.weight })) });
+          }
+        }
+      }
+    });
+
+    const sortedImports = [...imports].sort((a, b) => a - b);
+    return {
+      backend,
+      importMedian: sortedImports[Math.floor(sortedImports.length / 2)]!,
+      importMin: sortedImports[0]!,
+      create: stats(creates),
+      createCpu,
+      read: stats(reads),
+      rawInsert: stats(rawInserts),
+      rawRead: stats(rawReads),
+      perRecordMs,
+    };
+  } finally {
+    await client?.close();
+    await app.close();
+    await drop();
+  }
+}
+
+async function main() {
+  const load = loadavg()[0]!.toFixed(1);
+  const results = [];
+  for (const backend of BACKENDS) {
+    console.log(`benchmarking ${backend} …`);
+    results.push(await benchBackend(backend));
+  }
+  const f = (n: number) => n.toFixed(1);
+  const table = [
+    '| backend | import_program, full stack (median / min of ' + IMPORTS + ') | create_activity p50 / p99 | its CPU in this process | same insert as SQL p50 / p99 | get_program (full stack) p50 / p99 | same tree read as SQL p50 / p99 | per-record import, 332 calls |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map(
+      (r) =>
+        `| ${r.backend} | ${f(r.importMedian)} / ${f(r.importMin)} | ${f(r.create.p50)} / ${f(r.create.p99)} | ${f(r.createCpu)} | ${f(r.rawInsert.p50)} / ${f(r.rawInsert.p99)} | ${f(r.read.p50)} / ${f(r.read.p99)} | ${f(r.rawRead.p50)} / ${f(r.rawRead.p99)} | ${(r.perRecordMs / 1000).toFixed(2)} s |`,
+    ),
+  ].join('\n');
+  const pg = results.find((r) => r.backend === 'postgres');
+  const targets = pg
+    ? `Targets on PostgreSQL: bulk import ≤ 1000 ms → **${f(pg.importMedian)} ms**; create_activity p50 ≤ 5 ms → **${f(pg.create.p50)} ms**.`
+    : '';
+  const section = [
+    '<!-- authoring:start -->',
+    `Last run: ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, load average ${load} at the start (a shared machine: figures are noisy), ` +
+      `${CALLS} create calls, ${READS} reads, client and server in one process. Milliseconds unless marked.`,
+    '',
+    table,
+    '',
+    targets,
+    '<!-- authoring:end -->',
+  ].join('\n');
+  console.log(`\n${table}\n\n${targets}`);
+  const readmePath = new URL('./README.md', import.meta.url);
+  const readme = readFileSync(readmePath, 'utf8');
+  writeFileSync(
+    readmePath,
+    /<!-- authoring:start -->[\s\S]*<!-- authoring:end -->/.test(readme)
+      ? readme.replace(/<!-- authoring:start -->[\s\S]*<!-- authoring:end -->/, section)
+      : `${readme.trimEnd()}\n\n## Authoring — \`npm run bench:authoring\`\n\n${section}\n`,
+  );
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

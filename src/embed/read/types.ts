@@ -1,0 +1,53 @@
+/** Shapes shared by the artifact readers (src/embed/read/*). */
+import type { FetchOptions } from '../fetch-page.ts';
+
+/** An artifact that cannot be read: the message says why, in words fit for the learner. */
+export class Unreadable extends Error {}
+
+export interface ReadOptions {
+  /** Allow private / loopback addresses (SVC_FETCH_ALLOW_PRIVATE, tests only). */
+  allowPrivate: boolean;
+  /** Time for all of one artifact's downloads, in milliseconds. */
+  timeoutMs: number;
+  /** Largest download per URL, in bytes. */
+  maxBytes: number;
+  /** Largest text shown to the model, in bytes. */
+  inputBytes: number;
+  /** Images may be sent to the model. */
+  vision: boolean;
+  signal?: AbortSignal;
+  /** Resolver for host names (tests inject one). */
+  lookup?: FetchOptions['lookup'];
+  /** Address rule (tests inject one); default `isBlockedAddress`. */
+  isBlocked?: FetchOptions['isBlocked'];
+}
+
+/** An image for a vision-capable model, as a data URL. */
+export interface ArtifactImage {
+  /** Where it came from: `content` or the URL. */
+  source: string;
+  mediaType: string;
+  bytes: number;
+  dataUrl: string;
+}
+
+/** One block of text in the artifact section. */
+export interface ArtifactPart {
+  heading: string;
+  text: string;
+}
+
+/** What was read from one field of the artifact, for the verdict's provenance. */
+export interface ReadSource {
+  field: 'content' | 'ref_url' | 'repo_url';
+  ok: boolean;
+  /** What was found (`text/html, 12 kB`, `git 3f2a…, 14 files`) or why it could not be read. */
+  detail: string;
+}
+
+/** Everything the grader will show the model about one artifact. */
+export interface ArtifactView {
+  parts: ArtifactPart[];
+  images: ArtifactImage[];
+  sources: ReadSource[];
+}

@@ -1,0 +1,110 @@
+/**
+ * Sign-in and refresh rate limits of `/auth/v1/token`, checked before any password hashing.
+ *
+ * Three fixed-window counters (`@fastify/rate-limit`'s stores: in memory, or Redis when
+ * `REDIS_URL` is set so that every process shares them):
+ *
+ * | counter | key | checked in | default |
+ * |---|---|---|---|
+ * | sign-in per IP | client address (IPv6 by /64) | `onRequest`, before the body is read | 30 / 5 min (GoTrue's `RATE_LIMIT_SIGN_IN_SIGN_UPS`) |
+ * | sign-in per email | the normalised email of the body | `preHandler`, after JSON parsing, before the handler | 10 / 5 min |
+ * | refresh per IP | client address | `onRequest` | 150 / 5 min (GoTrue's `RATE_LIMIT_TOKEN_REFRESH`) |
+ *
+ * Every attempt counts, successful or not. Over a limit: 429 `over_request_rate_limit`
+ * "Request rate limit reached" (GoTrue's code and message) with `Retry-After` in seconds.
+ * The per-email counter also stops a distributed guesser (many IPs, one account); its price is
+ * that anyone can hold one account's sign-in back for a window — the usual trade-off.
+ *
+ * The client address is Fastify's `request.ip`: behind a proxy, the app must be built with
+ * `trustProxy`, or every client shares the proxy's address.
+ *
+ * If Redis fails, the check is skipped (fail open, logged as a warning): an outage of the
+ * counter store must not lock everyone out; argon2id still makes each guess expensive.
+ */
+import rateLimit, { normalizeIP } from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Redis } from 'ioredis';
+import type { IdentityConfig } from '../config.ts';
+import { AuthError } from './errors.ts';
+import { normaliseEmail } from './users.ts';
+
+type Checker = (req: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
+
+/** What the /token route hooks call; each throws the 429 `AuthError` when a limit is reached. */
+export interface TokenLimits {
+  /** `onRequest`: the per-IP counter of the request's grant type. */
+  byIp(req: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** `preHandler`: the per-email counter of a password grant. */
+  byEmail(req: FastifyRequest, reply: FastifyReply): Promise<void>;
+}
+
+const grantOf = (req: FastifyRequest) => (req.query as Record<string, unknown> | undefined)?.grant_type;
+
+/** The email a password grant names, normalised as everywhere else ('' when there is none). */
+function emailOf(req: FastifyRequest): string {
+  const email = (req.body as { email?: unknown } | undefined)?.email;
+  return typeof email === 'string' ? normaliseEmail(email).slice(0, 320) : '';
+}
+
+/**
+ * Register `@fastify/rate-limit` in the identity plugin (`app`, encapsulated: no global hook)
+ * and build the /token limiters from `config`. A Redis client made here is closed with the app.
+ */
+export async function tokenRateLimits(
+  app: FastifyInstance,
+  config: IdentityConfig['rateLimit'],
+  redisUrl: string | undefined,
+): Promise<TokenLimits> {
+  // No offline queue: while Redis is unreachable a check fails at once (and is skipped) instead
+  // of making every sign-in wait for a reconnect.
+  const redis = redisUrl ? new Redis(redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  if (redis) {
+    redis.on('error', (err) => app.log.warn({ err }, 'identity: rate-limit store (Redis) error'));
+    app.addHook('onClose', async () => {
+      redis.disconnect();
+    });
+    // Start counting from the first request: wait (briefly) for the connection.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 1000);
+      redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+  await app.register(rateLimit, {
+    global: false,
+    ...(redis ? { redis, nameSpace: 'svc:auth-rate:' } : { cache: 100_000 }),
+  });
+  const timeWindow = config.windowSeconds * 1000;
+  const make = (name: string, max: number, key: (req: FastifyRequest) => string): Checker =>
+    app.createRateLimit({ max, timeWindow, keyGenerator: (req) => `${name}:${key(req)}` }) as Checker;
+  const ip = (req: FastifyRequest) => normalizeIP(req.ip);
+  const signInIp = make('signin-ip', config.signInPerIp, ip);
+  const signInEmail = make('signin-email', config.signInPerEmail, emailOf);
+  const refreshIp = make('refresh-ip', config.refreshPerIp, ip);
+
+  const enforce = async (check: Checker, req: FastifyRequest, reply: FastifyReply) => {
+    let result: Awaited<ReturnType<Checker>>;
+    try {
+      result = await check(req);
+    } catch (err) {
+      req.log.warn({ err }, 'identity: rate-limit store unavailable; request not counted');
+      return;
+    }
+    if (result.isExceeded) {
+      reply.header('retry-after', String(Math.max(1, result.ttlInSeconds ?? 1)));
+      throw new AuthError(429, 'over_request_rate_limit', 'Request rate limit reached');
+    }
+  };
+  return {
+    async byIp(req, reply) {
+      const grant = grantOf(req);
+      if (grant === 'password') await enforce(signInIp, req, reply);
+      else if (grant === 'refresh_token') await enforce(refreshIp, req, reply);
+    },
+    async byEmail(req, reply) {
+      if (grantOf(req) === 'password') await enforce(signInEmail, req, reply);
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * Rate limiting of the Results API (issue #4), with @fastify/rate-limit:
+ *
+ * - counted per API key (the key's id), after authentication — a request without a valid key
+ *   is a 401 and is not counted;
+ * - `config.results.rateLimit.max` requests per `windowMs` (SVC_RATE_LIMIT, SVC_RATE_LIMIT_WINDOW);
+ *   a key's own `rate_limit` (svc key create --rate-limit) replaces the default;
+ * - in memory, or in Redis when REDIS_URL is set, so every process of a deployment shares one
+ *   count per key. If Redis cannot be reached the request is let through (logged by
+ *   ioredis' error event): a dashboard should not fail because the limiter's store is down;
+ * - every answer carries `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (seconds,
+ *   IETF draft headers); over the limit: 429 `rate_limited` with `Retry-After` (seconds).
+ */
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import type { Deps } from '../deps.ts';
+import { ApiError } from '../http/api-errors.ts';
+import { keyOf } from './auth.ts';
+
+/** Prefix of the counters in Redis. */
+export const REDIS_NAMESPACE = 'svc:results:rate:';
+
+/**
+ * Register the limiter on `api`, the context of the data routes, AFTER its API-key hook (the
+ * limiter's per-route onRequest hook runs after the context's hooks, so the key is known).
+ */
+export async function registerRateLimit(api: FastifyInstance, deps: Deps): Promise<void> {
+  const { max, windowMs } = deps.config.results.rateLimit;
+  let redis: Redis | undefined;
+  if (deps.config.redisUrl) {
+    // Fail fast instead of queueing while disconnected: the limiter then lets the request pass.
+    redis = new Redis(deps.config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    redis.on('error', (err) => api.log.warn({ err }, 'results: rate-limit store (Redis) unavailable; not limiting'));
+    api.addHook('onClose', async () => {
+      await redis!.quit().catch(() => redis!.disconnect());
+    });
+  }
+  await api.register(rateLimit, {
+    global: true,
+    hook: 'onRequest',
+    keyGenerator: (req) => keyOf(req).id,
+    max: async (req) => keyOf(req).rateLimit ?? max,
+    timeWindow: windowMs,
+    redis,
+    nameSpace: REDIS_NAMESPACE,
+    skipOnError: true,
+    enableDraftSpec: true,
+    errorResponseBuilder: (_req, context) =>
+      new ApiError('rate_limited', `too many requests for this API key (${context.max} per ${windowMs / 1000} s); retry in ${context.after}`),
+  });
+}

@@ -1,0 +1,201 @@
+/**
+ * The Results API's request and response schemas (zod), the single source of three things:
+ * validation of every query string and path id (params.ts), the OpenAPI 3.1 document
+ * (openapi.ts, through fastify-type-provider-zod's transforms) and the tests' checks that real
+ * answers match the document.
+ *
+ * Query strings are strict: each endpoint accepts a closed set of parameters, all strings on
+ * the wire, normalised here (uuids lower-cased, `limit` to a number, `updated_since` to UTC with
+ * six fractional digits). Response objects are built by PostgreSQL (queries.ts); the schemas
+ * below describe exactly what it builds (DESIGN §6 plus `updated_at`).
+ */
+import { z } from 'zod';
+import type { Endpoint } from './cursor.ts';
+import { normalizeTimestamp } from './timestamps.ts';
+
+/** Rows per page when `limit` is not given, and the largest `limit` accepted. */
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 200;
+
+/**
+ * Metadata of the OpenAPI document: components (the response objects, by `id`) and the
+ * description of every parameter and field. A registry of our own (not zod's global one), so
+ * no other surface's schema ids can collide with ours.
+ */
+export const componentRegistry = z.registry<{ id?: string; description?: string }>();
+
+/** `schema` with its description in the document. */
+function doc<T extends z.ZodType>(schema: T, description: string): T {
+  componentRegistry.add(schema, { description });
+  return schema;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UUID_OUT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const RFC3339_OUT_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+// ---------------------------------------------------------------------------------------------
+
+const uuidParam = (description: string) =>
+  doc(
+    z
+      .string()
+      .regex(UUID_RE, 'must be a uuid (8-4-4-4-12 hexadecimal digits)')
+      .transform((s) => s.toLowerCase()),
+    `${description} A uuid.`,
+  );
+
+const limit = doc(
+  z
+    .string()
+    .regex(/^[1-9][0-9]{0,2}$/, `must be an integer from 1 to ${MAX_LIMIT}`)
+    .transform(Number)
+    .refine((n) => n <= MAX_LIMIT, `must be an integer from 1 to ${MAX_LIMIT}`),
+  `Rows per page: a decimal integer from 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT}).`,
+);
+
+const cursor = doc(
+  z.string().min(1, 'must not be empty'),
+  'The `next_cursor` of the previous page, unchanged. Bound to the endpoint, the filters and `updated_since`.',
+);
+
+const updatedSince = doc(
+  z.string().transform((s, ctx) => {
+    const normalized = normalizeTimestamp(s);
+    if (normalized === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be an RFC 3339 date-time with at most 6 fractional digits, e.g. 2026-01-31T12:00:00.000001Z',
+      });
+      return z.NEVER;
+    }
+    return normalized;
+  }),
+  'Incremental sync: only rows created or changed at or after this RFC 3339 instant (e.g. `2026-01-31T12:00:00.000001Z`), ' +
+    'ordered by (`updated_at`, `id`). Resume a later sync with the largest `updated_at` you received (rows at that exact ' +
+    'instant come again). Rows of transactions still writing are held back until they commit, so a tailing consumer never misses one.',
+);
+
+const status = doc(
+  z.enum(['completed', 'in_progress', 'failed'], 'must be one of completed, in_progress, failed'),
+  'Only results with this status.',
+);
+
+/** The filters each list endpoint accepts (besides limit, cursor and updated_since). */
+export const FILTERS = {
+  'activity-results': {
+    activity_id: uuidParam('Only results of this activity.'),
+    user_id: uuidParam('Only results of this learner (svc_user_id).'),
+    status,
+  },
+  progress: {
+    user_id: uuidParam('Only progress of this learner (svc_user_id).'),
+    program_id: uuidParam('Only progress in this program.'),
+  },
+  artifacts: {
+    activity_id: uuidParam('Only artifacts submitted for this activity.'),
+    user_id: uuidParam('Only artifacts of this learner (svc_user_id).'),
+  },
+} satisfies Record<Endpoint, Record<string, z.ZodType<string, string>>>;
+
+function listQuery<E extends Endpoint>(endpoint: E) {
+  const filters: Record<string, z.ZodOptional<z.ZodType<string, string>>> = Object.fromEntries(
+    Object.entries(FILTERS[endpoint]).map(([name, schema]) => [name, (schema as z.ZodType<string, string>).optional()]),
+  );
+  return z.strictObject({ limit: limit.optional(), cursor: cursor.optional(), updated_since: updatedSince.optional(), ...filters });
+}
+
+/** The query string of each list endpoint. */
+export const LIST_QUERY = {
+  'activity-results': listQuery('activity-results'),
+  progress: listQuery('progress'),
+  artifacts: listQuery('artifacts'),
+} as const;
+
+/** A validated list query: limit, cursor and updated_since, plus the endpoint's filters. */
+export interface ListQuery {
+  limit?: number;
+  cursor?: string;
+  updated_since?: string;
+  [filter: string]: string | number | undefined;
+}
+
+/** Single-object routes take no query parameters. */
+export const NO_QUERY = z.strictObject({});
+
+/** The path of a single-object route. */
+export const ID_PARAMS = z.strictObject({ id: uuidParam('The object’s id.') });
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+// ---------------------------------------------------------------------------------------------
+
+const uuid = (description?: string) => {
+  const schema = z.string().regex(UUID_OUT_RE);
+  return description ? doc(schema, description) : schema;
+};
+const timestamp = (description = 'RFC 3339, UTC, with microseconds.') => doc(z.string().regex(RFC3339_OUT_RE), description);
+const nullableTimestamp = (description: string) => doc(z.string().regex(RFC3339_OUT_RE).nullable(), description);
+
+export const ActivityResult = z.strictObject({
+  id: uuid(),
+  activity_id: uuid(),
+  lesson_id: uuid(),
+  svc_user_id: uuid('The learner.'),
+  status: z.enum(['completed', 'in_progress', 'failed']),
+  score: doc(z.number().min(0).max(100).nullable(), 'Best score of all attempts, 0–100; null until graded.'),
+  completed_at: nullableTimestamp('When the activity was first passed (RFC 3339, UTC, microseconds).'),
+  created_at: timestamp(),
+  updated_at: timestamp('Last change of the result: a verdict, a new attempt (RFC 3339, UTC, microseconds).'),
+  artifact_ids: doc(z.array(uuid()), 'The result’s artifacts, oldest first.'),
+});
+componentRegistry.add(ActivityResult, { id: 'ActivityResult', description: 'A learner’s result on one activity.' });
+
+export const Progress = z.strictObject({
+  svc_user_id: uuid('The learner.'),
+  program_id: uuid(),
+  completed_count: doc(z.number().int().min(0), 'Activities of the program the learner has passed.'),
+  total_count: doc(z.number().int().min(0), 'Activities the program has now.'),
+  percent: doc(z.number().int().min(0).max(100), 'floor(completed_count × 100 / total_count); 0 when total_count is 0.'),
+  last_activity_at: nullableTimestamp('Time of the learner’s last verdict in the program.'),
+  updated_at: timestamp('Last change: a verdict, or activities added to or removed from the program.'),
+});
+componentRegistry.add(Progress, { id: 'Progress', description: 'A learner’s progress in one program.' });
+
+export const Artifact = z.strictObject({
+  id: uuid(),
+  result_id: uuid(),
+  kind: z.enum(['diagram', 'document', 'site', 'repo']),
+  ref_url: z.string().nullable(),
+  repo_url: z.string().nullable(),
+  verification: doc(z.unknown(), 'The grader’s verdict as stored (JSON), or null.'),
+  created_at: timestamp(),
+  updated_at: timestamp('Last change: the verdict was stored.'),
+});
+componentRegistry.add(Artifact, { id: 'Artifact', description: 'A submitted piece of work and its verification.' });
+
+const page = <T extends z.ZodType>(item: T) =>
+  z.strictObject({
+    data: z.array(item),
+    next_cursor: doc(z.string().nullable(), 'Pass as `cursor` for the next page; null on the last page.'),
+    has_more: doc(z.boolean(), 'True when another page follows.'),
+  });
+
+export const LIST_RESPONSE = {
+  'activity-results': page(ActivityResult),
+  progress: page(Progress),
+  artifacts: page(Artifact),
+} as const;
+
+export const ErrorBody = z.strictObject({
+  error: z.strictObject({
+    code: z.enum(['invalid_request', 'unauthorized', 'not_found', 'rate_limited', 'internal_error']),
+    message: doc(z.string(), 'For people; names the parameter on invalid_request.'),
+    request_id: doc(z.string(), 'The X-Request-Id of the request, for support.'),
+  }),
+});
+componentRegistry.add(ErrorBody, { id: 'Error', description: 'The body of every error of /v1.' });
+
+export const Health = z.strictObject({ status: z.literal('ok'), service: z.string(), version: z.string() });

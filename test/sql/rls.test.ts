@@ -1,0 +1,196 @@
+/**
+ * The row-level security of the content tables, tested in SQL as the `authenticated` role with
+ * JWT claims (never as the owner or a superuser), on the suite's backend: who reads what, who
+ * writes where, which columns can change, and what the role cannot touch at all. The authoring
+ * tools add no authorization of their own, so these policies are the whole rule.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { as, expectSqlState, seeded, titles, type Fixture, type Who } from './fixtures.ts';
+
+let f: Fixture;
+beforeAll(async () => {
+  f = await seeded();
+});
+afterAll(() => f?.drop());
+
+describe('the session of a caller', () => {
+  it('is the authenticated role, not a superuser and not the owner', async () => {
+    const [row] = await as(f, 'authorA', (tx) =>
+      tx.query<{ me: string; superuser: boolean; bypass: boolean; uid: string }>(
+        `select current_user as me, r.rolsuper as superuser, r.rolbypassrls as bypass, auth.uid()::text as uid
+           from pg_roles r where r.rolname = current_user`,
+      ),
+    );
+    expect(row).toEqual({ me: 'authenticated', superuser: false, bypass: false, uid: f.subs.authorA });
+  });
+
+  it('maps the token to the tenants it may write and read', async () => {
+    const sets = async (who: Who) =>
+      as(f, who, async (tx) => ({
+        author: (await tx.query<{ id: string }>('select public.current_author_tenant_ids() as id')).map((r) => r.id),
+        member: (await tx.query<{ id: string }>('select public.current_member_tenant_ids() as id order by 1')).map((r) => r.id),
+      }));
+    expect(await sets('authorA')).toEqual({ author: [f.ids.tenantA], member: [f.ids.tenantA] });
+    expect(await sets('learnerA')).toEqual({ author: [], member: [f.ids.tenantA] });
+    expect(await sets('authorB')).toEqual({ author: [f.ids.tenantB], member: [f.ids.tenantB] });
+    expect(await sets('nobody')).toEqual({ author: [], member: [] });
+    expect(await sets('noClaims')).toEqual({ author: [], member: [] });
+  });
+});
+
+describe('reads', () => {
+  const visible: Record<Who, Record<string, string[]>> = {
+    authorA: { programs: ['PA', 'PC'], units: ['UA', 'UC'], lessons: ['LA', 'LC'], activities: ['AA1', 'AA2', 'AC'] },
+    learnerA: { programs: ['PA', 'PC'], units: ['UA', 'UC'], lessons: ['LA', 'LC'], activities: ['AA1', 'AA2', 'AC'] },
+    authorB: { programs: ['PB', 'PC'], units: ['UB', 'UC'], lessons: ['LB', 'LC'], activities: ['AB', 'AC'] },
+    nobody: { programs: ['PC'], units: ['UC'], lessons: ['LC'], activities: ['AC'] },
+    noClaims: { programs: ['PC'], units: ['UC'], lessons: ['LC'], activities: ['AC'] },
+  };
+  it.each(Object.keys(visible) as Who[])('%s sees its tenants and the catalog, nothing else', async (who) => {
+    const seen = await as(f, who, async (tx) => ({
+      programs: await titles(tx, 'programs'),
+      units: await titles(tx, 'units'),
+      lessons: await titles(tx, 'lessons'),
+      activities: await titles(tx, 'activities'),
+    }));
+    expect(seen).toEqual(visible[who]);
+  });
+
+  it('tenants, memberships and users: only the caller own', async () => {
+    const seen = await as(f, 'learnerA', async (tx) => ({
+      tenants: (await tx.query<{ slug: string }>('select slug from tenants')).map((r) => r.slug),
+      memberships: (await tx.query<{ role: string }>('select role from memberships')).map((r) => r.role),
+      users: (await tx.query<{ id: string }>('select id from users')).map((r) => r.id),
+    }));
+    expect(seen).toEqual({ tenants: ['a'], memberships: ['learner'], users: [f.subs.learnerA] });
+  });
+
+  it.each(['activity_results', 'artifacts', 'progress', 'api_keys', 'tenant_idps', 'auth.users', 'auth.sessions', 'auth.refresh_tokens'])(
+    '%s is not readable at all (no grant)',
+    async (table) => {
+      await expectSqlState(as(f, 'authorA', (tx) => tx.query(`select 1 from ${table} limit 1`)), '42501');
+    },
+  );
+
+  it('the anon role reads no content', async () => {
+    await expectSqlState(
+      f.db.transaction(async (tx) => {
+        await tx.query('set local role anon');
+        await tx.query('select 1 from programs limit 1');
+      }),
+      '42501',
+    );
+  });
+});
+
+describe('inserts', () => {
+  const insertProgram = (tenant: string | null) => (tx: import('../../src/db/index.ts').Queryable) =>
+    tx.query<{ id: string }>(`insert into programs (tenant_id, title) values ($1, 'new') returning id`, [tenant]);
+
+  it('an author writes a program into their tenant', async () => {
+    const rows = await as(f, 'authorA', insertProgram(f.ids.tenantA));
+    expect(rows).toHaveLength(1);
+  });
+
+  it.each([
+    ['learnerA', 'tenantA'],
+    ['authorB', 'tenantA'],
+    ['nobody', 'tenantA'],
+    ['noClaims', 'tenantA'],
+    ['authorA', 'tenantB'],
+  ] as [Who, string][])('%s cannot write a program into %s', async (who, tenant) => {
+    await expectSqlState(as(f, who, insertProgram(f.ids[tenant]!)), '42501');
+  });
+
+  it('nobody signed in writes into the catalog', async () => {
+    await expectSqlState(as(f, 'authorA', insertProgram(null)), '42501');
+  });
+
+  it('a child takes its tenant from its parent, whatever the insert says', async () => {
+    const [unit] = await as(f, 'authorA', (tx) =>
+      tx.query<{ tenant_id: string }>(`insert into units (tenant_id, program_id, title) values ($1, $2, 'planted') returning tenant_id`, [
+        f.ids.tenantB,
+        f.ids.PA,
+      ]),
+    );
+    expect(unit!.tenant_id).toBe(f.ids.tenantA);
+  });
+
+  it("a parent of another tenant is not found (P0002), not merely refused", async () => {
+    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`insert into units (program_id, title) values ($1, 'x')`, [f.ids.PB])), 'P0002');
+    await expectSqlState(
+      as(f, 'authorA', (tx) => tx.query(`insert into activities (lesson_id, title, kind, spec) values ($1, 'x', 'site', 's')`, [f.ids.LB])),
+      'P0002',
+    );
+  });
+
+  const children = [
+    ['units', `insert into units (program_id, title) values ($1, 'x')`, 'PA', 'PC'],
+    ['lessons', `insert into lessons (unit_id, title) values ($1, 'x')`, 'UA', 'UC'],
+    ['activities', `insert into activities (lesson_id, title, kind, spec) values ($1, 'x', 'site', 's')`, 'LA', 'LC'],
+  ] as const;
+  it.each(children)('%s: an author adds children; a learner, and anyone under the catalog, cannot', async (_table, sql, parent, catalogParent) => {
+    expect(await as(f, 'authorA', (tx) => tx.query(`${sql} returning id`, [f.ids[parent]]))).toHaveLength(1);
+    await expectSqlState(as(f, 'learnerA', (tx) => tx.query(sql, [f.ids[parent]])), '42501');
+    await expectSqlState(as(f, 'authorA', (tx) => tx.query(sql, [f.ids[catalogParent]])), '42501');
+  });
+});
+
+describe('updates', () => {
+  const rename = (table: string, id: string) => (tx: import('../../src/db/index.ts').Queryable) =>
+    tx.query(`update ${table} set title = 'renamed' where id = $1 returning id`, [id]);
+
+  it('an author changes their tenant content', async () => {
+    expect(await as(f, 'authorA', rename('programs', f.ids.PA))).toHaveLength(1);
+    expect(await as(f, 'authorA', rename('activities', f.ids.AA2))).toHaveLength(1);
+  });
+
+  it.each([
+    ['learnerA', 'programs', 'PA'],
+    ['learnerA', 'activities', 'AA1'],
+    ['authorB', 'programs', 'PA'],
+    ['nobody', 'lessons', 'LA'],
+    ['authorA', 'programs', 'PB'],
+    ['authorA', 'units', 'UC'],
+  ] as [Who, string, string][])('%s changes no row of %s %s', async (who, table, id) => {
+    expect(await as(f, who, rename(table, f.ids[id]!))).toHaveLength(0);
+  });
+
+  it.each([
+    ['programs', 'tenant_id', 'PA'],
+    ['programs', 'source_program_id', 'PA'],
+    ['programs', 'external_id', 'PA'],
+    ['units', 'program_id', 'UA'],
+    ['units', 'tenant_id', 'UA'],
+    ['lessons', 'unit_id', 'LA'],
+    ['activities', 'lesson_id', 'AA1'],
+    ['activities', 'program_id', 'AA1'],
+  ])('%s.%s cannot be changed by anyone (column grant)', async (table, column, id) => {
+    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update ${table} set ${column} = $1 where id = $2`, [f.ids.PB, f.ids[id]])), '42501');
+  });
+});
+
+describe('deletes', () => {
+  const remove = (table: string, id: string) => (tx: import('../../src/db/index.ts').Queryable) =>
+    tx.query(`delete from ${table} where id = $1 returning id`, [id]);
+
+  it('an author deletes their tenant content', async () => {
+    expect(await as(f, 'authorA', remove('activities', f.ids.AA2))).toHaveLength(1);
+  });
+
+  it.each([
+    ['learnerA', 'programs', 'PA'],
+    ['authorB', 'activities', 'AA2'],
+    ['nobody', 'units', 'UA'],
+    ['authorA', 'programs', 'PB'],
+    ['authorA', 'programs', 'PC'],
+  ] as [Who, string, string][])('%s deletes no row of %s %s', async (who, table, id) => {
+    expect(await as(f, who, remove(table, f.ids[id]!))).toHaveLength(0);
+  });
+
+  // PostgreSQL 15 reports a RESTRICT foreign key as 23503, newer versions (PGlite) as 23001
+  it("content with a learner's result cannot be deleted, even by its author (FK restrict)", async () => {
+    await expectSqlState(as(f, 'authorA', remove('activities', f.ids.AA1)), ['23001', '23503']);
+    await expectSqlState(as(f, 'authorA', remove('programs', f.ids.PA)), ['23001', '23503']);
+  });
+});
