@@ -28,7 +28,8 @@ const LISTS = [
 /** The tenant's rows of `table` in feed order, as the database sees them. */
 const feedOrder = (table: string, dbId: string, tenantId: string, since = EPOCH) =>
   t.db
-    .query<{ id: string }>(`select ${dbId} as id from ${table} where tenant_id = $1 and updated_at >= $2 order by updated_at, id`, [tenantId, since])
+    // `t.id`, not `id`: the output alias would shadow the row id and order ties differently.
+    .query<{ id: string }>(`select ${dbId} as id from ${table} t where tenant_id = $1 and updated_at >= $2 order by t.updated_at, t.id`, [tenantId, since])
     .then((rows) => rows.map((r) => r.id));
 
 describe('the updated_since feed', () => {
