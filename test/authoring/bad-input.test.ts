@@ -8,23 +8,13 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/harness.ts';
-import { authorClient, fails, ok, type Structured } from './helpers.ts';
+import { authorClient, fails, ok, type Structured, contentSnapshot } from './helpers.ts';
 
 let t: TestApp;
 let client: Client;
 let x: { program: Structured; unit: Structured; lesson: Structured; activity: Structured };
 
-/** Everything in the content tables, as the owner sees it. */
-async function snapshot(): Promise<unknown> {
-  const [row] = await t.db.query<{ s: unknown }>(
-    `select jsonb_build_object(
-       'programs', (select jsonb_agg(to_jsonb(x) order by x.id) from programs x),
-       'units', (select jsonb_agg(to_jsonb(x) order by x.id) from units x),
-       'lessons', (select jsonb_agg(to_jsonb(x) order by x.id) from lessons x),
-       'activities', (select jsonb_agg(to_jsonb(x) order by x.id) from activities x)) as s`,
-  );
-  return row!.s;
-}
+const snapshot = () => contentSnapshot(t);
 
 beforeAll(async () => {
   t = await startApp();

@@ -96,3 +96,15 @@ export function contentShape(units: Structured[]) {
     })),
   }));
 }
+
+/** Everything in the content tables, as the owner sees it: compare before and after a refused call. */
+export async function contentSnapshot(t: TestApp): Promise<unknown> {
+  const [row] = await t.db.query<{ s: unknown }>(
+    `select jsonb_build_object(
+       'programs', (select jsonb_agg(to_jsonb(x) order by x.id) from programs x),
+       'units', (select jsonb_agg(to_jsonb(x) order by x.id) from units x),
+       'lessons', (select jsonb_agg(to_jsonb(x) order by x.id) from lessons x),
+       'activities', (select jsonb_agg(to_jsonb(x) order by x.id) from activities x)) as s`,
+  );
+  return row!.s;
+}

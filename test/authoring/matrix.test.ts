@@ -16,7 +16,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forgedTokens } from '../helpers/forged-tokens.ts';
 import { seedAuthor, startApp, type TestApp } from '../helpers/harness.ts';
-import { connect, fails, ok, rawPost, signIn, type Structured } from './helpers.ts';
+import { connect, fails, ok, rawPost, signIn, type Structured, contentSnapshot } from './helpers.ts';
 
 const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
 
@@ -45,17 +45,7 @@ async function freshTree(): Promise<Tree> {
   return row!;
 }
 
-/** The content tables as the owner sees them. */
-async function snapshot(): Promise<unknown> {
-  const [row] = await t.db.query<{ s: unknown }>(
-    `select jsonb_build_object(
-       'programs', (select jsonb_agg(to_jsonb(x) order by x.id) from programs x),
-       'units', (select jsonb_agg(to_jsonb(x) order by x.id) from units x),
-       'lessons', (select jsonb_agg(to_jsonb(x) order by x.id) from lessons x),
-       'activities', (select jsonb_agg(to_jsonb(x) order by x.id) from activities x)) as s`,
-  );
-  return row!.s;
-}
+const snapshot = () => contentSnapshot(t);
 
 const exists = async (table: string, id: string) =>
   (await t.db.query<{ n: number }>(`select count(*)::int as n from ${table} where id = $1`, [id]))[0]!.n === 1;

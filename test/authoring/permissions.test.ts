@@ -6,7 +6,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/harness.ts';
-import { authorClient, connect, fails, ok, signIn, type Structured } from './helpers.ts';
+import { authorClient, connect, fails, ok, signIn, type Structured, contentSnapshot } from './helpers.ts';
 
 const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
 
@@ -17,17 +17,7 @@ let learner: Client; // learner of acme
 let tree: { program: Structured; unit: Structured; lesson: Structured; activity: Structured };
 let betaProgram: Structured;
 
-/** Everything in the content tables, as the owner sees it. */
-async function snapshot(): Promise<unknown> {
-  const [row] = await t.db.query<{ s: unknown }>(
-    `select jsonb_build_object(
-       'programs', (select jsonb_agg(to_jsonb(x) order by x.id) from programs x),
-       'units', (select jsonb_agg(to_jsonb(x) order by x.id) from units x),
-       'lessons', (select jsonb_agg(to_jsonb(x) order by x.id) from lessons x),
-       'activities', (select jsonb_agg(to_jsonb(x) order by x.id) from activities x)) as s`,
-  );
-  return row!.s;
-}
+const snapshot = () => contentSnapshot(t);
 
 beforeAll(async () => {
   t = await startApp();
