@@ -51,11 +51,6 @@ export function setArgon2Cost(next: Argon2Cost): void {
   cost = { ...next };
 }
 
-/** The argon2id cost new hashes get. */
-export function currentArgon2Cost(): Argon2Cost {
-  return cost;
-}
-
 /**
  * How many password verifications (argon2 or bcrypt) this process has run. Operational metric;
  * tests use it to show that rate-limited attempts never reach the hash.
