@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_POOL_SIZE } from './db/postgres.ts';
 
 export class ConfigError extends Error {}
 
@@ -91,6 +92,12 @@ export interface Config extends Secrets {
   databaseUrl?: string;
   /** PGlite data folder; undefined with no databaseUrl → in memory (tests only). */
   dataDir?: string;
+  /**
+   * Connections of the PostgreSQL pool (`SVC_DB_POOL_SIZE`; default twice the CPU cores, at
+   * least 4 — the PostgreSQL wiki's rule of thumb). More backends than cores only time-slice
+   * against each other and the server: measured in bench/README.md (results API p99).
+   */
+  dbPoolSize: number;
   /** Access-token lifetime in seconds. */
   accessTokenTtl: number;
   /** Seconds a spent refresh token may be replayed (concurrent tabs) before it revokes the session. */
@@ -155,6 +162,7 @@ const env = z.object({
   SVC_FETCH_ALLOW_PRIVATE: z.enum(['0', '1', 'true', 'false']).optional(),
   SVC_MCP_BODY_LIMIT: z.coerce.number().int().min(65_536).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   REDIS_URL: z.string().optional(),
+  SVC_DB_POOL_SIZE: z.coerce.number().int().min(1).max(1000).optional(),
   SVC_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000_000).default(600),
   SVC_RATE_LIMIT_WINDOW: z.coerce.number().int().min(1).max(86_400).default(60),
   SVC_API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(1000),
@@ -242,6 +250,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
     baseUrl: (e.BASE_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`).replace(/\/$/, ''),
     databaseUrl: e.DATABASE_URL,
     dataDir,
+    dbPoolSize: e.SVC_DB_POOL_SIZE ?? DEFAULT_POOL_SIZE,
     accessTokenTtl: e.SVC_ACCESS_TOKEN_TTL,
     refreshReuseInterval: e.SVC_REFRESH_REUSE_INTERVAL,
     judge:

@@ -1,6 +1,6 @@
 /** Configuration is validated at boot: bad or dangerous values stop the service with a clear message. */
 import { mkdtempSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
@@ -19,6 +19,11 @@ describe('loadConfig', () => {
     expect(config.dataDir).toBeUndefined();
   });
 
+  it('sizes the PostgreSQL pool at twice the cores (at least 4) unless SVC_DB_POOL_SIZE says otherwise', () => {
+    expect(loadConfig(server).dbPoolSize).toBe(Math.max(4, 2 * availableParallelism()));
+    expect(loadConfig({ ...server, SVC_DB_POOL_SIZE: '12' }).dbPoolSize).toBe(12);
+  });
+
   it.each([
     ['a missing secret', { SVC_JWT_SECRET: undefined }, /SVC_JWT_SECRET is required/],
     ['a short secret', { SVC_JWT_SECRET: 'short' }, /at least 32/],
@@ -27,6 +32,7 @@ describe('loadConfig', () => {
     ['a low-entropy secret', { SVC_JWT_SECRET: 'a'.repeat(40) }, /not random enough/],
     ['the anon key equal to the service-role key', { SVC_ANON_KEY: server.SVC_SERVICE_ROLE_KEY }, /must all differ/],
     ['a bad port', { PORT: '70000' }, /PORT/],
+    ['an empty pool', { SVC_DB_POOL_SIZE: '0' }, /SVC_DB_POOL_SIZE/],
     ['half a judge', { SVC_JUDGE_BASE_URL: 'http://127.0.0.1:9/v1' }, /SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL/],
   ])('refuses %s', (_name, change, message) => {
     expect(() => loadConfig({ ...server, ...change })).toThrow(ConfigError);

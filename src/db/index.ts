@@ -15,8 +15,8 @@ export { asUser, asResultsTenant } from './roles.ts';
  * PGlite is imported only when used: loading it costs ~40 MiB of RSS a server on PostgreSQL
  * does not need.
  */
-export async function openDb(target: { databaseUrl?: string; dataDir?: string }): Promise<Db> {
-  if (target.databaseUrl) return openPostgres(target.databaseUrl);
+export async function openDb(target: { databaseUrl?: string; dataDir?: string; dbPoolSize?: number }): Promise<Db> {
+  if (target.databaseUrl) return openPostgres(target.databaseUrl, { max: target.dbPoolSize });
   const { openPglite } = await import('./pglite.ts');
   return openPglite(target.dataDir === undefined ? undefined : join(target.dataDir, 'pgdata'));
 }

@@ -1,14 +1,26 @@
 /**
- * Server backend: PostgreSQL through postgres.js (a pool of `max` connections).
+ * Server backend: PostgreSQL through postgres.js (a pool of `max` connections, by default
+ * `DEFAULT_POOL_SIZE`; the server passes `SVC_DB_POOL_SIZE`). Parameterised queries are prepared statements, named
+ * per connection and cached by postgres.js: one round trip per query (Bind/Execute) instead of
+ * two (Parse/Describe, then Bind/Execute) and no re-parsing. Every query text the service sends
+ * is a fixed template (values are always parameters), so the cache stays small.
  * `timestamptz` is returned as text to keep microseconds; `numeric` as a JS number; a string
  * bound to a json/jsonb parameter is taken as JSON text, as PGlite does.
  */
+import { availableParallelism } from 'node:os';
 import postgres from 'postgres';
 import type { Db, Queryable } from './types.ts';
 
+/**
+ * Default pool size: twice the CPU cores, at least 4 (the PostgreSQL wiki's rule of thumb for
+ * active connections). More busy backends than that only time-slice against each other and
+ * against the server: the results API's p99 on 2 cores was 3–5× worse with 10 (bench/README.md).
+ */
+export const DEFAULT_POOL_SIZE = Math.max(4, 2 * availableParallelism());
+
 export function openPostgres(url: string, options: { max?: number } = {}): Db {
   const sql = postgres(url, {
-    max: options.max ?? 10,
+    max: options.max ?? DEFAULT_POOL_SIZE,
     onnotice: () => {},
     types: {
       timestamptz: { to: 1184, from: [1184, 1114], serialize: (v: unknown) => v, parse: (v: string) => v },
@@ -26,7 +38,7 @@ export function openPostgres(url: string, options: { max?: number } = {}): Db {
   });
   const wrap = (q: postgres.Sql | postgres.TransactionSql): Queryable => ({
     async query<T>(text: string, params: unknown[] = []) {
-      return (await q.unsafe(text, params as postgres.ParameterOrJSON<never>[])) as unknown as T[];
+      return (await q.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: params.length > 0 })) as unknown as T[];
     },
     async exec(script: string) {
       await q.unsafe(script).simple();

@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Config } from '../../src/config.ts';
 import { migrate, openDb, type Db } from '../../src/db/index.ts';
+import { DEFAULT_POOL_SIZE } from '../../src/db/postgres.ts';
 import type { Deps } from '../../src/deps.ts';
 import { runOp, type OpName } from '../../src/admin/ops.ts';
 
@@ -24,6 +25,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     jwtSecret: randomBytes(32).toString('base64url'),
     anonKey: `sb_publishable_${randomBytes(16).toString('base64url')}`,
     serviceRoleKey: `sb_secret_${randomBytes(24).toString('base64url')}`,
+    dbPoolSize: DEFAULT_POOL_SIZE,
     accessTokenTtl: 3600,
     refreshReuseInterval: 10,
     judge: null,
