@@ -13,9 +13,10 @@
  *    measures with a load generator at 8 connections — wrk when installed (Debian's `wrk`),
  *    else autocannon; BENCH_LOADGEN=autocannon forces it — the first 50-row page, a page 90 %
  *    deep (900,000 rows deep in the 1M run), a filtered page, and /v1/progress.
- * 3. Runs pgbench (-c 8, simple protocol, arguments inlined as literals) for each of
- *    those four requests: the statement the API sends (its statement function, with the role and
- *    tenant switch and RLS — "the same SQL"), and the bare page query as the table owner.
+ * 3. Runs pgbench (-c 8) for each of those four requests: the statement the API sends, prepared
+ *    with its one text[] parameter bound (its statement function, with the role and tenant
+ *    switch and RLS — "the same SQL"), and, for reference, the bare page query as the table owner
+ *    with its arguments inlined (simple protocol: planned on every run).
  * 4. Prints a table and rewrites the "results-api" section of bench/README.md.
  *
  * Figures: requests per second, p50 and p99 latency in milliseconds, the ratio API ÷ pgbench per
@@ -30,6 +31,8 @@ import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { migrate, openDb } from '../src/db/index.ts';
+import { DEFAULT_POOL_SIZE } from '../src/db/postgres.ts';
+import { loadResults } from '../test/helpers/results-load.ts';
 import { createApiKey } from '../src/results/api-keys.ts';
 import { cursorCodec, type Endpoint, type Position } from '../src/results/cursor.ts';
 import { listStatement, statementFunction, type ListOptions, type PageStatement } from '../src/results/queries.ts';
@@ -40,10 +43,26 @@ const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const KEEP = process.env.BENCH_KEEP === '1';
 const CONNECTIONS = 8;
-/** Extra Node flags for the server, e.g. `--max-semi-space-size=4` (default none: as `npm start`). */
-const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ?? '';
-/** A smaller young generation: V8 grows it to 3 × 16 MiB under a high allocation rate. */
-const LEAN_FLAGS = '--max-semi-space-size=4';
+/** The Node flags of `npm start` (package.json), which the measured server runs with. */
+const START_FLAGS = /^node (.*?)\s*--import tsx src\/main\.ts$/.exec(
+  (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start,
+)![1]!;
+/** Node flags of the measured server (BENCH_NODE_FLAGS overrides; default: those of `npm start`). */
+const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ?? START_FLAGS;
+/** A young generation of 3 × 4 MiB: V8 grows it to 3 × 16 MiB under a high allocation rate. */
+const LEAN_YOUNG = '--max-semi-space-size=4';
+/**
+ * Variants measured on the first page only, to show what the defaults buy: Node's default heap
+ * limits (young generation up to 3 × 16 MiB; old generation sized for the machine's memory, which
+ * lets garbage pile up to ~140 MiB between full collections), the small young generation alone,
+ * and postgres.js's default pool of 10 connections instead of SVC_DB_POOL_SIZE's default
+ * (2 × cores, at least 4).
+ */
+const VARIANTS: { label: string; flags: string; env: Record<string, string> }[] = [
+  { label: 'default Node flags', flags: '', env: {} },
+  { label: `only \`${LEAN_YOUNG}\``, flags: LEAN_YOUNG, env: {} },
+  { label: '`SVC_DB_POOL_SIZE=10`', flags: NODE_FLAGS, env: { SVC_DB_POOL_SIZE: '10' } },
+];
 const PORT = Number(process.env.BENCH_PORT ?? 8799);
 const ACTIVITIES_PER_TENANT = 20;
 /** Share of all rows held by the one big tenant the requests are measured on. */
@@ -74,39 +93,8 @@ async function load(): Promise<void> {
   await admin.end();
   const db = await openDb({ databaseUrl: dbUrl });
   await migrate(db);
-  // One big tenant holds BIG_SHARE of the rows (so a page 900,000 rows deep exists in a 1M run);
-  // the others share the rest evenly. Each learner has a result for each of the tenant's activities.
-  const bigUsers = Math.ceil((ROWS * (TENANTS > 1 ? BIG_SHARE : 1)) / ACTIVITIES_PER_TENANT);
-  const otherUsers = TENANTS > 1 ? Math.ceil((ROWS - bigUsers * ACTIVITIES_PER_TENANT) / ACTIVITIES_PER_TENANT) : 0;
   const started = Date.now();
-  await db.exec(`
-    insert into tenants (slug, name) select 'bench-' || t, 'Bench ' || t from generate_series(1, ${TENANTS}) t;
-    insert into programs (tenant_id, title) select id, 'Program' from tenants;
-    insert into units (program_id, title) select id, 'Unit' from programs;
-    insert into lessons (unit_id, title) select id, 'Lesson' from units;
-    insert into activities (lesson_id, title, kind, spec, rubric)
-      select l.id, 'Activity ' || n, 'document', 'spec', '[{"criterion":"c","weight":1}]'
-      from lessons l, generate_series(1, ${ACTIVITIES_PER_TENANT}) n;
-    insert into auth.users (id, email) select gen_random_uuid(), 'u' || n || '@bench.test' from generate_series(1, ${bigUsers + otherUsers}) n;
-    insert into users (auth_user_id) select id from auth.users;
-    create temp table bench_users as
-      select id, case when n <= ${bigUsers} then 0 else 1 + (n - ${bigUsers} - 1) % ${Math.max(1, TENANTS - 1)} end as slot
-      from (select id, row_number() over (order by id) as n from users) u;
-    create temp table bench_tenants as select id, row_number() over (order by slug) - 1 as slot from tenants;
-    insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status, score, completed_at, created_at)
-      select a.tenant_id, a.id, a.lesson_id, a.program_id, u.id,
-             case when random() < 0.7 then 'completed' else 'failed' end, round((random() * 100)::numeric, 2), now(), ts
-      from bench_tenants bt
-      join activities a on a.tenant_id = bt.id
-      join bench_users u on u.slot = bt.slot,
-      lateral (select timestamptz '2026-01-01' + (random() * interval '300 days') as ts) r;
-    insert into artifacts (tenant_id, result_id, activity_id, user_id, kind, content, verification, created_at)
-      select tenant_id, id, activity_id, user_id, 'document', 'answer', '{"status":"passed","score":80}', created_at + interval '1 microsecond'
-      from activity_results;
-    insert into progress (tenant_id, user_id, program_id, completed_count, last_activity_at)
-      select tenant_id, user_id, program_id, count(*) filter (where status = 'completed'), max(created_at)
-      from activity_results group by 1, 2, 3;
-  `);
+  await loadResults(db, { rows: ROWS, tenants: TENANTS, activitiesPerTenant: ACTIVITIES_PER_TENANT, bigShare: BIG_SHARE });
   await db.exec('vacuum analyze');
   await db.close();
   console.log(`loaded ${ROWS.toLocaleString('en')} results (+ artifacts, progress) over ${TENANTS} tenants in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -159,13 +147,19 @@ async function http(path: string, key: string): Promise<Figures> {
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
-async function pgbench(sql: string): Promise<Figures> {
+/**
+ * pgbench at CONNECTIONS clients for DURATION seconds. With `args`, the statement is prepared
+ * (`-M prepared`) and `:args` is bound as its one parameter, as the API sends it; without, the
+ * text runs as it is (simple protocol).
+ */
+async function pgbench(sql: string, args?: string): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const file = join(dir, 'page.sql');
   writeFileSync(file, sql.replace(/\s+/g, ' ').trim() + ';\n');
+  const mode = args === undefined ? [] : ['-M', 'prepared', '-D', `args=${args}`];
   const { stdout } = await run(
     'pgbench',
-    ['-n', '-c', String(CONNECTIONS), '-j', String(Math.min(CONNECTIONS, cpus().length)), '-T', String(DURATION), '-f', file, '--log', '--log-prefix', join(dir, 'log'), dbUrl],
+    ['-n', ...mode, '-c', String(CONNECTIONS), '-j', String(Math.min(CONNECTIONS, cpus().length)), '-T', String(DURATION), '-f', file, '--log', '--log-prefix', join(dir, 'log'), dbUrl],
     { cwd: dir, maxBuffer: 64 << 20 },
   );
   const tps = Number(/tps = ([\d.]+)/.exec(stdout)![1]);
@@ -189,9 +183,12 @@ function inline(statement: PageStatement): string {
  * Exactly what the API sends for a page: the call of its statement function, which switches to
  * the results role and the tenant (RLS) and runs the cached page query.
  */
-function apiStatement(statement: PageStatement): string {
-  const literal = (v: string) => `'${v.replace(/'/g, "''")}'`;
-  return `select data, has_more, last_ts, last_id from svc.${statementFunction(statement).name}(array[${statement.args.map(literal).join(', ')}])`;
+function apiStatement(statement: PageStatement): { sql: string; args: string } {
+  const element = (v: string) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`;
+  return {
+    sql: `select data, has_more, last_ts, last_id from svc.${statementFunction(statement).name}(:args::text[])`,
+    args: `{${statement.args.map(element).join(',')}}`,
+  };
 }
 
 /** Peak RSS of `pid` in MiB, sampled every 100 ms until `stop()`. */
@@ -211,9 +208,9 @@ function sampleRss(pid: number) {
 }
 
 /** Start the server (`node [flags] --import tsx src/main.ts`, as `npm start`) and wait until it answers. */
-async function startServer(flags: string) {
+async function startServer(flags: string, env: Record<string, string> = {}) {
   const server = spawn(process.execPath, [...flags.split(' ').filter(Boolean), '--import', 'tsx', 'src/main.ts'], {
-    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, PORT: String(PORT), LOG_LEVEL: 'warn', SVC_RATE_LIMIT: '1000000000', ...secrets },
+    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, PORT: String(PORT), LOG_LEVEL: 'warn', SVC_RATE_LIMIT: '1000000000', ...secrets, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (let i = 0; i < 150; i++) {
@@ -261,22 +258,25 @@ async function main() {
     const api: Figures[] = [];
     for (const c of cases) api.push(await http(c.path, s.key));
     const rss = stopRss();
-    // The first page once more on a server with a smaller young generation: RSS and p99 with
-    // a smaller young generation (the default is what `npm start` runs; see bench/README.md).
     await stopServer(server);
-    server = await startServer(LEAN_FLAGS);
-    await http(cases[0]!.path, s.key);
-    const stopLeanRss = sampleRss(server.pid!);
-    const lean = await http(cases[0]!.path, s.key);
-    const leanRss = stopLeanRss();
-    await stopServer(server);
+    // The first page once more on servers run without one of the defaults.
+    const variants: { label: string; figures: Figures; rss: number }[] = [];
+    for (const v of VARIANTS) {
+      server = await startServer(v.flags, v.env);
+      await http(cases[0]!.path, s.key);
+      const stopVariantRss = sampleRss(server.pid!);
+      const figures = await http(cases[0]!.path, s.key);
+      variants.push({ label: v.label, figures, rss: stopVariantRss() });
+      await stopServer(server);
+    }
     // pgbench, twice per request: the statement the API sends (its statement function: role and
     // tenant switch, RLS, cached plan), and the bare page query as the table owner (no RLS).
     const same: Figures[] = [];
     const bare: Figures[] = [];
     for (const c of cases) {
       const statement = listStatement(c.endpoint, s.tenantId, c.options);
-      same.push(await pgbench(apiStatement(statement)));
+      const sent = apiStatement(statement);
+      same.push(await pgbench(sent.sql, sent.args));
       bare.push(await pgbench(inline(statement)));
     }
 
@@ -294,8 +294,9 @@ async function main() {
       `Deep ÷ first page cost (API, time per request): **${(api[0]!.rps / api[1]!.rps).toFixed(2)}×**; ` +
       `API ÷ pgbench (same SQL), first page: **${pct(api[0]!.rps, same[0]!.rps)}**; ` +
       `worst API p99: **${f(Math.max(...api.map((a) => a.p99)))} ms**; server peak RSS under load: **${rss.toFixed(0)} MiB**` +
-      (NODE_FLAGS ? ` (server run with \`${NODE_FLAGS}\`)` : ' (default Node flags)') +
-      `. With \`${LEAN_FLAGS}\`, first page: ${Math.round(lean.rps)} req/s, p50 ${f(lean.p50)} ms, p99 ${f(lean.p99)} ms, peak RSS **${leanRss.toFixed(0)} MiB**.`;
+      ` (server run as \`npm start\`: \`node ${NODE_FLAGS}\`, pool of SVC_DB_POOL_SIZE's default, ${DEFAULT_POOL_SIZE} here). First page on a server run ` +
+      variants.map((v) => `with ${v.label}: ${Math.round(v.figures.rps)} req/s, p50 ${f(v.figures.p50)} ms, p99 ${f(v.figures.p99)} ms, peak RSS ${v.rss.toFixed(0)} MiB`).join('; ') +
+      '.';
     const when = new Date().toISOString().slice(0, 16);
     const section = `<!-- results-api:start -->\nLast run: ${when}Z, ${ROWS.toLocaleString('en')} results over ${TENANTS} tenants (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}.\n\n${table}\n\n${summary}\n<!-- results-api:end -->`;
     console.log(`\n${table}\n\n${summary}`);
