@@ -16,6 +16,7 @@ import adminRoutes from './admin/routes.ts';
 import resultsRoutes from './results/routes.ts';
 import { resultsDocs } from './results/openapi.ts';
 import { errorBody } from './http/api-errors.ts';
+import { clientErrorHandler } from './http/client-errors.ts';
 import { AuthError, sendAuthError } from './identity/errors.ts';
 import { jsonRpcError } from './authoring/auth.ts';
 import embedRoutes from './embed/routes.ts';
@@ -36,6 +37,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       if (path.startsWith('/mcp')) return void reply.code(status).send(jsonRpcError(-32600, 'malformed URL'));
       void reply.code(status).send(errorBody('invalid_request', 'malformed URL', String(req.id)));
     },
+    // Requests Node's parser refuses (URL and headers over 16 KiB, not HTTP): a 400 with a body.
+    clientErrorHandler,
     genReqId: () => randomUUID(),
     // Per-request "incoming/completed" lines only at debug level: errors are logged by each surface.
     logController: new LogController({
