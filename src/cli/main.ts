@@ -74,8 +74,8 @@ opCommand(tenant, 'list', 'list tenants', 'tenant.list', () => ({}), (rows) => t
 
 const user = program.command('user').description('manage identity-platform users');
 opCommand(user, 'create', 'create a user who signs in with email and password', 'user.create', (_p, o) => ({ email: o.email, password: o.password }), (u) => `created user ${u.email} (${u.id})`)
-  .requiredOption('--email <email>', 'email address (trimmed and lower-cased)')
-  .requiredOption('--password <password>', 'password (at least 8 characters)');
+  .requiredOption('--email <email>', 'required: email address (trimmed and lower-cased)')
+  .requiredOption('--password <password>', 'required: password (at least 8 characters)');
 opCommand(user, 'list', 'list users, newest first', 'user.list', (_p, o) => ({ page: o.page, per_page: o.perPage, filter: o.filter }), (r) =>
   `${table(r.users, ['email', 'id', 'created_at', 'last_sign_in_at', 'banned_until'])}\n(page ${r.page} of ${Math.max(1, Math.ceil(r.total / r.per_page))}, ${r.total} users)`,
 )
@@ -129,7 +129,7 @@ opCommand(key, 'create <tenant-slug>', 'create a read-only API key (printed once
 }), (k) =>
   `${k.key}\n\nAPI key "${k.name}" for ${k.tenant_id} (prefix ${k.prefix}). Store it now: it is not shown again.`,
 )
-  .requiredOption('--name <name>', 'a name to recognise the key by')
+  .requiredOption('--name <name>', 'required: a name to recognise the key by')
   .option('--rate-limit <n>', 'requests per rate-limit window for this key (default: SVC_RATE_LIMIT)', (v: string) => {
     if (!/^[1-9][0-9]{0,6}$/.test(v) || Number(v) > 1_000_000) throw new InvalidArgumentError('a whole number from 1 to 1000000');
     return Number(v);
@@ -147,7 +147,7 @@ opCommand(idp, 'set <tenant-slug>', 'set the issuer and its keys (JWKS URL or OI
   discovery: o.discovery,
   audience: o.audience,
 }), (r) => `identity provider of ${r.tenant}: ${r.issuer} (${r.jwks_url ?? r.discovery_url})`)
-  .requiredOption('--issuer <url>', 'the `iss` of the provider\'s tokens')
+  .requiredOption('--issuer <url>', 'required: the `iss` of the provider\'s tokens')
   .option('--jwks-url <url>', 'the provider\'s JWKS URL')
   .option('--discovery', 'read the JWKS URL from <issuer>/.well-known/openid-configuration')
   .option('--audience <aud>', 'the `aud` tokens must carry');

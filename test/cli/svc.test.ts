@@ -49,6 +49,9 @@ describe.runIf(backend === 'pglite')('svc with the embedded database', { timeout
     const bad = await svc(env, 'tenant', 'create', 'Not A Slug');
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/slug/);
+    // --help says which options are required (commander alone does not).
+    const help = await svc(env, 'key', 'create', '--help');
+    expect(help.stdout).toMatch(/--name <name>\s+required:/);
   });
 
   it('sends commands to the running server while it holds the folder', async () => {
