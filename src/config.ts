@@ -162,7 +162,7 @@ const env = z.object({
   SVC_FETCH_ALLOW_PRIVATE: z.enum(['0', '1', 'true', 'false']).optional(),
   SVC_MCP_BODY_LIMIT: z.coerce.number().int().min(65_536).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   REDIS_URL: z.string().optional(),
-  SVC_DB_POOL_SIZE: z.coerce.number().int().min(1).max(1000).optional(),
+  SVC_DB_POOL_SIZE: z.coerce.number().int().min(2).max(1000).optional(),
   SVC_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000_000).default(600),
   SVC_RATE_LIMIT_WINDOW: z.coerce.number().int().min(1).max(86_400).default(60),
   SVC_API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(1000),

@@ -32,7 +32,7 @@ describe('loadConfig', () => {
     ['a low-entropy secret', { SVC_JWT_SECRET: 'a'.repeat(40) }, /not random enough/],
     ['the anon key equal to the service-role key', { SVC_ANON_KEY: server.SVC_SERVICE_ROLE_KEY }, /must all differ/],
     ['a bad port', { PORT: '70000' }, /PORT/],
-    ['an empty pool', { SVC_DB_POOL_SIZE: '0' }, /SVC_DB_POOL_SIZE/],
+    ['a pool of one connection', { SVC_DB_POOL_SIZE: '1' }, /SVC_DB_POOL_SIZE/],
     ['half a judge', { SVC_JUDGE_BASE_URL: 'http://127.0.0.1:9/v1' }, /SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL/],
   ])('refuses %s', (_name, change, message) => {
     expect(() => loadConfig({ ...server, ...change })).toThrow(ConfigError);

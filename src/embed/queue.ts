@@ -7,7 +7,7 @@
  * PostgreSQL pool. Its multi-statement scripts (schema install, migrations, maintenance: each
  * `BEGIN; … COMMIT;` under an advisory lock) run inside one of our transactions, so a failing
  * one rolls back cleanly on either backend. pg-boss installs its own schema (`pgboss`) on first
- * start; two processes starting together install it once (its advisory lock).
+ * start; processes starting together take turns installing it and creating the queue (`install`).
  *
  * Jobs. The job id is the artifact id. `enqueue` inserts the job in the caller's transaction,
  * the one that stores the submission: a submission and its job exist together or not at all.
@@ -43,6 +43,8 @@ export const RETRY_LIMIT = 1_000_000;
 export const RETENTION_DAYS = 3650;
 /** Namespace of the advisory lock of the backlog sweep. */
 const SWEEP_LOCK = 7311;
+/** Namespace of the advisory lock under which processes install pg-boss and the queue (key 1). */
+const INSTALL_LOCK = 7312;
 /** Artifacts re-enqueued per sweep. */
 const SWEEP_BATCH = 500;
 
@@ -141,15 +143,7 @@ export class GradingQueue {
 
   /** Install or check pg-boss's schema, create the queue, start the workers (if any) and the sweep. */
   async start(): Promise<void> {
-    await this.boss.start();
-    await this.boss.createQueue(GRADING_QUEUE, {
-      name: GRADING_QUEUE,
-      policy: 'standard',
-      retryLimit: RETRY_LIMIT,
-      retryDelay: this.options.retryDelaySeconds,
-      retryBackoff: false,
-      expireInSeconds: this.options.leaseSeconds,
-    });
+    await this.install();
     this.started = true;
     if (!this.options.handler) return;
     await this.sweep().catch((err) => this.options.log.warn({ err }, 'embed queue: backlog sweep failed'));
@@ -159,6 +153,37 @@ export class GradingQueue {
       void this.sweep().catch((err) => this.options.log.warn({ err }, 'embed queue: backlog sweep failed'));
     }, every);
     this.sweepTimer.unref();
+  }
+
+  /**
+   * Install pg-boss's schema (first start) and create the grading queue unless it exists, one
+   * process at a time. Concurrently, two processes fail: pg-boss's `create_queue` deadlocks (one's
+   * partition and foreign-key DDL waits for the other's pending insert of the same queue row,
+   * which waits for the first), and its schema install, though under pg-boss's own advisory lock,
+   * can still run `CREATE SCHEMA IF NOT EXISTS` on a stale catalog cache (taking an advisory lock
+   * does not process catalog invalidations) and hit a duplicate key. So processes on PostgreSQL
+   * take turns under an advisory lock held in a transaction of their own, while pg-boss works in
+   * fresh transactions on other connections of the pool (hence SVC_DB_POOL_SIZE ≥ 2). An embedded
+   * database has one process: no lock.
+   */
+  private async install(): Promise<void> {
+    const install = async () => {
+      await this.boss.start();
+      if (await this.boss.getQueue(GRADING_QUEUE)) return;
+      await this.boss.createQueue(GRADING_QUEUE, {
+        name: GRADING_QUEUE,
+        policy: 'standard',
+        retryLimit: RETRY_LIMIT,
+        retryDelay: this.options.retryDelaySeconds,
+        retryBackoff: false,
+        expireInSeconds: this.options.leaseSeconds,
+      });
+    };
+    if (this.db.kind !== 'postgres') return install();
+    await this.db.transaction(async (tx) => {
+      await tx.query('select pg_advisory_xact_lock($1, $2)', [INSTALL_LOCK, 1]);
+      await install();
+    });
   }
 
   /** Stop: no new runs; abort and release running ones; stop pg-boss (the database stays open). */
