@@ -22,10 +22,15 @@ import { jsonRpcError } from './authoring/auth.ts';
 import embedRoutes from './embed/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 
+/** `Config.trustProxy` as Fastify takes it: a hop count as a function of the hop (proxy-addr's rule). */
+const trustProxy = (value: boolean | number | string) =>
+  typeof value === 'number' ? (_address: string, hop: number) => hop < value : value;
+
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: deps.config.logLevel },
     bodyLimit: deps.config.bodyLimit,
+    trustProxy: trustProxy(deps.config.trustProxy),
     requestIdHeader: 'x-request-id',
     // Malformed URLs (bad percent-encoding, over-long path parameters) fail before any surface
     // runs: answer them in the error body of the surface the path belongs to.

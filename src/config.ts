@@ -108,6 +108,12 @@ export interface Config extends Secrets {
   fetchAllowPrivate: boolean;
   embed: EmbedConfig;
   redisUrl?: string;
+  /**
+   * Which proxies' `X-Forwarded-For` to believe for the client address (Fastify's `trustProxy`,
+   * from `SVC_TRUST_PROXY`): false (default: the TCP peer is the client), true (any), a number of
+   * hops, or a comma-separated list of addresses and CIDR ranges. Per-IP rate limits key on it.
+   */
+  trustProxy: boolean | number | string;
   logLevel: string;
   /** Largest accepted request body in bytes. */
   bodyLimit: number;
@@ -162,6 +168,10 @@ const env = z.object({
   SVC_FETCH_ALLOW_PRIVATE: z.enum(['0', '1', 'true', 'false']).optional(),
   SVC_MCP_BODY_LIMIT: z.coerce.number().int().min(65_536).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   REDIS_URL: z.string().optional(),
+  SVC_TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|\d{1,2}|[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*)$/, 'true, false, a number of hops, or comma-separated addresses / CIDR ranges')
+    .optional(),
   SVC_DB_POOL_SIZE: z.coerce.number().int().min(2).max(1000).optional(),
   SVC_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000_000).default(600),
   SVC_RATE_LIMIT_WINDOW: z.coerce.number().int().min(1).max(86_400).default(60),
@@ -275,6 +285,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
       judgeInputBytes: e.SVC_JUDGE_INPUT_BYTES,
     },
     redisUrl: e.REDIS_URL,
+    trustProxy: parseTrustProxy(e.SVC_TRUST_PROXY),
     logLevel: e.LOG_LEVEL,
     bodyLimit: 1024 * 1024,
     mcpBodyLimit: e.SVC_MCP_BODY_LIMIT,
@@ -299,6 +310,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
 }
 
 /** `*` or a comma-separated list of origins (`https://app.example.com`); throws `ConfigError`. */
+/** `SVC_TRUST_PROXY` → Fastify's `trustProxy` (see `Config.trustProxy`). */
+function parseTrustProxy(value: string | undefined): boolean | number | string {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value.replace(/\s+/g, '');
+}
+
 function parseOrigins(value: string): '*' | string[] {
   if (value.trim() === '*') return '*';
   const origins = value.split(',').map((o) => o.trim()).filter(Boolean);

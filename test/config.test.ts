@@ -19,6 +19,14 @@ describe('loadConfig', () => {
     expect(config.dataDir).toBeUndefined();
   });
 
+  it('reads SVC_TRUST_PROXY as Fastify takes it', () => {
+    expect(loadConfig(server).trustProxy).toBe(false);
+    expect(loadConfig({ ...server, SVC_TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ ...server, SVC_TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ ...server, SVC_TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy).toBe('10.0.0.0/8,127.0.0.1');
+    expect(() => loadConfig({ ...server, SVC_TRUST_PROXY: 'everyone' })).toThrow(/SVC_TRUST_PROXY/);
+  });
+
   it('sizes the PostgreSQL pool at twice the cores (at least 4) unless SVC_DB_POOL_SIZE says otherwise', () => {
     expect(loadConfig(server).dbPoolSize).toBe(Math.max(4, 2 * availableParallelism()));
     expect(loadConfig({ ...server, SVC_DB_POOL_SIZE: '12' }).dbPoolSize).toBe(12);

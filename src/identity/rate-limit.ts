@@ -15,8 +15,8 @@
  * The per-email counter also stops a distributed guesser (many IPs, one account); its price is
  * that anyone can hold one account's sign-in back for a window — the usual trade-off.
  *
- * The client address is Fastify's `request.ip`: behind a proxy, the app must be built with
- * `trustProxy`, or every client shares the proxy's address.
+ * The client address is Fastify's `request.ip`: behind a proxy, set `SVC_TRUST_PROXY` (the app's
+ * `trustProxy`), or every client shares the proxy's address.
  *
  * If Redis fails, the check is skipped (fail open, logged as a warning): an outage of the
  * counter store must not lock everyone out; argon2id still makes each guess expensive.

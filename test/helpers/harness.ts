@@ -26,6 +26,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     anonKey: `sb_publishable_${randomBytes(16).toString('base64url')}`,
     serviceRoleKey: `sb_secret_${randomBytes(24).toString('base64url')}`,
     dbPoolSize: DEFAULT_POOL_SIZE,
+    trustProxy: false,
     accessTokenTtl: 3600,
     refreshReuseInterval: 10,
     judge: null,

@@ -61,6 +61,32 @@ describe('per-email limit (in memory)', () => {
   });
 });
 
+describe('the client address behind a proxy', () => {
+  const fromAddress = (t: TestApp, forwardedFor: string, email: string) =>
+    auth(t, '/token?grant_type=password', { body: { email, password: 'any password' }, headers: { 'x-forwarded-for': forwardedFor } });
+
+  it('by default X-Forwarded-For is not believed: a client cannot spoof its way past the per-IP limit', async () => {
+    const t = await startApp({ identity: identityConfig({ rateLimit: { signInPerIp: 3, windowSeconds: 60 } }) });
+    try {
+      for (let i = 0; i < 3; i++) expect((await fromAddress(t, `203.0.113.${i}`, `a${i}@example.com`)).status).toBe(400);
+      expect((await fromAddress(t, '203.0.113.99', 'b@example.com')).status).toBe(429);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('with SVC_TRUST_PROXY naming the proxy, each forwarded client has its own counter', async () => {
+    const t = await startApp({ trustProxy: '127.0.0.1', identity: identityConfig({ rateLimit: { signInPerIp: 3, windowSeconds: 60 } }) });
+    try {
+      for (let i = 0; i < 3; i++) expect((await fromAddress(t, '203.0.113.7', `c${i}@example.com`)).status).toBe(400);
+      expect((await fromAddress(t, '203.0.113.7', 'd@example.com')).status).toBe(429);
+      expect((await fromAddress(t, '203.0.113.8', 'd@example.com')).status).toBe(400);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('per-IP limits (in memory)', () => {
   let t: TestApp;
   beforeAll(async () => {
