@@ -14,7 +14,7 @@ import type { Db, Queryable } from './types.ts';
 /**
  * Default pool size: twice the CPU cores, at least 4 (the PostgreSQL wiki's rule of thumb for
  * active connections). More busy backends than that only time-slice against each other and
- * against the server: the results API's p99 on 2 cores was 3–5× worse with 10 (bench/README.md).
+ * against the server: the results API's p99 on 2 cores was 6–9× worse with 10 (bench/README.md).
  */
 export const DEFAULT_POOL_SIZE = Math.max(4, 2 * availableParallelism());
 
