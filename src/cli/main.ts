@@ -146,11 +146,16 @@ opCommand(idp, 'set <tenant-slug>', 'set the issuer and its keys (JWKS URL or OI
   jwks_url: o.jwksUrl,
   discovery: o.discovery,
   audience: o.audience,
-}), (r) => `identity provider of ${r.tenant}: ${r.issuer} (${r.jwks_url ?? r.discovery_url})`)
+}), (r) =>
+  `identity provider of ${r.tenant}: ${r.issuer} (${r.jwks_url ?? r.discovery_url})` +
+  (r.audience
+    ? `, audience ${r.audience}`
+    : '\nnote: no --audience, so a token this provider issued for any of its applications is accepted; ' +
+      'set --audience to the client id your player\'s tokens are issued for'))
   .requiredOption('--issuer <url>', 'required: the `iss` of the provider\'s tokens')
   .option('--jwks-url <url>', 'the provider\'s JWKS URL')
   .option('--discovery', 'read the JWKS URL from <issuer>/.well-known/openid-configuration')
-  .option('--audience <aud>', 'the `aud` tokens must carry');
+  .option('--audience <aud>', 'the `aud` tokens must carry (recommended: without it any audience is accepted)');
 
 program
   .command('secrets')

@@ -104,6 +104,11 @@ describe.runIf(backend === 'postgres')('svc with DATABASE_URL', { timeout: 240_0
       expect(revoked.revoked_at).not.toBeNull();
       const idp = await svc(env, 'idp', 'set', 'acme', '--issuer', 'https://idp.example', '--jwks-url', 'https://idp.example/jwks', '--json');
       expect(json(idp)).toMatchObject({ tenant: 'acme', issuer: 'https://idp.example' });
+      const noAudience = await svc(env, 'idp', 'set', 'acme', '--issuer', 'https://idp.example', '--jwks-url', 'https://idp.example/jwks');
+      expect(noAudience.stdout).toContain('note: no --audience');
+      const withAudience = await svc(env, 'idp', 'set', 'acme', '--issuer', 'https://idp.example', '--discovery', '--audience', 'player');
+      expect(withAudience.stdout).toContain('audience player');
+      expect(withAudience.stdout).not.toContain('note:');
       const both = await svc(env, 'idp', 'set', 'acme', '--issuer', 'https://idp.example');
       expect(both.code).toBe(1);
       expect(both.stderr).toContain('exactly one of --jwks-url or --discovery');
