@@ -309,7 +309,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
   };
 }
 
-/** `*` or a comma-separated list of origins (`https://app.example.com`); throws `ConfigError`. */
 /** `SVC_TRUST_PROXY` → Fastify's `trustProxy` (see `Config.trustProxy`). */
 function parseTrustProxy(value: string | undefined): boolean | number | string {
   if (value === undefined || value === 'false') return false;
@@ -318,6 +317,7 @@ function parseTrustProxy(value: string | undefined): boolean | number | string {
   return value.replace(/\s+/g, '');
 }
 
+/** `*` or a comma-separated list of origins (`https://app.example.com`); throws `ConfigError`. */
 function parseOrigins(value: string): '*' | string[] {
   if (value.trim() === '*') return '*';
   const origins = value.split(',').map((o) => o.trim()).filter(Boolean);

@@ -1,9 +1,10 @@
 /**
  * Server backend: PostgreSQL through postgres.js (a pool of `max` connections, by default
- * `DEFAULT_POOL_SIZE`; the server passes `SVC_DB_POOL_SIZE`). Parameterised queries are prepared statements, named
- * per connection and cached by postgres.js: one round trip per query (Bind/Execute) instead of
- * two (Parse/Describe, then Bind/Execute) and no re-parsing. Every query text the service sends
- * is a fixed template (values are always parameters), so the cache stays small.
+ * `DEFAULT_POOL_SIZE`; the server passes `SVC_DB_POOL_SIZE`). Parameterised queries are prepared
+ * statements, named per connection and cached by postgres.js: one round trip per query
+ * (Bind/Execute) instead of two (Parse/Describe, then Bind/Execute) and no re-parsing. Every query
+ * text the service sends is a fixed template (values are always parameters), so the cache stays
+ * small.
  * `timestamptz` is returned as text to keep microseconds; `numeric` as a JS number; a string
  * bound to a json/jsonb parameter is taken as JSON text, as PGlite does.
  */

@@ -2,7 +2,7 @@
  * The generic plan of a Results-API page statement, as its statement function runs it: the
  * statement prepared with `p_args` as its one text[] parameter, planned with
  * `plan_cache_mode = force_generic_plan` as the role `svc_results` with the tenant set (so the
- * RLS policies are in the plan). Used by test/results/plans.test.ts and bench/results-api.ts.
+ * RLS policies are in the plan). Used by test/results/plans.test.ts.
  */
 import type { Db } from '../../src/db/index.ts';
 import type { PageStatement } from '../../src/results/queries.ts';
