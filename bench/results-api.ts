@@ -32,6 +32,7 @@ import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { migrate, openDb } from '../src/db/index.ts';
 import { DEFAULT_POOL_SIZE } from '../src/db/postgres.ts';
+import { arrayLiteral } from '../test/helpers/plans.ts';
 import { loadResults } from '../test/helpers/results-load.ts';
 import { createApiKey } from '../src/results/api-keys.ts';
 import { cursorCodec, type Endpoint, type Position } from '../src/results/cursor.ts';
@@ -184,10 +185,9 @@ function inline(statement: PageStatement): string {
  * the results role and the tenant (RLS) and runs the cached page query.
  */
 function apiStatement(statement: PageStatement): { sql: string; args: string } {
-  const element = (v: string) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`;
   return {
     sql: `select data, has_more, last_ts, last_id from svc.${statementFunction(statement).name}(:args::text[])`,
-    args: `{${statement.args.map(element).join(',')}}`,
+    args: arrayLiteral(statement.args),
   };
 }
 

@@ -167,7 +167,7 @@ export class GradingQueue {
    * database has one process: no lock.
    */
   private async install(): Promise<void> {
-    const install = async () => {
+    const run = async () => {
       await this.boss.start();
       if (await this.boss.getQueue(GRADING_QUEUE)) return;
       await this.boss.createQueue(GRADING_QUEUE, {
@@ -179,10 +179,10 @@ export class GradingQueue {
         expireInSeconds: this.options.leaseSeconds,
       });
     };
-    if (this.db.kind !== 'postgres') return install();
+    if (this.db.kind !== 'postgres') return run();
     await this.db.transaction(async (tx) => {
       await tx.query('select pg_advisory_xact_lock($1, $2)', [INSTALL_LOCK, 1]);
-      await install();
+      await run();
     });
   }
 

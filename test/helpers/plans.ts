@@ -4,7 +4,7 @@
  * `plan_cache_mode = force_generic_plan` as the role `svc_results` with the tenant set (so the
  * RLS policies are in the plan). Used by test/results/plans.test.ts.
  */
-import type { Db } from '../../src/db/index.ts';
+import { asResultsTenant, type Db } from '../../src/db/index.ts';
 import type { PageStatement } from '../../src/results/queries.ts';
 
 /** A node of PostgreSQL's `EXPLAIN (FORMAT JSON)` output (the fields read here). */
@@ -23,12 +23,11 @@ export function planNodes(node: PlanNode): PlanNode[] {
 /** The generic plan of `statement` (its arguments bound as the function binds them). */
 export async function genericPlan(db: Db, statement: PageStatement): Promise<PlanNode> {
   const text = statement.text.replace(/p_args/g, '$1').replace(/\bhorizon\b/g, 'now()');
-  return db.transaction(async (tx) => {
-    await tx.query(`select set_config('svc.tenant_id', $1, true), set_config('role', 'svc_results', true)`, [statement.args[0]]);
+  return asResultsTenant(db, statement.args[0]!, async (tx) => {
     await tx.exec(`set local plan_cache_mode = force_generic_plan; prepare svc_plan_check (text[]) as ${text}`);
     try {
       const [row] = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] | string }>(
-        `explain (format json) execute svc_plan_check (${literalArray(statement.args)})`,
+        `explain (format json) execute svc_plan_check ('${arrayLiteral(statement.args)}'::text[])`,
       );
       const plan = row!['QUERY PLAN'];
       return (typeof plan === 'string' ? JSON.parse(plan) : plan)[0].Plan;
@@ -38,6 +37,9 @@ export async function genericPlan(db: Db, statement: PageStatement): Promise<Pla
   });
 }
 
-/** A text[] literal of `values` (EXECUTE takes no bind parameters in the simple protocol). */
-const literalArray = (values: string[]) =>
-  `'{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}'::text[]`;
+/**
+ * PostgreSQL's text form of an array of `values` (`{"a","b"}`, each element quoted and escaped),
+ * for arguments bound without a driver: EXECUTE here, pgbench's `-D` in bench/results-api.ts.
+ */
+export const arrayLiteral = (values: readonly string[]) =>
+  `{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`;

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/index.ts';
-import { allStatements, installStatements, statementFunction } from '../../src/results/queries.ts';
+import { allStatements, installStatements, statementFunction, type PageStatement } from '../../src/results/queries.ts';
 import { freshDb } from '../helpers/harness.ts';
 import { genericPlan, planNodes, type PlanNode } from '../helpers/plans.ts';
 import { loadResults } from '../helpers/results-load.ts';
@@ -25,8 +25,12 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => drop());
 
-/** The table a statement lists or reads (by its name: results_list_artifacts, results_get_artifact, …). */
 const TABLES = ['activity_results', 'artifacts', 'progress'];
+/** The table a statement lists or reads, by its name (results_list_artifacts, results_get_artifact, …). */
+const tableOf = (statement: PageStatement) => TABLES.find((t) => statement.name.includes(t.replace(/s$/, '')))!;
+/** The columns a statement filters on by equality, besides the tenant (and the id of a get). */
+const filtersOf = (statement: PageStatement) =>
+  [...statement.text.matchAll(/t\.(\w+) = p_args\[\d+\]::(?:uuid|text)/g)].map((m) => m[1]!).filter((c) => c !== 'tenant_id' && c !== 'id');
 
 describe('page statements', () => {
   it('force the generic plan in every statement function', async () => {
@@ -57,9 +61,9 @@ describe('page statements', () => {
     };
     const missing: string[] = [];
     for (const statement of allStatements().filter((s) => s.name.startsWith('results_list_'))) {
-      const table = TABLES.find((t) => statement.name.includes(t))!;
+      const table = tableOf(statement);
       const key = statement.sync ? 'updated_at' : 'created_at';
-      const filters = [...statement.text.matchAll(/t\.(\w+) = p_args\[\d+\]::(?:uuid|text)/g)].map((m) => m[1]!).filter((c) => c !== 'tenant_id');
+      const filters = filtersOf(statement);
       const wanted = [[], ...filters.filter((f) => !(statement.sync && UNINDEXED_IN_FEED[table]!.includes(f))).map((f) => [f])];
       for (const cols of wanted) if (!has(table, ['tenant_id', ...cols, key, 'id'])) missing.push(`${table} (tenant_id, ${[...cols, key].join(', ')}, id)`);
     }
@@ -67,10 +71,10 @@ describe('page statements', () => {
   });
 
   for (const statement of allStatements()) {
-    const filters = [...statement.text.matchAll(/t\.(\w+) = p_args\[\d+\]::(?:uuid|text)/g)].map((m) => m[1]).filter((c) => c !== 'tenant_id' && c !== 'id');
+    const filters = filtersOf(statement);
     it(`${statement.name} (${filters.join(', ') || 'no filter'}): an index scan of its table, in keyset order`, async () => {
       const plan = await genericPlan(db, { ...statement, args: [bigTenant, ...statement.args.slice(1)] });
-      const table = TABLES.find((t) => statement.name.includes(t.replace(/s$/, '')))!;
+      const table = tableOf(statement);
       const nodes = planNodes(plan);
       expect(nodes.filter((n) => n['Relation Name'] === table).map((n) => n['Node Type']), JSON.stringify(plan)).toEqual(['Index Scan']);
       // Sorts of the table's rows before the LIMIT (not the one of a row's artifact_ids, nor
