@@ -30,6 +30,22 @@ export interface JudgeConfig {
   model: string;
   /** Per-call timeout of the model in milliseconds. */
   timeoutMs: number;
+  /** Most tokens the model may answer with, per call. */
+  maxTokens: number;
+  /** The request field that carries `maxTokens`: `max_completion_tokens` (OpenAI today) or `max_tokens` (older servers). */
+  tokenParam: 'max_completion_tokens' | 'max_tokens';
+  /** Sampling temperature sent on every call (0: as deterministic as the model allows). */
+  temperature: number;
+  /** `seed` sent on every call (reproducible sampling where the model supports it). */
+  seed: number;
+}
+
+/** A per-tenant model budget: calls and tokens per UTC hour and per UTC day (src/embed/budget.ts). */
+export interface ModelBudget {
+  callsPerHour: number;
+  callsPerDay: number;
+  tokensPerHour: number;
+  tokensPerDay: number;
 }
 
 /** Identity-platform settings (`/auth/v1`); see src/identity/README.md. */
@@ -55,8 +71,22 @@ export interface EmbedConfig {
   judgeWaitMs: number;
   /** Model calls per grading run: 1 + bounded retries on timeouts, 5xx, 429 and malformed output. */
   judgeAttempts: number;
-  /** Seconds before a grading run whose every attempt failed runs again (until the model is back). */
+  /**
+   * Seconds before a grading run that failed for the model's sake (timeout, connection, 5xx, 429)
+   * runs again; doubled after each such run, with jitter, up to `judgeRetryMaxDelaySeconds`.
+   */
   judgeRetryDelaySeconds: number;
+  /** Longest wait between two grading runs, in seconds. */
+  judgeRetryMaxDelaySeconds: number;
+  /** Seconds after submission when a submission the model never answered becomes `failed` (`model_unavailable`). */
+  judgeMaxAgeSeconds: number;
+  /** Submissions per learner and tenant per `learnerWindowSeconds` (429 `rate_limited` beyond). */
+  learnerRate: number;
+  learnerWindowSeconds: number;
+  /** Model calls and tokens each tenant may spend; beyond them submissions wait for the next window. */
+  tenantBudget: ModelBudget;
+  /** Seconds an IdP key set is trusted before it is fetched again (a removed key stops working within this). */
+  jwksMaxAgeSeconds: number;
   /** Gradings in parallel in this process. */
   judgeConcurrency: number;
   /** Seconds between looks at the queue when idle (other processes' submissions, retries, backlog). */
@@ -159,6 +189,19 @@ const env = z.object({
   SVC_JUDGE_WAIT: z.coerce.number().min(0).max(300).default(20),
   SVC_JUDGE_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
   SVC_JUDGE_RETRY_DELAY: z.coerce.number().int().min(1).max(86_400).default(60),
+  SVC_JUDGE_RETRY_MAX_DELAY: z.coerce.number().int().min(1).max(86_400).default(3600),
+  SVC_JUDGE_MAX_AGE: z.coerce.number().int().min(60).max(86_400 * 30).default(86_400),
+  SVC_JUDGE_LEARNER_RATE: z.coerce.number().int().min(1).max(100_000).default(10),
+  SVC_JUDGE_LEARNER_WINDOW: z.coerce.number().int().min(1).max(86_400).default(60),
+  SVC_JUDGE_TENANT_CALLS_PER_HOUR: z.coerce.number().int().min(1).max(1e9).default(1000),
+  SVC_JUDGE_TENANT_CALLS_PER_DAY: z.coerce.number().int().min(1).max(1e9).default(10_000),
+  SVC_JUDGE_TENANT_TOKENS_PER_HOUR: z.coerce.number().int().min(1000).max(1e12).default(5_000_000),
+  SVC_JUDGE_TENANT_TOKENS_PER_DAY: z.coerce.number().int().min(1000).max(1e12).default(50_000_000),
+  SVC_JUDGE_MAX_TOKENS: z.coerce.number().int().min(256).max(100_000).default(2048),
+  SVC_JUDGE_TOKEN_PARAM: z.enum(['max_completion_tokens', 'max_tokens']).default('max_completion_tokens'),
+  SVC_JUDGE_TEMPERATURE: z.coerce.number().min(0).max(2).default(0),
+  SVC_JUDGE_SEED: z.coerce.number().int().min(0).max(2 ** 31 - 1).default(20_260_423),
+  SVC_IDP_JWKS_MAX_AGE: z.coerce.number().int().min(10).max(3600).default(300),
   SVC_JUDGE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   SVC_JUDGE_POLL: z.coerce.number().min(0.5).max(600).default(2),
   SVC_JUDGE_VISION: z.enum(['0', '1', 'true', 'false']).default('1'),
@@ -253,6 +296,15 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
   if (judgeParts.some(Boolean) && !judgeParts.every(Boolean)) {
     throw new ConfigError('SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL must be set together');
   }
+  if (e.SVC_JUDGE_TENANT_CALLS_PER_HOUR > e.SVC_JUDGE_TENANT_CALLS_PER_DAY) {
+    throw new ConfigError('SVC_JUDGE_TENANT_CALLS_PER_HOUR must not exceed SVC_JUDGE_TENANT_CALLS_PER_DAY');
+  }
+  if (e.SVC_JUDGE_TENANT_TOKENS_PER_HOUR > e.SVC_JUDGE_TENANT_TOKENS_PER_DAY) {
+    throw new ConfigError('SVC_JUDGE_TENANT_TOKENS_PER_HOUR must not exceed SVC_JUDGE_TENANT_TOKENS_PER_DAY');
+  }
+  if (e.SVC_JUDGE_RETRY_MAX_DELAY < e.SVC_JUDGE_RETRY_DELAY) {
+    throw new ConfigError('SVC_JUDGE_RETRY_MAX_DELAY must be at least SVC_JUDGE_RETRY_DELAY');
+  }
   return {
     ...secrets,
     port: e.PORT,
@@ -270,6 +322,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
             apiKey: e.SVC_JUDGE_API_KEY ?? 'none',
             model: e.SVC_JUDGE_MODEL,
             timeoutMs: e.SVC_JUDGE_TIMEOUT * 1000,
+            maxTokens: e.SVC_JUDGE_MAX_TOKENS,
+            tokenParam: e.SVC_JUDGE_TOKEN_PARAM,
+            temperature: e.SVC_JUDGE_TEMPERATURE,
+            seed: e.SVC_JUDGE_SEED,
           }
         : null,
     fetchAllowPrivate: e.SVC_FETCH_ALLOW_PRIVATE === '1' || e.SVC_FETCH_ALLOW_PRIVATE === 'true',
@@ -277,6 +333,17 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
       judgeWaitMs: Math.round(e.SVC_JUDGE_WAIT * 1000),
       judgeAttempts: e.SVC_JUDGE_ATTEMPTS,
       judgeRetryDelaySeconds: e.SVC_JUDGE_RETRY_DELAY,
+      judgeRetryMaxDelaySeconds: e.SVC_JUDGE_RETRY_MAX_DELAY,
+      judgeMaxAgeSeconds: e.SVC_JUDGE_MAX_AGE,
+      learnerRate: e.SVC_JUDGE_LEARNER_RATE,
+      learnerWindowSeconds: e.SVC_JUDGE_LEARNER_WINDOW,
+      tenantBudget: {
+        callsPerHour: e.SVC_JUDGE_TENANT_CALLS_PER_HOUR,
+        callsPerDay: e.SVC_JUDGE_TENANT_CALLS_PER_DAY,
+        tokensPerHour: e.SVC_JUDGE_TENANT_TOKENS_PER_HOUR,
+        tokensPerDay: e.SVC_JUDGE_TENANT_TOKENS_PER_DAY,
+      },
+      jwksMaxAgeSeconds: e.SVC_IDP_JWKS_MAX_AGE,
       judgeConcurrency: e.SVC_JUDGE_CONCURRENCY,
       judgePollSeconds: e.SVC_JUDGE_POLL,
       judgeVision: e.SVC_JUDGE_VISION === '1' || e.SVC_JUDGE_VISION === 'true',

@@ -13,6 +13,8 @@ import { createApiKey, listApiKeys, revokeApiKey } from '../results/api-keys.ts'
 import { AuthError } from '../identity/errors.ts';
 import { createUser, findUserByEmail, userJson } from '../identity/users.ts';
 import { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from '../embed/author-grants.ts';
+import { decide, listHeld } from '../embed/review.ts';
+import { callsOf, requestBody } from '../embed/ledger.ts';
 import { deleteUser, getUserByIdOrEmail, listParams, listUsers, updateUser, type UserUpdate } from '../identity/admin-users.ts';
 
 export class AdminError extends Error {
@@ -205,7 +207,53 @@ export const ops = {
       return { tenant: a.tenant, ...row };
     },
   },
+  'idp.refresh': {
+    args: z.object({ tenant: slug }),
+    run: async (q: Queryable, a: { tenant: string }) => {
+      // Every process keys its cached key set by this version (src/embed/idp.ts): the next token
+      // of the tenant is checked against a freshly fetched set, everywhere.
+      const [row] = await q.query<{ issuer: string; keys_version: number }>(
+        `update tenant_idps set keys_version = keys_version + 1, updated_at = now()
+          where tenant_id = $1 returning issuer, keys_version`,
+        [await tenantId(q, a.tenant)],
+      );
+      if (!row) throw new AdminError('not_found', `"${a.tenant}" has no identity provider (svc idp set)`);
+      return { tenant: a.tenant, ...row };
+    },
+  },
+  'review.list': {
+    args: z.object({ tenant: slug }),
+    run: async (q: Queryable, a: { tenant: string }) => listHeld(q, await tenantId(q, a.tenant)),
+  },
+  'review.approve': { args: z.object({ result_id: z.uuid('a result id is a uuid') }), run: (q: Queryable, a: { result_id: string }) => review(q, a.result_id, 'approve') },
+  'review.reject': { args: z.object({ result_id: z.uuid('a result id is a uuid') }), run: (q: Queryable, a: { result_id: string }) => review(q, a.result_id, 'reject') },
+  'verdict.show': {
+    args: z.object({ artifact_id: z.uuid('an artifact id is a uuid'), with_request: z.boolean().optional() }),
+    run: async (q: Queryable, a: { artifact_id: string; with_request?: boolean }) => {
+      const [artifact] = await q.query<{ tenant_id: string; verification: Record<string, unknown> | null }>(
+        'select tenant_id, verification from artifacts where id = $1',
+        [a.artifact_id],
+      );
+      if (!artifact) throw new AdminError('not_found', `no artifact ${a.artifact_id}`);
+      const calls = await callsOf(q, artifact.tenant_id, a.artifact_id);
+      const requests: Record<string, unknown> = {};
+      if (a.with_request) {
+        for (const sha of new Set(calls.map((c) => c.request_sha256).filter((x): x is string => Boolean(x)))) {
+          requests[sha] = JSON.parse((await requestBody(q, artifact.tenant_id, sha))!);
+        }
+      }
+      return { artifact_id: a.artifact_id, verification: artifact.verification, calls, ...(a.with_request && { requests }) };
+    },
+  },
 } as const;
+
+/** Approve or reject the held submissions of a result (src/embed/review.ts). */
+async function review(q: Queryable, resultId: string, decision: 'approve' | 'reject') {
+  const [result] = await q.query<{ tenant_id: string }>('select tenant_id from activity_results where id = $1', [resultId]);
+  const done = result && (await decide(q, result.tenant_id, resultId, decision, new Date()));
+  if (!done) throw new AdminError('not_found', `result ${resultId} has no submission awaiting review`);
+  return { result_id: resultId, decision, ...done };
+}
 
 export type OpName = keyof typeof ops;
 export const isOpName = (name: string): name is OpName => Object.hasOwn(ops, name);

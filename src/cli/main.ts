@@ -156,6 +156,27 @@ opCommand(idp, 'set <tenant-slug>', 'set the issuer and its keys (JWKS URL or OI
   .option('--jwks-url <url>', 'the provider\'s JWKS URL')
   .option('--discovery', 'read the JWKS URL from <issuer>/.well-known/openid-configuration')
   .option('--audience <aud>', 'the `aud` tokens must carry (recommended: without it any audience is accepted)');
+opCommand(idp, 'refresh <tenant-slug>', "fetch the provider's keys again now, in every server process (a key removed from its JWKS stops working at once)", 'idp.refresh', ([t]) => ({ tenant: t }), (r) =>
+  `keys of ${r.tenant}'s identity provider (${r.issuer}) will be fetched again on the next token (version ${r.keys_version})`,
+);
+
+const review = program.command('review').description('decide on passes held for review (possible prompt injection)');
+opCommand(review, 'list <tenant-slug>', 'list submissions awaiting review, oldest first', 'review.list', ([t]) => ({ tenant: t }), (rows) =>
+  table(rows.map((r: Record<string, unknown>) => ({ ...r, signals: (r.signals as string[]).join('; ') })), ['result_id', 'activity_title', 'svc_user_id', 'score', 'submitted_at', 'signals']),
+);
+opCommand(review, 'approve <result-id>', 'count the held pass: the result completes and progress moves', 'review.approve', ([r]) => ({ result_id: r }), (r) =>
+  `approved ${r.decided} held submission(s) of result ${r.result_id}: the result is ${r.status}`,
+);
+opCommand(review, 'reject <result-id>', 'refuse the held pass: the submission counts as failed', 'review.reject', ([r]) => ({ result_id: r }), (r) =>
+  `rejected ${r.decided} held submission(s) of result ${r.result_id}: the result is ${r.status}`,
+);
+
+const verdict = program.command('verdict').description('audit how an artifact was graded');
+opCommand(verdict, 'show <artifact-id>', 'the stored verdict and every model call made for it (request hash, raw answer, tokens, timing)', 'verdict.show', ([a], o) => ({
+  artifact_id: a,
+  ...(o.withRequest ? { with_request: true } : {}),
+}), (r) => JSON.stringify(r, null, 2))
+  .option('--with-request', 'include the exact request bodies sent to the model (to replay them)');
 
 program
   .command('secrets')

@@ -1,30 +1,46 @@
 /**
- * One run of a grading job (queue.ts): read the artifact, ask the model with bounded retries,
- * record the outcome. Runs in a worker of a process that has a model, outside any request.
+ * One run of a grading job (queue.ts): read the artifact once, ask the model with bounded
+ * attempts within the tenant's budget, record the outcome. Runs in a worker of a process that
+ * has a model, outside any request.
  *
  * 1. Load the submission (artifact, its activity). Gone, or no longer pending → complete the job
- *    (nothing to do; a verdict is recorded once).
- * 2. Read the artifact (read/index.ts). Nothing readable → a `failed` verdict whose feedback says
- *    why (`reason: "unreadable"`), without calling the model.
- * 3. Grade: up to `judgeAttempts` model calls; timeouts, HTTP errors, rate limits (waiting what
- *    `retry-after` asks, at most `MAX_BACKOFF_MS`) and malformed output are retried after a
- *    short backoff (0.5 s, 1 s, 2 s …).
- * 4. A verdict → in one transaction: record it (verdict.ts: artifact, result, progress) and
- *    complete the job. Every attempt failed → in one transaction: note the error in the
- *    artifact's verification (`{status: "pending", error, attempted_at, runs}`) and queue the
- *    job's next run after `judgeRetryDelaySeconds` (queue.ts `retryLater`), until the model is back.
+ *    (nothing to do; an outcome is recorded once).
+ * 2. Read the artifact (read/index.ts) — once per run, whatever the number of model attempts.
+ *    Nothing readable → `not_gradable` (`reason: "unreadable"`), without calling the model.
+ * 3. Grade: up to `judgeAttempts` model calls with one prepared request (grader.ts). Each call is
+ *    first reserved in the ledger within the tenant's budget (ledger.ts); a spent budget ends the
+ *    run: the submission waits, `pending` with `reason: "budget_exhausted"` and `retry_at`, and
+ *    runs again when the window that is full ends. Between attempts: exponential backoff with
+ *    full jitter (`backoffMs`), or what `Retry-After` asks when it is at most `MAX_BACKOFF_MS`;
+ *    a longer `Retry-After` ends the run and sets the next one's delay.
+ * 4. Outcome, in one transaction with the job's completion or its next run (verdict.ts):
+ *    - a verdict → recorded (a pass flagged as a possible prompt injection is held for review);
+ *    - every attempt failed for the artifact's sake (malformed or truncated output, a refusal,
+ *      a request refused for its content) → `not_gradable` with that reason: not held against
+ *      the learner, and no further model calls;
+ *    - otherwise the model is at fault (timeouts, connection, 5xx, 429): the submission stays
+ *      `pending` (`error`, `attempted_at`, `runs`, `retry_at`) and runs again after
+ *      `judgeRetryDelaySeconds × 2^(runs−1)` with jitter, at most `judgeRetryMaxDelaySeconds`,
+ *      and at least what `Retry-After` asked — unless that would pass `judgeMaxAgeSeconds` after
+ *      submission: then it ends `failed` with `reason: "model_unavailable"` (no score).
  *
- * The stored verification of a graded artifact is the grader's `Verdict` plus `read` (what was
- * read from each field) and `runs` (how many job runs it took).
+ * The stored verification of a finished grading is the grader's `Verdict` (or the not-gradable
+ * / unavailable record) plus provenance: `read` (what was read from each field), `runs`,
+ * `rubric_version`, `usage` (calls and tokens of this grading, all runs), and the ledger's
+ * `call_id` / `request_sha256` / `response_id` of the call that gave the verdict.
  */
 import type { Deps } from '../deps.ts';
-import { GraderError, PROMPT_VERSION, rubricCriteria, rubricHash, type Grader, type Verdict } from './grader.ts';
+import type { Queryable } from '../db/index.ts';
+import { PROMPT_VERSION, rubricCriteria, rubricHash, type Grader, type GraderError, type Verdict } from './grader.ts';
+import { completeCall, reserveCall } from './ledger.ts';
 import type { GradingJob, JobControl, JobOutcome } from './queue.ts';
 import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from './read/index.ts';
-import { recordVerdict } from './verdict.ts';
+import { recordOutcome, type Effect, type RecordedOutcome } from './verdict.ts';
 
-/** Longest wait between two model attempts, in milliseconds. */
+/** Longest wait between two model attempts within a run, in milliseconds. */
 export const MAX_BACKOFF_MS = 10_000;
+/** Base of the exponential backoff between attempts, in milliseconds. */
+const BASE_BACKOFF_MS = 500;
 
 interface SubmissionRow {
   id: string;
@@ -35,11 +51,21 @@ interface SubmissionRow {
   content: string | null;
   status: string | null;
   runs: number | null;
+  usage: Usage | null;
+  created_at: string;
   title: string;
   activity_kind: string;
   spec: string;
   rubric: unknown;
   pass_threshold: number;
+  rubric_version: number;
+}
+
+/** Model calls and tokens spent on one submission (all runs). */
+interface Usage {
+  calls: number;
+  prompt_tokens: number;
+  completion_tokens: number;
 }
 
 /** The job lease for these settings, in seconds: reading, every attempt and its backoff, and a margin. */
@@ -55,21 +81,45 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
   });
 
-/** Backoff before attempt `n + 1` (n ≥ 1) after `err`, in milliseconds. */
-export function backoffMs(n: number, err: GraderError): number {
-  if (err.retryAfterSeconds !== undefined) return Math.min(MAX_BACKOFF_MS, err.retryAfterSeconds * 1000);
-  return Math.min(MAX_BACKOFF_MS, 500 * 2 ** (n - 1));
+/**
+ * Wait before attempt `n + 1` (n ≥ 1) after `err`, in milliseconds: what `Retry-After` asked, or
+ * exponential backoff with full jitter (uniform in [0, 500 ms × 2^(n−1)], AWS Architecture Blog
+ * "Exponential Backoff and Jitter"), at most `MAX_BACKOFF_MS`. A `Retry-After` longer than that
+ * is returned as is: the caller ends the run instead of sleeping.
+ */
+export function backoffMs(n: number, err: GraderError, random = Math.random): number {
+  if (err.retryAfterSeconds !== undefined) return Math.round(err.retryAfterSeconds * 1000);
+  return Math.round(random() * Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** (n - 1)));
 }
+
+/**
+ * Seconds before run `runs + 1` after a run the model failed: `base × 2^(runs−1)` capped at
+ * `max`, with "equal jitter" (uniform in [half, whole]) so many waiting submissions do not come
+ * back at once, and at least `retryAfterSeconds`.
+ */
+export function nextRunDelaySeconds(runs: number, base: number, max: number, retryAfterSeconds = 0, random = Math.random): number {
+  const capped = Math.min(max, base * 2 ** Math.max(0, runs - 1));
+  return Math.max(retryAfterSeconds, capped / 2 + random() * (capped / 2));
+}
+
+const addUsage = (a: Usage, calls: number, prompt: number, completion: number): Usage => ({
+  calls: a.calls + calls,
+  prompt_tokens: a.prompt_tokens + prompt,
+  completion_tokens: a.completion_tokens + completion,
+});
 
 /** Make the handler of grading jobs for this process's `grader`. */
 export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['lookup'] } = {}) {
   return async (job: GradingJob, control: JobControl, signal: AbortSignal): Promise<JobOutcome> => {
     const { artifact_id: artifactId, tenant_id: tenantId } = job.data;
+    const e = deps.config.embed;
+
     // Step 1: the submission.
     const [s] = await deps.db.query<SubmissionRow>(
       `select a.id, a.tenant_id, a.kind, a.ref_url, a.repo_url, a.content,
-              a.verification->>'status' as status, (a.verification->>'runs')::int as runs,
-              act.title, act.kind as activity_kind, act.spec, act.rubric, act.pass_threshold
+              a.verification->>'status' as status, (a.verification->>'runs')::int as runs, a.verification->'usage' as usage,
+              to_json(a.created_at) #>> '{}' as created_at,
+              act.title, act.kind as activity_kind, act.spec, act.rubric, act.pass_threshold, act.rubric_version
          from artifacts a join activities act on act.id = a.activity_id
         where a.id = $1 and a.tenant_id = $2`,
       [artifactId, tenantId],
@@ -79,11 +129,14 @@ export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: R
       if (!s) return { kind: 'gone' };
       return storedOutcome(deps, tenantId, artifactId);
     }
-    const runs = (s.runs ?? 0) + 1;
+    const run = (s.runs ?? 0) + 1;
+    let usage: Usage = s.usage ?? { calls: 0, prompt_tokens: 0, completion_tokens: 0 };
     const activity = { title: s.title, kind: s.activity_kind, spec: s.spec, rubric: s.rubric, pass_threshold: Number(s.pass_threshold) };
-    const e = deps.config.embed;
+    const provenance = () => ({ prompt_version: PROMPT_VERSION, rubric_version: s.rubric_version, runs: run, usage });
+    const end = (verification: RecordedOutcome & Record<string, unknown>, effect: Effect) =>
+      finish(deps, control, tenantId, artifactId, verification, effect);
 
-    // Step 2: read.
+    // Step 2: read, once for this run.
     let view: ArtifactView;
     try {
       view = await readArtifact(s, {
@@ -97,85 +150,154 @@ export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: R
       });
     } catch (err) {
       if (!(err instanceof Unreadable) || signal.aborted) throw err;
-      const criteria = rubricCriteria(activity.rubric);
-      const verdict = {
-        status: 'failed' as const,
-        score: 0,
-        passed: false,
-        criteria: [],
-        feedback: `Your work could not be read: ${err.message}.`,
-        reason: 'unreadable',
-        detail: err.message,
-        injection: { suspected: false, signals: [] },
-        model: null,
-        prompt_version: PROMPT_VERSION,
-        rubric_hash: rubricHash(criteria, activity.pass_threshold),
-        artifact_hash: null,
-        graded_at: deps.now().toISOString(),
-        runs,
-      };
-      return finish(deps, control, tenantId, artifactId, verdict);
+      return end(
+        {
+          status: 'not_gradable',
+          reason: 'unreadable',
+          feedback: `Your work could not be read: ${err.message}. Check the link or the file and submit again.`,
+          detail: err.message,
+          model: null,
+          rubric_hash: rubricHash(rubricCriteria(activity.rubric), activity.pass_threshold),
+          artifact_hash: null,
+          graded_at: deps.now().toISOString(),
+          ...provenance(),
+        },
+        { kind: 'none' },
+      );
     }
 
-    // Step 3: grade, with bounded retries.
-    let verdict: Verdict | undefined;
+    // Step 3: grade, with bounded attempts, each within the tenant's budget.
+    const request = grader.prepare(activity, s, view);
+    let verdict: (Verdict & { call_id: string; response_id: string | null }) | undefined;
     let last: GraderError | undefined;
+    let transient = false;
     for (let n = 1; n <= e.judgeAttempts && !signal.aborted; n++) {
-      try {
-        verdict = await grader.grade(activity, s, view, deps.now, signal);
+      const slot = await reserveCall(deps.db, deps.now(), e.tenantBudget, { tenantId, artifactId, run, attempt: n, model: grader.model, request });
+      if ('exhausted' in slot) {
+        const { limit, retryAt } = slot.exhausted;
+        const delay = (retryAt.getTime() - deps.now().getTime()) / 1000 + Math.random() * 30;
+        return wait(deps, control, tenantId, artifactId, { reason: 'budget_exhausted', limit, retry_at: retryAt.toISOString(), runs: run - 1, usage }, delay);
+      }
+      const result = await grader.call(request, deps.now, signal);
+      await completeCall(deps.db, tenantId, slot.id, result.record);
+      usage = addUsage(usage, 1, result.record.promptTokens, result.record.completionTokens);
+      if ('verdict' in result) {
+        verdict = { ...result.verdict, call_id: slot.id, response_id: result.record.responseId ?? null };
         break;
-      } catch (err) {
-        if (!(err instanceof GraderError)) throw err;
-        last = err;
-        if (n < e.judgeAttempts) await sleep(backoffMs(n, err), signal);
+      }
+      last = result.error;
+      transient ||= last.transient;
+      if (n < e.judgeAttempts) {
+        const pause = backoffMs(n, last);
+        if (pause > MAX_BACKOFF_MS) break; // the model asked for a longer pause: the next run honours it
+        await sleep(pause, signal);
       }
     }
     if (signal.aborted && !verdict) throw new Error('grading run aborted');
 
-    // Step 4: record.
-    if (verdict) return finish(deps, control, tenantId, artifactId, { ...verdict, read: view.sources, runs });
-    const reason = last?.reason ?? 'timeout';
-    await deps.db.transaction(async (tx) => {
-      await tx.query(
-        `update artifacts
-            set verification = jsonb_build_object('status', 'pending', 'error', $3::text, 'attempted_at', $4::text, 'runs', $5::int),
-                updated_at = clock_timestamp()
-          where id = $1 and tenant_id = $2 and verification->>'status' = 'pending'`,
-        [artifactId, tenantId, reason, deps.now().toISOString(), runs],
+    // Step 4: the outcome.
+    if (verdict) {
+      const held = verdict.passed && verdict.injection.suspected;
+      return end(
+        { ...verdict, read: view.sources, request_sha256: request.sha256, ...provenance(), ...(held && { review: 'required' }) },
+        held ? { kind: 'hold' } : verdict.passed ? { kind: 'pass', score: verdict.score } : { kind: 'fail', score: verdict.score },
       );
-      await control.retryLater(tx);
-    });
-    return { kind: 'pending', reason };
+    }
+    const failure = last!;
+    const common = { model: grader.model, rubric_hash: request.rubricHash, artifact_hash: request.artifactHash, request_sha256: request.sha256, graded_at: deps.now().toISOString() };
+    if (!transient) {
+      return end(
+        {
+          status: 'not_gradable',
+          reason: failure.reason,
+          feedback: 'Your work could not be graded automatically. It is not counted against you; check that it is what the activity asks for and submit again.',
+          detail: failure.message,
+          ...common,
+          ...provenance(),
+        },
+        { kind: 'none' },
+      );
+    }
+    const delay = nextRunDelaySeconds(run, e.judgeRetryDelaySeconds, e.judgeRetryMaxDelaySeconds, failure.retryAfterSeconds);
+    const deadline = new Date(s.created_at).getTime() + e.judgeMaxAgeSeconds * 1000;
+    if (deps.now().getTime() + delay * 1000 > deadline) {
+      return end(
+        {
+          status: 'failed',
+          reason: 'model_unavailable',
+          feedback: `Your work could not be graded: the grading model did not answer for ${Math.round(e.judgeMaxAgeSeconds / 3600)} hours. Please submit again.`,
+          detail: failure.message,
+          ...common,
+          ...provenance(),
+        },
+        { kind: 'fail', score: null },
+      );
+    }
+    const retryAt = new Date(deps.now().getTime() + delay * 1000).toISOString();
+    return wait(deps, control, tenantId, artifactId, { reason: failure.reason, error: failure.reason, attempted_at: deps.now().toISOString(), retry_at: retryAt, runs: run, usage }, delay);
   };
 }
 
-/** Record `verdict` and complete the job, in one transaction; the outcome for a waiting request. */
+/**
+ * Keep the submission pending with `note` (its `reason` is what the judge answers) and queue the
+ * job's next run after `delaySeconds`, in one transaction.
+ */
+async function wait(
+  deps: Deps,
+  control: JobControl,
+  tenantId: string,
+  artifactId: string,
+  note: { reason: string; runs: number } & Record<string, unknown>,
+  delaySeconds: number,
+): Promise<JobOutcome> {
+  await deps.db.transaction(async (tx: Queryable) => {
+    await tx.query(
+      `update artifacts set verification = $3::text::jsonb, updated_at = clock_timestamp()
+        where id = $1 and tenant_id = $2 and verification->>'status' = 'pending'`,
+      [artifactId, tenantId, JSON.stringify({ status: 'pending', ...note })],
+    );
+    await control.retryLater(tx, delaySeconds);
+  });
+  return { kind: 'pending', reason: note.reason };
+}
+
+/** Record the outcome and complete the job, in one transaction; the outcome for a waiting request. */
 async function finish(
   deps: Deps,
   control: JobControl,
   tenantId: string,
   artifactId: string,
-  verdict: { status: 'passed' | 'failed'; passed: boolean; score: number; feedback: string } & Record<string, unknown>,
+  verification: RecordedOutcome & Record<string, unknown>,
+  effect: Effect,
 ): Promise<JobOutcome> {
   const recorded = await deps.db.transaction(async (tx) => {
-    const ok = await recordVerdict(tx, tenantId, artifactId, verdict);
-    await control.complete(tx, ok ? { status: verdict.status } : { skipped: 'already graded' });
+    const ok = await recordOutcome(tx, tenantId, artifactId, verification, effect);
+    await control.complete(tx, ok ? { status: verification.status } : { skipped: 'already graded' });
     return ok;
   });
   if (!recorded) return storedOutcome(deps, tenantId, artifactId);
-  return { kind: 'graded', status: verdict.status, score: verdict.score, feedback: verdict.feedback };
+  return outcomeOf(verification);
 }
 
-/** The outcome stored in the artifact's verification (graded, or still pending). */
+/** What a stored verification means for a waiting request. */
+function outcomeOf(v: Record<string, unknown> | null): JobOutcome {
+  const status = v?.status;
+  if (v?.review === 'required') return { kind: 'pending', reason: 'review_required' };
+  if ((status === 'passed' || status === 'failed') && typeof v!.score === 'number') {
+    return { kind: 'graded', status, score: v!.score, feedback: String(v!.feedback ?? '') };
+  }
+  if (status === 'failed' || status === 'not_gradable') {
+    return { kind: 'final', status, reason: String(v!.reason ?? 'unknown'), feedback: String(v!.feedback ?? '') };
+  }
+  return { kind: 'pending', reason: String(v?.reason ?? v?.error ?? 'queued') };
+}
+
+/** The outcome stored in the artifact's verification (graded, ended, or still pending). */
 export async function storedOutcome(deps: Pick<Deps, 'db'>, tenantId: string, artifactId: string): Promise<JobOutcome> {
-  const [row] = await deps.db.query<{ v: { status?: string; score?: number; feedback?: string; error?: string } | null }>(
+  const [row] = await deps.db.query<{ v: Record<string, unknown> | null }>(
     'select verification as v from artifacts where id = $1 and tenant_id = $2',
     [artifactId, tenantId],
   );
-  const v = row?.v;
   if (!row) return { kind: 'gone' };
-  if (v && (v.status === 'passed' || v.status === 'failed')) {
-    return { kind: 'graded', status: v.status, score: Number(v.score ?? 0), feedback: String(v.feedback ?? '') };
-  }
-  return { kind: 'pending', reason: v?.error ?? 'not graded yet' };
+  return outcomeOf(row.v);
 }

@@ -12,11 +12,16 @@
  * - `exp` is present and not past, `nbf` (if any) is reached, both with `CLOCK_TOLERANCE_SECONDS`
  *   of leeway for clock skew between the IdP and us; `sub` is a non-empty string.
  *
- * Key sets come from jose's `createRemoteJWKSet`, one per JWKS URL per app, cached for
- * `JWKS_CACHE_MAX_AGE_MS`; a token with an unknown `kid` triggers a refetch (key rotation) at
- * most once per `JWKS_COOLDOWN_MS`, so random kids cannot make us hammer the IdP. Discovery
- * documents are cached for `DISCOVERY_TTL_MS`; their `issuer` must equal the stored issuer
- * (OpenID Connect Discovery §4.3).
+ * Key sets come from jose's `createRemoteJWKSet`, one per JWKS URL per app, trusted for
+ * `jwksMaxAgeMs` (SVC_IDP_JWKS_MAX_AGE, default 5 minutes): a key the IdP removed from its set
+ * stops being accepted at most that long after (the set is fetched again on the next token
+ * after its age). A token with an unknown `kid` triggers a refetch (key rotation) at most once
+ * per `JWKS_COOLDOWN_MS`, so random kids cannot make us hammer the IdP. Discovery documents are
+ * cached as long; their `issuer` must equal the stored issuer (OpenID Connect Discovery §4.3).
+ *
+ * Immediate removal: `svc idp refresh <tenant>` bumps the tenant's `keys_version`, which every
+ * process reads with the tenant's settings on each token; a new version is a new cache entry, so
+ * the next token of that tenant, in every process, is checked against a freshly fetched set.
  *
  * The URLs are set by an administrator, not by learners, so these fetches are not SSRF-guarded
  * like the judge's page fetch; they are http(s) only (checked by `idp.set`), time-capped and
@@ -31,14 +36,10 @@ import { unauthorized } from './errors.ts';
 export const IDP_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 /** Leeway on `exp` and `nbf`, in seconds. */
 export const CLOCK_TOLERANCE_SECONDS = 30;
-/** A JWKS is refetched at the latest after this many milliseconds. */
-export const JWKS_CACHE_MAX_AGE_MS = 10 * 60_000;
 /** An unknown `kid` refetches the JWKS at most once per this many milliseconds. */
 export const JWKS_COOLDOWN_MS = 30_000;
 /** Time cap of one JWKS or discovery fetch, in milliseconds. */
 export const IDP_FETCH_TIMEOUT_MS = 5_000;
-/** A discovery document is re-read after this many milliseconds. */
-export const DISCOVERY_TTL_MS = 10 * 60_000;
 const DISCOVERY_MAX_BYTES = 64 * 1024;
 /** Largest `sub` we map to a user (auth.identities.provider_id). */
 const MAX_SUBJECT_LENGTH = 255;
@@ -52,6 +53,8 @@ export interface TenantIdp {
   discoveryUrl: string | null;
   /** Expected `aud`; null → not checked. */
   audience: string | null;
+  /** Bumped by `svc idp refresh`: cached key sets of an older version are not used. */
+  keysVersion: number;
 }
 
 /** The verified claims of an IdP token (`sub` guaranteed). */
@@ -60,7 +63,8 @@ export type IdpClaims = JWTPayload & { sub: string };
 /** The tenant with slug `slug` and its IdP settings; undefined when either is missing. */
 export async function findTenantIdp(q: Queryable, slug: string): Promise<TenantIdp | undefined> {
   const [row] = await q.query<TenantIdp>(
-    `select t.id as "tenantId", t.slug, i.issuer, i.jwks_url as "jwksUrl", i.discovery_url as "discoveryUrl", i.audience
+    `select t.id as "tenantId", t.slug, i.issuer, i.jwks_url as "jwksUrl", i.discovery_url as "discoveryUrl", i.audience,
+            i.keys_version as "keysVersion"
        from tenants t join tenant_idps i on i.tenant_id = t.id
       where t.slug = $1`,
     [slug],
@@ -75,10 +79,14 @@ type RemoteKeySet = ReturnType<typeof createRemoteJWKSet>;
  * (created by the embed plugin); safe under concurrent requests.
  */
 export class IdpVerifier {
-  private readonly keySets = new Map<string, RemoteKeySet>();
-  private readonly discovery = new Map<string, { jwksUri: Promise<string>; expiresAt: number }>();
+  private readonly keySets = new Map<string, { version: number; set: RemoteKeySet }>();
+  private readonly discovery = new Map<string, { jwksUri: Promise<string>; expiresAt: number; version: number }>();
 
-  constructor(private readonly deps: Pick<Deps, 'now'>) {}
+  /** `jwksMaxAgeMs`: how long a fetched key set (and discovery document) is trusted. */
+  constructor(
+    private readonly deps: Pick<Deps, 'now'>,
+    private readonly jwksMaxAgeMs: number,
+  ) {}
 
   /**
    * Verify `token` against `idp`. Returns the claims; throws `ApiError` 401 `unauthorized`
@@ -87,7 +95,7 @@ export class IdpVerifier {
   async verify(token: string, idp: TenantIdp): Promise<IdpClaims> {
     let keySet: RemoteKeySet;
     try {
-      keySet = this.keySet(await this.jwksUrl(idp));
+      keySet = this.keySet(await this.jwksUrl(idp), idp.keysVersion);
     } catch (err) {
       throw unauthorized(`IdP key set unavailable: ${(err as Error).message}`);
     }
@@ -110,16 +118,16 @@ export class IdpVerifier {
     return payload as IdpClaims;
   }
 
-  private keySet(url: string): RemoteKeySet {
-    let set = this.keySets.get(url);
-    if (!set) {
-      set = createRemoteJWKSet(new URL(url), {
-        timeoutDuration: IDP_FETCH_TIMEOUT_MS,
-        cooldownDuration: JWKS_COOLDOWN_MS,
-        cacheMaxAge: JWKS_CACHE_MAX_AGE_MS,
-      });
-      this.keySets.set(url, set);
-    }
+  /** The key set of `url`, made anew when `version` is newer than the cached one's. */
+  private keySet(url: string, version: number): RemoteKeySet {
+    const cached = this.keySets.get(url);
+    if (cached && cached.version >= version) return cached.set;
+    const set = createRemoteJWKSet(new URL(url), {
+      timeoutDuration: IDP_FETCH_TIMEOUT_MS,
+      cooldownDuration: JWKS_COOLDOWN_MS,
+      cacheMaxAge: this.jwksMaxAgeMs,
+    });
+    this.keySets.set(url, { version, set });
     return set;
   }
 
@@ -129,9 +137,9 @@ export class IdpVerifier {
     const url = idp.discoveryUrl!;
     const key = `${url}\n${idp.issuer}`;
     const cached = this.discovery.get(key);
-    if (cached && cached.expiresAt > Date.now()) return cached.jwksUri;
+    if (cached && cached.expiresAt > Date.now() && cached.version >= idp.keysVersion) return cached.jwksUri;
     const jwksUri = readDiscovery(url, idp.issuer);
-    this.discovery.set(key, { jwksUri, expiresAt: Date.now() + DISCOVERY_TTL_MS });
+    this.discovery.set(key, { jwksUri, expiresAt: Date.now() + this.jwksMaxAgeMs, version: idp.keysVersion });
     jwksUri.catch(() => {
       if (this.discovery.get(key)?.jwksUri === jwksUri) this.discovery.delete(key);
     });

@@ -7,26 +7,34 @@
  *   → 200 {status: passed | failed | pending, result_id, artifact_id, score?, feedback?}
  *
  * 1. Authenticate: a session token of this service whose user is a member of the tenant, or
- *    else an IdP token of the tenant (learner created on first sight). Any failure → 401.
+ *    else an IdP token of the tenant (learner created on first sight). Any failure → 401. A
+ *    session bound to another tenant (an embed session's `tenant_id` claim) → 403 `forbidden`.
  *    `ref_url` / `repo_url` that are not http(s), carry credentials, or name a private address
  *    literally (unless SVC_FETCH_ALLOW_PRIVATE) → 400 before anything is written.
- * 2. One transaction: resolve the learner, find the activity in the tenant (else 404), check the
+ * 2. One transaction: resolve the learner; count the submission against the learner's rate in
+ *    the tenant (`learnerRate` per `learnerWindowSeconds`, SVC_JUDGE_LEARNER_*: beyond it 429
+ *    `rate_limited` with `Retry-After`); find the activity in the tenant (else 404), check the
  *    artifact's kind (else 400), upsert the learner's ActivityResult (one per learner and
  *    activity; `in_progress` while pending, a `completed` one stays completed), insert the
  *    Artifact (verification `{status: "pending"}`) and its grading job (queue.ts). A refusal
  *    leaves nothing written; a stored submission always has its job.
  * 3. No model configured in this process → `pending` at once (a process with a model grades it
- *    later). Otherwise wake a worker and wait for the verdict at most `judgeWaitMs`
- *    (SVC_JUDGE_WAIT); no verdict by then (model slow or down, workers busy) → `pending`, and
- *    the job stays queued until it is graded. Reading, grading, retries and recording the verdict
- *    (verdict.ts: result, progress, the score rule) happen in the job (grade-job.ts).
+ *    later). Otherwise wake a worker and wait for the outcome at most `judgeWaitMs`
+ *    (SVC_JUDGE_WAIT); none by then (model slow or down, workers busy) → `pending`, and the job
+ *    stays queued. Reading, grading, retries, budgets and recording the outcome (verdict.ts:
+ *    result, progress, the score rule) happen in the job (grade-job.ts).
  *
- * The response's `status` and `score` are this attempt's verdict (a failed attempt after a pass
- * answers `failed`, while the result stays completed).
+ * The response's `status` and `score` are this attempt's: `passed` / `failed` with a score;
+ * `not_gradable` (the model could not grade this artifact: not held against the learner) or
+ * `failed` without a score (`reason: "model_unavailable"`) with a `reason` and feedback; or
+ * `pending` with a `reason` (`queued`, `budget_exhausted`, `review_required`, or the model's
+ * failure: `timeout`, `unreachable`, `model_error`, `rate_limited`). A failed attempt after a pass answers
+ * `failed`, while the result stays completed.
  */
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
+import { ApiError } from '../http/api-errors.ts';
 import { invalidRequest, notFound, unauthorized } from './errors.ts';
 import { refuseUrl } from './fetch-page.ts';
 import { storedOutcome } from './grade-job.ts';
@@ -66,11 +74,20 @@ export const judgeBody = z.object({
 export type JudgeBody = z.infer<typeof judgeBody>;
 
 export const judgeResponse = z.object({
-  status: z.enum(['passed', 'failed', 'pending']).describe("This submission's verdict; pending when not (yet) graded."),
+  status: z
+    .enum(['passed', 'failed', 'not_gradable', 'pending'])
+    .describe("This submission's outcome; pending when not (yet) graded, not_gradable when the model could not grade this artifact."),
   result_id: z.uuid().describe("The learner's ActivityResult for the activity."),
   artifact_id: z.uuid().describe('The stored artifact of this submission.'),
-  score: z.number().min(0).max(100).optional().describe('0–100, weighted by the rubric; absent when pending.'),
-  feedback: z.string().optional().describe("The grader's feedback; absent when pending."),
+  score: z.number().min(0).max(100).optional().describe('0–100, weighted by the rubric; only with a verdict (passed, failed).'),
+  feedback: z.string().optional().describe("The grader's feedback, or why there is no verdict; absent when pending."),
+  reason: z
+    .string()
+    .optional()
+    .describe(
+      'Why there is no verdict (yet): pending → queued, budget_exhausted, review_required, timeout, unreachable, model_error, rate_limited; ' +
+        'not_gradable → unreadable, invalid_output, refused, model_rejected; failed without a score → model_unavailable.',
+    ),
 });
 export type JudgeResponse = z.infer<typeof judgeResponse>;
 
@@ -86,13 +103,18 @@ interface ActivityRow {
   pass_threshold: number;
 }
 
-type Caller = { kind: 'session'; svcUserId: string } | { kind: 'idp'; verify: (tx: Queryable) => Promise<{ tenantId: string; svcUserId: string }> };
+type Caller =
+  | { kind: 'session'; svcUserId: string; boundTenantId: string | null }
+  | { kind: 'idp'; verify: (tx: Queryable) => Promise<{ tenantId: string; svcUserId: string }> };
+
+/** Counts a learner's submission in a tenant; throws 429 `rate_limited` (with Retry-After) beyond the rate. */
+export type LearnerLimit = (tenantId: string, svcUserId: string) => Promise<void>;
 
 /** Authenticate the bearer token for tenant `slug` (no writes yet); throws 401. */
 async function identifyCaller(deps: Deps, idps: IdpVerifier, token: string | undefined, slug: string): Promise<Caller> {
   if (!token) throw unauthorized('no bearer token');
   const session = await trySessionToken(deps, token);
-  if (session) return { kind: 'session', svcUserId: session.user.svc_user_id };
+  if (session) return { kind: 'session', svcUserId: session.user.svc_user_id, boundTenantId: session.claims.tenant_id ?? null };
   const idp = await findTenantIdp(deps.db, slug);
   if (!idp) throw unauthorized(`tenant "${slug}" is unknown or has no IdP`);
   const claims = await idps.verify(token, idp);
@@ -105,7 +127,7 @@ async function identifyCaller(deps: Deps, idps: IdpVerifier, token: string | und
 /** Handle one submission (steps above). Throws `ApiError` 400/401/404. */
 export async function submitForJudgement(
   deps: Deps,
-  services: { idps: IdpVerifier; queue: GradingQueue },
+  services: { idps: IdpVerifier; queue: GradingQueue; limitLearner: LearnerLimit },
   token: string | undefined,
   body: JudgeBody,
 ): Promise<JudgeResponse> {
@@ -120,8 +142,9 @@ export async function submitForJudgement(
   const submission = await deps.db.transaction(async (tx) => {
     const { tenantId, svcUserId } =
       caller.kind === 'session'
-        ? { tenantId: await memberTenantId(tx, body.tenant, caller.svcUserId), svcUserId: caller.svcUserId }
+        ? { tenantId: await sessionTenantId(tx, body.tenant, caller), svcUserId: caller.svcUserId }
         : await caller.verify(tx);
+    await services.limitLearner(tenantId, svcUserId);
     const [activity] = await tx.query<ActivityRow>(
       `select id, tenant_id, lesson_id, program_id, title, kind, spec, rubric, pass_threshold
          from activities where id = $1 and tenant_id = $2`,
@@ -159,7 +182,7 @@ export async function submitForJudgement(
     return { tenantId, svcUserId, activity, resultId: result!.id, artifactId: artifact!.id };
   });
   const pending: JudgeResponse = { status: 'pending', result_id: submission.resultId, artifact_id: submission.artifactId };
-  if (!services.queue.working) return pending;
+  if (!services.queue.working) return { ...pending, reason: 'queued' };
 
   // Step 2: wait for the verdict (a worker of this process grades it; queue.ts, grade-job.ts).
   const waiting = services.queue.waitFor(submission.artifactId, deps.config.embed.judgeWaitMs);
@@ -168,6 +191,27 @@ export async function submitForJudgement(
     (await waiting) ??
     // Not in time here: perhaps another process graded it.
     (await storedOutcome(deps, submission.tenantId, submission.artifactId));
-  if (outcome.kind !== 'graded') return pending;
-  return { ...pending, status: outcome.status, score: outcome.score, feedback: outcome.feedback };
+  switch (outcome.kind) {
+    case 'graded':
+      return { ...pending, status: outcome.status, score: outcome.score, feedback: outcome.feedback };
+    case 'final':
+      return { ...pending, status: outcome.status, reason: outcome.reason, feedback: outcome.feedback };
+    case 'pending':
+      return { ...pending, reason: outcome.reason };
+    default:
+      return pending;
+  }
+}
+
+/**
+ * The tenant a session token may submit to: tenant `slug`, if the session's user is a member
+ * (else 401) and the session is not bound to another tenant (else 403 `forbidden`: an embed
+ * session acts only in the tenant that minted it).
+ */
+async function sessionTenantId(tx: Queryable, slug: string, caller: { svcUserId: string; boundTenantId: string | null }): Promise<string> {
+  if (caller.boundTenantId !== null) {
+    const [named] = await tx.query<{ id: string }>('select id from tenants where slug = $1', [slug]);
+    if (named?.id !== caller.boundTenantId) throw new ApiError('forbidden', `this session belongs to another tenant than "${slug}"`);
+  }
+  return memberTenantId(tx, slug, caller.svcUserId);
 }

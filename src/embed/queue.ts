@@ -13,9 +13,9 @@
  * the one that stores the submission: a submission and its job exist together or not at all.
  * Every job carries a lease (`expireIn`, `leaseSeconds`): a run that has not completed or failed
  * within it (its process was killed) is put back by pg-boss's maintenance and runs again
- * (practically without limit, `RETRY_LIMIT`). A run whose every model attempt failed queues the
- * next run after `judgeRetryDelaySeconds` (`retryLater`: the job is replaced, same id, priority
- * 0), again and again until the model is back. Jobs are kept for `RETENTION_DAYS`.
+ * (practically without limit, `RETRY_LIMIT`). A run that must wait (the model down, the tenant's
+ * budget spent) queues the next run after the delay the job chooses (`retryLater`: the job is
+ * replaced, same id, priority 0); grade-job.ts bounds how long. Jobs are kept for `RETENTION_DAYS`.
  *
  * Workers. Only a process with a model (`SVC_JUDGE_*`) works the queue: `judgeConcurrency`
  * loops, each fetching one job at a time (pg-boss `fetch`: `FOR UPDATE SKIP LOCKED`, so a job
@@ -60,17 +60,22 @@ export interface GradingJob {
   expireInSeconds: number;
 }
 
-/** What became of a run, for a waiting request. */
+/**
+ * What became of a run, for a waiting request: a verdict (`graded`), an end without a verdict
+ * (`final`: `not_gradable`, or `failed` with reason `model_unavailable`), still waiting
+ * (`pending`: the model is down, the tenant's budget is spent, a review is required), or gone.
+ */
 export type JobOutcome =
   | { kind: 'graded'; status: 'passed' | 'failed'; score: number; feedback: string }
+  | { kind: 'final'; status: 'failed' | 'not_gradable'; reason: string; feedback: string }
   | { kind: 'pending'; reason: string }
   | { kind: 'gone' };
 
 /** Completes the job being run, or queues its next run, in the caller's transaction. */
 export interface JobControl {
   complete(tx: Queryable, output?: Record<string, unknown>): Promise<void>;
-  /** Run again after `retryDelaySeconds`, behind submissions whose requests are waiting (priority 0). */
-  retryLater(tx: Queryable): Promise<void>;
+  /** Run again after `delaySeconds` (default `retryDelaySeconds`), behind submissions whose requests are waiting (priority 0). */
+  retryLater(tx: Queryable, delaySeconds?: number): Promise<void>;
 }
 
 export type JobHandler = (job: GradingJob, control: JobControl, signal: AbortSignal) => Promise<JobOutcome>;
@@ -298,12 +303,12 @@ export class GradingQueue {
       complete: async (tx, output) => {
         await this.boss.complete(GRADING_QUEUE, job.id, (output ?? null) as never, { db: bossDb(tx, this.db) } as never);
       },
-      retryLater: async (tx) => {
+      retryLater: async (tx, delaySeconds = this.options.retryDelaySeconds) => {
         // pg-boss's own retry keeps the job's priority; a new job of priority 0 lets waiting
         // requests go first. Same id (the artifact's), so the job stays one per artifact.
         const db = bossDb(tx, this.db);
         await this.boss.deleteJob(GRADING_QUEUE, job.id, { db } as never);
-        await this.send(tx, job.data, { priority: 0, startAfter: this.options.retryDelaySeconds });
+        await this.send(tx, job.data, { priority: 0, startAfter: Math.max(1, Math.ceil(delaySeconds)) });
       },
     };
     let outcome: JobOutcome;

@@ -3,7 +3,8 @@
  *
  *   POST /session   IdP token → session of this service            (session.ts)
  *   POST /judge     submit an artifact; store it, queue and await its grading
- *                   (judge.ts; queue.ts → grade-job.ts → read/, grader.ts, verdict.ts)
+ *                   (judge.ts, learner-rate.ts; queue.ts → grade-job.ts → read/, grader.ts,
+ *                   ledger.ts, verdict.ts)
  *
  * The plugin owns the grading queue of its process: started on `onReady` (pg-boss schema, the
  * workers when a model is configured) and stopped on `onClose`, so every process that serves
@@ -24,6 +25,7 @@ import { gradingHandler, leaseSeconds } from './grade-job.ts';
 import { Grader } from './grader.ts';
 import { IdpVerifier } from './idp.ts';
 import { judgeBody, judgeResponse, submitForJudgement } from './judge.ts';
+import { learnerLimiter } from './learner-rate.ts';
 import { GradingQueue } from './queue.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
 
@@ -36,7 +38,8 @@ function bearer(req: FastifyRequest): string | undefined {
 }
 
 export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
-  const idps = new IdpVerifier(deps);
+  const idps = new IdpVerifier(deps, deps.config.embed.jwksMaxAgeSeconds * 1000);
+  const limitLearner = await learnerLimiter(app, deps);
   const grader = deps.config.judge ? new Grader(deps.config.judge) : null;
   const e = deps.config.embed;
   // Every process that serves /v1/embed has the queue (to enqueue); one with a model works it.
@@ -87,6 +90,6 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
         response: { 200: judgeResponse },
       },
     },
-    async (req) => submitForJudgement(deps, { idps, queue }, bearer(req), req.body),
+    async (req) => submitForJudgement(deps, { idps, queue, limitLearner: limitLearner(req) }, bearer(req), req.body),
   );
 }

@@ -6,10 +6,15 @@
  * 1. find the tenant's IdP settings (unknown tenant / no IdP → the same 401 as a bad token);
  * 2. verify the IdP token (idp.ts);
  * 3. in one transaction: find or create the learner and their membership (learner.ts), then
- *    start a session exactly as a password sign-in does (`startSession(…, 'idp')`).
- * The access token is an ordinary session JWT: it works on `/mcp`, `/auth/v1/user`, and its
- * refresh token on `/auth/v1/token?grant_type=refresh_token`. Author rights exist only where
- * an admin granted them.
+ *    start a session as a password sign-in does (`startSession(…, 'idp', tenantId)`), bound to
+ *    this tenant.
+ * The access token is a session JWT with a `tenant_id` claim: it works on `/mcp`, `/auth/v1/user`
+ * and the embed endpoints, and its refresh token on `/auth/v1/token?grant_type=refresh_token`
+ * (the claim survives refreshes) — but it acts in this tenant only. The same learner may belong
+ * to other tenants that trust the same issuer; a token one tenant refuses (say, for its
+ * audience) cannot reach it through another: `/v1/embed/judge` refuses another tenant's body
+ * (403), and on `/mcp` RLS narrows the caller's tenants to the claim's (migration 0060). Author
+ * rights exist only where an admin granted them, and only in the session's tenant.
  */
 import { z } from 'zod';
 import type { Deps } from '../deps.ts';
@@ -30,7 +35,7 @@ export const sessionBody = z.object({
 export type SessionBody = z.infer<typeof sessionBody>;
 
 export const sessionResponse = z.object({
-  access_token: z.string().describe('Session JWT (HS256), usable on /mcp and /auth/v1.'),
+  access_token: z.string().describe("Session JWT (HS256) bound to this tenant (`tenant_id` claim), usable on /mcp, /auth/v1 and /v1/embed in this tenant only."),
   refresh_token: z.string().describe('Refresh token for /auth/v1/token?grant_type=refresh_token.'),
   expires_in: z.number().int().describe('Lifetime of the access token in seconds.'),
   svc_user_id: z.uuid().describe("The learner's id in this service (stable per IdP issuer and subject)."),
@@ -44,7 +49,7 @@ export async function createEmbedSession(deps: Deps, idps: IdpVerifier, body: Se
   const claims = await idps.verify(body.idp_token, idp);
   return deps.db.transaction(async (tx) => {
     const user = await findOrCreateIdpLearner(tx, deps, idp, claims);
-    const tokens = await startSession(tx, deps, user, 'idp');
+    const tokens = await startSession(tx, deps, user, 'idp', idp.tenantId);
     return {
       access_token: tokens.access_token,
       refresh_token: tokens.refresh_token,

@@ -6,8 +6,10 @@
  *
  *   invalid_request 400   bad parameter, cursor, uuid, body that is not JSON, oversized body…
  *   unauthorized    401   missing or invalid credential (`WWW-Authenticate: Bearer` is set)
+ *   forbidden       403   a valid credential used outside its scope (an embed session of one
+ *                         tenant naming another tenant: the credential, not a record, is wrong)
  *   not_found       404   unknown path, unknown id, another tenant's id (never 403)
- *   rate_limited    429   too many requests (`Retry-After` is set by the limiter)
+ *   rate_limited    429   too many requests (`Retry-After` in seconds is always set)
  *   internal_error  500   anything unexpected; the detail is logged, never sent
  *
  * `message` is public text for the API user; `internal` is detail for the log only.
@@ -20,6 +22,7 @@ import { isBadInput } from '../db/errors.ts';
 export const API_ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   rate_limited: 429,
   internal_error: 500,
@@ -34,6 +37,8 @@ export class ApiError extends Error {
     message: string,
     /** Detail for the log, never sent to the client. */
     readonly internal?: unknown,
+    /** Seconds for `Retry-After` (429). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -57,6 +62,7 @@ export function errorBody(
 /** Send an ApiError: status from the map, the fixed body with the request id, `WWW-Authenticate` on 401. */
 export function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
   if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer');
+  if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(err.retryAfterSeconds))));
   return reply
     .code(err.status)
     .type('application/json; charset=utf-8')

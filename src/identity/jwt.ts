@@ -28,6 +28,8 @@ export interface AccessTokenClaims {
   aal: string;
   amr: { method: string; timestamp: number }[];
   is_anonymous: boolean;
+  /** The tenant an embed session is bound to (absent for password sign-ins): RLS acts in it only. */
+  tenant_id?: string;
 }
 
 export class TokenError extends Error {

@@ -23,7 +23,7 @@
  */
 import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Redis } from 'ioredis';
+import { rateLimitRedis } from '../http/redis.ts';
 import type { IdentityConfig } from '../config.ts';
 import { AuthError } from './errors.ts';
 import { normaliseEmail } from './users.ts';
@@ -55,23 +55,7 @@ export async function tokenRateLimits(
   config: IdentityConfig['rateLimit'],
   redisUrl: string | undefined,
 ): Promise<TokenLimits> {
-  // No offline queue: while Redis is unreachable a check fails at once (and is skipped) instead
-  // of making every sign-in wait for a reconnect.
-  const redis = redisUrl ? new Redis(redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
-  if (redis) {
-    redis.on('error', (err) => app.log.warn({ err }, 'identity: rate-limit store (Redis) error'));
-    app.addHook('onClose', async () => {
-      redis.disconnect();
-    });
-    // Start counting from the first request: wait (briefly) for the connection.
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 1000);
-      redis.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
+  const redis = await rateLimitRedis(app, redisUrl, 'identity');
   await app.register(rateLimit, {
     global: false,
     ...(redis ? { redis, nameSpace: 'svc:auth-rate:' } : { cache: 100_000 }),

@@ -66,6 +66,8 @@ interface SessionInfo {
   amr: AccessTokenClaims['amr'];
   /** When the session was created (RFC 3339). */
   created_at: string;
+  /** The tenant an embed session is bound to (its tokens' `tenant_id` claim); null for a password sign-in. */
+  tenant_id: string | null;
 }
 
 /** End of the session's maximum lifetime in epoch seconds, or undefined without a limit. */
@@ -91,6 +93,7 @@ async function tokenResponse(
     aal: session.aal,
     amr: session.amr,
     is_anonymous: user.is_anonymous,
+    ...(session.tenant_id && { tenant_id: session.tenant_id }),
   }, sessionNotAfter(deps, session));
   return {
     access_token: token,
@@ -102,19 +105,25 @@ async function tokenResponse(
   };
 }
 
-/** Start a session for `user` (signed in by `method`, e.g. `password` or `idp`) and issue tokens. */
+/**
+ * Start a session for `user` (signed in by `method`, e.g. `password` or `idp`) and issue tokens.
+ * With `tenantId` (an embed session) the session is bound to that tenant: every access token it
+ * issues, refreshes included, carries the `tenant_id` claim, and RLS then acts in that tenant
+ * only (migration 0060; docs/architecture.md "Who can act where").
+ */
 export async function startSession(
   q: Queryable,
   deps: Pick<Deps, 'config' | 'now'>,
   user: UserRow,
   method: string,
+  tenantId: string | null = null,
 ): Promise<TokenResponse> {
   const now = deps.now();
   const amr = [{ method, timestamp: epochSeconds(now) }];
   const [session] = await q.query<{ id: string; aal: string; created_at: string }>(
-    `insert into auth.sessions (user_id, amr, created_at, updated_at) values ($1, $2::jsonb, $3, $3)
+    `insert into auth.sessions (user_id, amr, created_at, updated_at, tenant_id) values ($1, $2::jsonb, $3, $3, $4)
      returning id, aal, to_json(created_at) #>> '{}' as created_at`,
-    [user.id, JSON.stringify(amr), now.toISOString()],
+    [user.id, JSON.stringify(amr), now.toISOString(), tenantId],
   );
   const [signedIn] = await q.query<{ last_sign_in_at: string }>(
     `update auth.users set last_sign_in_at = $2 where id = $1 returning to_json(last_sign_in_at) #>> '{}' as last_sign_in_at`,
@@ -122,7 +131,7 @@ export async function startSession(
   );
   const refreshToken = await insertRefreshToken(q, deps, user.id, session!.id, null);
   const current = { ...user, last_sign_in_at: signedIn?.last_sign_in_at ?? user.last_sign_in_at };
-  return tokenResponse(deps, current, { id: session!.id, aal: session!.aal, amr, created_at: session!.created_at }, refreshToken);
+  return tokenResponse(deps, current, { id: session!.id, aal: session!.aal, amr, created_at: session!.created_at, tenant_id: tenantId }, refreshToken);
 }
 
 interface RefreshRow {
@@ -135,6 +144,7 @@ interface RefreshRow {
   token_hash: string;
   created_at: string;
   last_active_at: string;
+  tenant_id: string | null;
 }
 
 /** GoTrue's `session_expired` answers, or undefined when the session may still be refreshed. */
@@ -156,7 +166,7 @@ export async function refreshGrant(deps: Deps, refreshToken: string): Promise<To
   if (refreshToken.length < 16 || refreshToken.length > 512) throw notFound();
   const outcome = await deps.db.transaction(async (tx) => {
     const [row] = await tx.query<RefreshRow>(
-      `select rt.id, rt.user_id, rt.session_id, rt.revoked, rt.token_hash, s.aal, s.amr,
+      `select rt.id, rt.user_id, rt.session_id, rt.revoked, rt.token_hash, s.aal, s.amr, s.tenant_id,
               to_json(s.created_at) #>> '{}' as created_at,
               to_json(coalesce(s.refreshed_at, s.created_at)) #>> '{}' as last_active_at
          from auth.refresh_tokens rt join auth.sessions s on s.id = rt.session_id
@@ -172,7 +182,7 @@ export async function refreshGrant(deps: Deps, refreshToken: string): Promise<To
     }
     const expired = expiredSession(deps, row);
     if (expired) return { error: expired };
-    const session = { id: row.session_id, aal: row.aal, amr: row.amr, created_at: row.created_at };
+    const session = { id: row.session_id, aal: row.aal, amr: row.amr, created_at: row.created_at, tenant_id: row.tenant_id };
     if (!row.revoked) {
       await tx.query('update auth.refresh_tokens set revoked = true, updated_at = $2 where id = $1', [row.id, deps.now().toISOString()]);
       await tx.query('update auth.sessions set refreshed_at = $2, updated_at = now() where id = $1', [
@@ -216,6 +226,7 @@ export async function verifySession(deps: Deps, token: string): Promise<Verified
   const user = await findUserBySession(deps.db, claims.sub, claims.session_id, {
     maxLifetime: deps.config.identity.sessionMaxLifetime,
     now: deps.now(),
+    tenantId: claims.tenant_id ?? null,
   });
   if (!user) throw new AuthError(403, 'session_not_found', 'Session from session_id claim in JWT does not exist');
   if (user.banned_until && new Date(user.banned_until) > deps.now()) throw new AuthError(403, 'user_banned', 'User is banned');

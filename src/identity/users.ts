@@ -84,11 +84,14 @@ export async function findUserById(q: Queryable, id: string): Promise<UserRow | 
 export interface SessionLimits {
   maxLifetime: number;
   now: Date;
+  /** The token's `tenant_id` claim (null when none): must equal the session's tenant. */
+  tenantId?: string | null;
 }
 
 /**
  * The user of a live session (one round trip), or undefined when the session has ended —
- * logged out, deleted with its user, or older than `limits.maxLifetime`.
+ * logged out, deleted with its user, or older than `limits.maxLifetime` — or when the token's
+ * tenant claim is not the session's tenant.
  */
 export async function findUserBySession(
   q: Queryable,
@@ -100,8 +103,9 @@ export async function findUserBySession(
     `select ${USER_COLUMNS} from auth.sessions s
        join ${USER_FROM} on u.id = s.user_id
       where s.id = $1 and s.user_id = $2
-        and ($3::int = 0 or s.created_at + make_interval(secs => $3::int) > $4::timestamptz)`,
-    [sessionId, userId, limits.maxLifetime, limits.now.toISOString()],
+        and ($3::int = 0 or s.created_at + make_interval(secs => $3::int) > $4::timestamptz)
+        and s.tenant_id is not distinct from $5::uuid`,
+    [sessionId, userId, limits.maxLifetime, limits.now.toISOString(), limits.tenantId ?? null],
   );
   return rows[0];
 }

@@ -13,7 +13,7 @@
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import { rateLimitRedis } from '../http/redis.ts';
 import type { Deps } from '../deps.ts';
 import { ApiError } from '../http/api-errors.ts';
 import { keyOf } from './auth.ts';
@@ -27,15 +27,7 @@ export const REDIS_NAMESPACE = 'svc:results:rate:';
  */
 export async function registerRateLimit(api: FastifyInstance, deps: Deps): Promise<void> {
   const { max, windowMs } = deps.config.results.rateLimit;
-  let redis: Redis | undefined;
-  if (deps.config.redisUrl) {
-    // Fail fast instead of queueing while disconnected: the limiter then lets the request pass.
-    redis = new Redis(deps.config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false });
-    redis.on('error', (err) => api.log.warn({ err }, 'results: rate-limit store (Redis) unavailable; not limiting'));
-    api.addHook('onClose', async () => {
-      await redis!.quit().catch(() => redis!.disconnect());
-    });
-  }
+  const redis = await rateLimitRedis(api, deps.config.redisUrl, 'results');
   await api.register(rateLimit, {
     global: true,
     hook: 'onRequest',

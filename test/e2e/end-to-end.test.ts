@@ -8,7 +8,7 @@ import { createClient } from '@supabase/supabase-js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, seedAuthor, type TestApp } from '../helpers/harness.ts';
+import { startApp, seedAuthor, testJudge, type TestApp } from '../helpers/harness.ts';
 import { callTool, importOdin, loadOdin, ODIN_MISSING, odinAvailable, type ImportReport, type OdinProgram } from '../helpers/odin.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
@@ -62,7 +62,7 @@ describe.skipIf(!ready)('end to end on The Odin Project foundations', () => {
   beforeAll(async () => {
     model = await startTestModel();
     idp = await startTestIdp();
-    t = await startApp({ judge: { baseUrl: model.baseUrl, apiKey: 'test', model: 'test-model', timeoutMs: 10_000 } });
+    t = await startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 10_000 }) });
     const { jwtSecret, anonKey, serviceRoleKey } = t.deps.config;
     unjudged = await startApp({ jwtSecret, anonKey, serviceRoleKey }, { db: t.db });
     source = loadOdin();

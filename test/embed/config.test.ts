@@ -13,6 +13,12 @@ describe('embed settings', () => {
       judgeWaitMs: 20_000,
       judgeAttempts: 3,
       judgeRetryDelaySeconds: 60,
+      judgeRetryMaxDelaySeconds: 3600,
+      judgeMaxAgeSeconds: 86_400,
+      learnerRate: 10,
+      learnerWindowSeconds: 60,
+      tenantBudget: { callsPerHour: 1000, callsPerDay: 10_000, tokensPerHour: 5_000_000, tokensPerDay: 50_000_000 },
+      jwksMaxAgeSeconds: 300,
       judgeConcurrency: 4,
       judgePollSeconds: 2,
       judgeVision: true,
@@ -28,6 +34,15 @@ describe('embed settings', () => {
       SVC_JUDGE_WAIT: '0.5',
       SVC_JUDGE_ATTEMPTS: '5',
       SVC_JUDGE_RETRY_DELAY: '10',
+      SVC_JUDGE_RETRY_MAX_DELAY: '600',
+      SVC_JUDGE_MAX_AGE: '7200',
+      SVC_JUDGE_LEARNER_RATE: '3',
+      SVC_JUDGE_LEARNER_WINDOW: '30',
+      SVC_JUDGE_TENANT_CALLS_PER_HOUR: '5',
+      SVC_JUDGE_TENANT_CALLS_PER_DAY: '50',
+      SVC_JUDGE_TENANT_TOKENS_PER_HOUR: '10000',
+      SVC_JUDGE_TENANT_TOKENS_PER_DAY: '100000',
+      SVC_IDP_JWKS_MAX_AGE: '60',
       SVC_JUDGE_CONCURRENCY: '16',
       SVC_JUDGE_POLL: '0.5',
       SVC_JUDGE_VISION: '0',
@@ -39,6 +54,12 @@ describe('embed settings', () => {
       judgeWaitMs: 500,
       judgeAttempts: 5,
       judgeRetryDelaySeconds: 10,
+      judgeRetryMaxDelaySeconds: 600,
+      judgeMaxAgeSeconds: 7200,
+      learnerRate: 3,
+      learnerWindowSeconds: 30,
+      tenantBudget: { callsPerHour: 5, callsPerDay: 50, tokensPerHour: 10_000, tokensPerDay: 100_000 },
+      jwksMaxAgeSeconds: 60,
       judgeConcurrency: 16,
       judgePollSeconds: 0.5,
       judgeVision: false,
@@ -56,8 +77,38 @@ describe('embed settings', () => {
     ['SVC_JUDGE_VISION', 'maybe'],
     ['SVC_FETCH_MAX_BYTES', '10'],
     ['SVC_JUDGE_WAIT', 'soon'],
+    // Bounds of issue #10: nonsense values are refused at boot.
+    ['SVC_JUDGE_LEARNER_RATE', '0'],
+    ['SVC_JUDGE_LEARNER_RATE', '-5'],
+    ['SVC_JUDGE_LEARNER_RATE', 'lots'],
+    ['SVC_JUDGE_LEARNER_WINDOW', '0'],
+    ['SVC_JUDGE_TENANT_CALLS_PER_HOUR', '0'],
+    ['SVC_JUDGE_TENANT_CALLS_PER_DAY', '-1'],
+    ['SVC_JUDGE_TENANT_TOKENS_PER_HOUR', 'unlimited'],
+    ['SVC_JUDGE_TENANT_TOKENS_PER_DAY', '1.5'],
+    ['SVC_JUDGE_MAX_AGE', '0'],
+    ['SVC_JUDGE_MAX_AGE', 'a day'],
+    ['SVC_JUDGE_RETRY_MAX_DELAY', '-1'],
+    ['SVC_JUDGE_MAX_TOKENS', '0'],
+    ['SVC_JUDGE_TOKEN_PARAM', 'max_output'],
+    ['SVC_JUDGE_TEMPERATURE', '-1'],
+    ['SVC_JUDGE_SEED', 'random'],
+    ['SVC_IDP_JWKS_MAX_AGE', '0'],
   ])('refuses %s=%s, naming the variable', (name, value) => {
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(new RegExp(name));
+  });
+
+  it.each([
+    [{ SVC_JUDGE_TENANT_CALLS_PER_HOUR: '100', SVC_JUDGE_TENANT_CALLS_PER_DAY: '10' }, /SVC_JUDGE_TENANT_CALLS_PER_HOUR/],
+    [{ SVC_JUDGE_TENANT_TOKENS_PER_HOUR: '100000', SVC_JUDGE_TENANT_TOKENS_PER_DAY: '10000' }, /SVC_JUDGE_TENANT_TOKENS_PER_HOUR/],
+    [{ SVC_JUDGE_RETRY_DELAY: '600', SVC_JUDGE_RETRY_MAX_DELAY: '60' }, /SVC_JUDGE_RETRY_MAX_DELAY/],
+  ])('refuses budgets and delays that contradict each other (%j)', (vars, message) => {
+    expect(() => loadConfig({ ...base(), ...vars })).toThrow(message);
+  });
+
+  it('sends temperature 0, a seed and a token cap by default', () => {
+    const config = loadConfig({ ...base(), SVC_JUDGE_BASE_URL: 'http://127.0.0.1:1/v1', SVC_JUDGE_MODEL: 'm' });
+    expect(config.judge).toMatchObject({ maxTokens: 2048, tokenParam: 'max_completion_tokens', temperature: 0, seed: expect.any(Number) });
   });
 });

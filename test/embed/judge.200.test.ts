@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 import { countRows, post, seedActivity, type SeededActivity } from './fixtures.ts';
@@ -21,7 +21,7 @@ let pagesUrl: string;
 
 beforeAll(async () => {
   [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-  t = await startApp({ judge: { baseUrl: model.baseUrl, apiKey: 'test', model: 'test-model', timeoutMs: 5000 } });
+  t = await startApp({ judge: testJudge(model.baseUrl) });
   await t.op('tenant.create', { slug: 'acme' });
   await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
   doc = await seedActivity(t, 'acme', {
@@ -65,12 +65,14 @@ const progressOf = async (userId: string, programId: string) =>
 const verificationOf = async (id: string) =>
   (await t.db.query<{ verification: any }>('select verification from artifacts where id = $1', [id]))[0]!.verification;
 
-/** The artifact section of the last request the model received. */
-const lastSection = () => {
+/** The artifact section of the last request the model received, with its per-request delimiter nonce. */
+const lastSectionAsSent = () => {
   const body = model.requests[model.requests.length - 1] as { messages: { role: string; content: string }[] };
   const user = body.messages.find((m) => m.role === 'user')!.content;
-  return user.slice(user.indexOf('<<<ARTIFACT'), user.lastIndexOf('ARTIFACT>>>') + 'ARTIFACT>>>'.length);
+  return /<<<ARTIFACT-[0-9a-f]{16}\n[\s\S]*\nARTIFACT-[0-9a-f]{16}>>>/.exec(user)![0];
 };
+/** The same section in the plain form `artifact_hash` is computed on (the nonce left out). */
+const lastSection = () => lastSectionAsSent().replace(/^<<<ARTIFACT-[0-9a-f]{16}\n/, '<<<ARTIFACT\n').replace(/\nARTIFACT-[0-9a-f]{16}>>>$/, '\nARTIFACT>>>');
 
 describe('POST /v1/embed/judge 200 (graded)', () => {
   it('passes good work: result completed, progress counted, verdict stored', async () => {
@@ -88,9 +90,14 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
 
     const v = await verificationOf(res.body.artifact_id);
     expect(Object.keys(v).sort()).toEqual(
-      ['artifact_hash', 'criteria', 'feedback', 'graded_at', 'injection', 'model', 'passed', 'prompt_version', 'read', 'rubric_hash', 'runs', 'score', 'status'].sort(),
+      [
+        'artifact_hash', 'call_id', 'criteria', 'feedback', 'graded_at', 'injection', 'model', 'passed', 'prompt_version', 'read',
+        'request_sha256', 'response_id', 'rubric_hash', 'rubric_version', 'runs', 'score', 'status', 'usage',
+      ].sort(),
     );
-    expect(v).toMatchObject({ status: 'passed', passed: true, score: 100, model: 'test-model', prompt_version: 'embed-judge/2', runs: 1 });
+    expect(v).toMatchObject({ status: 'passed', passed: true, score: 100, model: 'test-model', prompt_version: 'embed-judge/3', runs: 1, rubric_version: 1 });
+    expect(v.usage).toEqual({ calls: 1, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) });
+    expect(v.usage.prompt_tokens).toBeGreaterThan(0);
     expect(v.injection).toEqual({ suspected: false, signals: [] });
     expect(v.read).toEqual([{ field: 'content', ok: true, detail: expect.stringMatching(/^text, /) }]);
     expect(v.criteria.map((c: { id: string; weight: number }) => [c.id, c.weight])).toEqual([['c1', 1], ['c2', 3]]);

@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 import { countRows, expectError, post, seedActivity, type SeededActivity, withoutRequestId } from './fixtures.ts';
@@ -25,7 +25,7 @@ let pagesPort: number;
 
 beforeAll(async () => {
   [idpA, idpB, model] = await Promise.all([startTestIdp(), startTestIdp({ alg: 'ES256' }), startTestModel()]);
-  const judge = { baseUrl: model.baseUrl, apiKey: 'test', model: 'test-model', timeoutMs: 5000 };
+  const judge = testJudge(model.baseUrl);
   t = await startApp({ judge });
   // Same database, outbound fetches to private addresses refused (the production setting).
   strict = await startApp({ judge, fetchAllowPrivate: false }, { db: t.db });
@@ -86,9 +86,9 @@ describe('POST /v1/embed/judge 401', () => {
     await expectNothingWritten();
   });
 
-  it("refuses tenant A's learner (session token) on tenant B", async () => {
+  it("refuses tenant A's learner (embed session, bound to A) on tenant B: 403", async () => {
     const res = await judge(t, docBody({ tenant: 'globex', activity_id: docB.activityId }), sessionA.access_token);
-    expectError(res, 401, 'unauthorized');
+    expectError(res, 403, 'forbidden');
     await expectNothingWritten();
   });
 

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 import { countRows, expectError, PNG_1X1, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
@@ -27,7 +27,7 @@ beforeAll(async () => {
     startGitServer({ 'README.md': '# Shortener\nShortens URLs.', 'src/app.js': 'export function shorten(u) { return u; }' }),
     startSite({ '/diagram.png': { type: 'image/png', body: PNG_1X1 } }),
   ]);
-  t = await startApp({ judge: { baseUrl: model.baseUrl, apiKey: 'test', model: 'test-model', timeoutMs: 5000 } });
+  t = await startApp({ judge: testJudge(model.baseUrl) });
   // Production setting, no model: a probe that got through would only be stored, never fetched.
   strict = await startApp({ judge: null, fetchAllowPrivate: false }, { db: t.db });
   await t.op('tenant.create', { slug: 'acme' });
@@ -72,23 +72,27 @@ describe('reading through the judge', () => {
     const dataUrl = `data:image/png;base64,${PNG_1X1.toString('base64')}`;
     expect(user.content[1]).toEqual({ type: 'image_url', image_url: { url: dataUrl } });
     const text: string = user.content[0].text;
-    const section = text.slice(text.indexOf('<<<ARTIFACT'), text.lastIndexOf('ARTIFACT>>>') + 'ARTIFACT>>>'.length);
+    // The hash is of the section with the per-request delimiter nonce left out.
+    const sent = /<<<ARTIFACT-([0-9a-f]{16})\n([\s\S]*)\nARTIFACT-\1>>>/.exec(text)!;
+    const section = `<<<ARTIFACT\n${sent[2]}\nARTIFACT>>>`;
     const v = await verificationOf(t, res.body.artifact_id);
     expect(v.artifact_hash).toBe(sha256(`${section}\n${dataUrl}`));
     expect(v.artifact_hash).not.toBe(sha256(section));
   });
 
-  it('answers failed with the reason, without calling the model, when nothing can be read', async () => {
+  it('answers not_gradable with the reason, without calling the model, when nothing can be read', async () => {
     const before = model.requests.length;
     const res = await submit(t, 'site', { ref_url: `${site.url}/gone` });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'failed', score: 0 });
+    expect(res.body).toMatchObject({ status: 'not_gradable', reason: 'unreadable' });
+    expect(res.body.score).toBeUndefined();
     expect(res.body.feedback).toMatch(/could not be read: ref_url could not be fetched: the page answered HTTP 404/);
     expect(model.requests.length).toBe(before);
     const v = await verificationOf(t, res.body.artifact_id);
-    expect(v).toMatchObject({ status: 'failed', reason: 'unreadable', model: null, artifact_hash: null, passed: false });
-    const [result] = await t.db.query<{ status: string }>('select status from activity_results where id = $1', [res.body.result_id]);
-    expect(result!.status).toBe('failed');
+    expect(v).toMatchObject({ status: 'not_gradable', reason: 'unreadable', model: null, artifact_hash: null });
+    // Not held against the learner: the result is not failed.
+    const [result] = await t.db.query<{ status: string; score: number | null }>('select status, score from activity_results where id = $1', [res.body.result_id]);
+    expect(result).toMatchObject({ status: 'in_progress', score: null });
   });
 });
 

@@ -5,7 +5,7 @@
  * graded later).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 import { post, seedActivity, type SeededActivity } from './fixtures.ts';
@@ -19,7 +19,7 @@ let doc: SeededActivity;
 
 beforeAll(async () => {
   [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-  const judge = { baseUrl: model.baseUrl, apiKey: 'test', model: 'test-model', timeoutMs: 5000 };
+  const judge = testJudge(model.baseUrl);
   withModel = await startApp({ judge });
   // Two more apps on the same database: one without a model, one with a short model timeout.
   noModel = await startApp({ judge: null }, { db: withModel.db });
@@ -43,10 +43,10 @@ const submit = async (app: TestApp, sub: string, content = 'complete work') =>
     { authorization: `Bearer ${await idp.sign({ sub })}` },
   );
 
-async function expectPending(res: { status: number; body: any }) {
+async function expectPending(res: { status: number; body: any }, reason: string) {
   expect(res.status).toBe(200);
-  expect(Object.keys(res.body).sort()).toEqual(['artifact_id', 'result_id', 'status']);
-  expect(res.body.status).toBe('pending');
+  expect(Object.keys(res.body).sort()).toEqual(['artifact_id', 'reason', 'result_id', 'status']);
+  expect(res.body).toMatchObject({ status: 'pending', reason });
   const db = withModel.db;
   const [result] = await db.query<{ status: string; score: number | null; user_id: string }>(
     'select status, score, user_id from activity_results where id = $1',
@@ -66,26 +66,29 @@ async function expectPending(res: { status: number; body: any }) {
 describe('POST /v1/embed/judge 200 pending', () => {
   it('stores the submission and answers pending when no model is configured', async () => {
     const before = model.requests.length;
-    const v = await expectPending(await submit(noModel, 'no-model'));
+    const v = await expectPending(await submit(noModel, 'no-model'), 'queued');
     expect(v).toEqual({ status: 'pending' });
     expect(model.requests.length).toBe(before);
   });
 
   it('answers pending when the model fails with HTTP 500', async () => {
     model.setMode('fail-500');
-    const v = await expectPending(await submit(withModel, 'model-500'));
+    const v = await expectPending(await submit(withModel, 'model-500'), 'model_error');
     expect(v.error).toBe('model_error');
   });
 
-  it('answers pending when the model answers garbage', async () => {
+  it('answers not_gradable when the model answers garbage every time, and holds nothing against the learner', async () => {
     model.setMode('garbage');
-    const v = await expectPending(await submit(withModel, 'model-garbage'));
-    expect(v.error).toBe('invalid_output');
+    const res = await submit(withModel, 'model-garbage');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'not_gradable', reason: 'invalid_output' });
+    const [result] = await withModel.db.query<{ status: string; score: number | null }>('select status, score from activity_results where id = $1', [res.body.result_id]);
+    expect(result).toMatchObject({ status: 'in_progress', score: null });
   });
 
   it('answers pending when the model is too slow for every attempt', async () => {
     model.setMode('slow');
-    const v = await expectPending(await submit(impatient, 'model-slow'));
+    const v = await expectPending(await submit(impatient, 'model-slow'), 'timeout');
     expect(v.error).toBe('timeout');
   });
 

@@ -5,10 +5,11 @@
  * submissions each graded exactly once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshDb, startApp, type TestApp } from '../helpers/harness.ts';
+import { freshDb, startApp, testJudge, type TestApp } from '../helpers/harness.ts';
+import type { JudgeConfig } from '../../src/config.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { recordVerdict } from '../../src/embed/verdict.ts';
+import { recordOutcome } from '../../src/embed/verdict.ts';
 import { countRows, embedSettings, eventually, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
 
 let store: Awaited<ReturnType<typeof freshDb>>;
@@ -16,11 +17,11 @@ let t: TestApp;
 let idp: TestIdp;
 let model: TestModel;
 let doc: SeededActivity;
-let judge: { baseUrl: string; apiKey: string; model: string; timeoutMs: number };
+let judge: JudgeConfig;
 
 beforeAll(async () => {
   [idp, model, store] = await Promise.all([startTestIdp(), startTestModel(), freshDb()]);
-  judge = { baseUrl: model.baseUrl, apiKey: 'test', model: 'test-model', timeoutMs: 5000 };
+  judge = testJudge(model.baseUrl);
   // Apps come and go on one database (restarts).
   t = await startApp({ judge, embed: embedSettings({ judgePollSeconds: 0.5, judgeRetryDelaySeconds: 1, judgeAttempts: 2, judgeWaitMs: 5000 }) }, { db: store.db });
   await t.op('tenant.create', { slug: 'acme' });
@@ -133,7 +134,7 @@ describe('exactly once', () => {
     expect(pass.body.status).toBe('passed');
     const stored = await verificationOf(t, pass.body.artifact_id);
     const again = await t.db.transaction((tx) =>
-      recordVerdict(tx, doc.tenantId, pass.body.artifact_id, { status: 'passed', passed: true, score: 100, feedback: 'again' }),
+      recordOutcome(tx, doc.tenantId, pass.body.artifact_id, { status: 'passed', feedback: 'again' }, { kind: 'pass', score: 100 }),
     );
     expect(again).toBe(false);
     expect(await verificationOf(t, pass.body.artifact_id)).toEqual(stored);

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
-import type { Config } from '../../src/config.ts';
+import type { Config, JudgeConfig } from '../../src/config.ts';
 import { migrate, openDb, type Db } from '../../src/db/index.ts';
 import { DEFAULT_POOL_SIZE } from '../../src/db/postgres.ts';
 import type { Deps } from '../../src/deps.ts';
@@ -38,6 +38,13 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       judgeWaitMs: 10_000,
       judgeAttempts: 2,
       judgeRetryDelaySeconds: 1,
+      judgeRetryMaxDelaySeconds: 2,
+      judgeMaxAgeSeconds: 86_400,
+      // Per-learner rate and tenant budget: out of reach unless a suite lowers them (test/embed/bounds).
+      learnerRate: 100_000,
+      learnerWindowSeconds: 60,
+      tenantBudget: { callsPerHour: 1e9, callsPerDay: 1e9, tokensPerHour: 1e12, tokensPerDay: 1e12 },
+      jwksMaxAgeSeconds: 300,
       judgeConcurrency: 4,
       judgePollSeconds: 60,
       judgeVision: true,
@@ -61,6 +68,19 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     ...overrides,
   };
 }
+
+/** Judge settings for the test model at `baseUrl` (test/helpers/test-model.ts). */
+export const testJudge = (baseUrl: string, overrides: Partial<JudgeConfig> = {}): JudgeConfig => ({
+  baseUrl,
+  apiKey: 'test',
+  model: 'test-model',
+  timeoutMs: 5000,
+  maxTokens: 2048,
+  tokenParam: 'max_completion_tokens',
+  temperature: 0,
+  seed: 7,
+  ...overrides,
+});
 
 /** A fresh, migrated database on the suite's backend; `drop()` removes it. */
 export async function freshDb(): Promise<{ db: Db; url?: string; drop: () => Promise<void> }> {
@@ -93,6 +113,8 @@ export interface TestApp {
   url: string;
   deps: Deps;
   db: Db;
+  /** The database's URL on the PostgreSQL backend (undefined on PGlite, or when `db` was passed in). */
+  dbUrl?: string;
   /** Run an admin operation (the CLI's code path) directly. */
   op: (name: OpName, args: Record<string, unknown>) => Promise<any>;
   close: () => Promise<void>;
@@ -118,6 +140,7 @@ export async function startApp(
     url,
     deps,
     db,
+    dbUrl: owned?.url,
     op: (name, args) => runOp(db, name, args),
     close: async () => {
       await app.close();

@@ -22,7 +22,9 @@
  *   (the classic RS/HS key-confusion forgery). Both must be refused by a verifier.
  *
  * `rotate()` adds a new key with a new `kid` that signs from then on; older keys stay
- * published (as a real rotation overlaps).
+ * published (as a real rotation overlaps). `remove(kid)` takes a key out of the published set
+ * (a compromised or retired key) while `sign({…}, {kid})` can still sign with it; `kids` lists
+ * the published key ids, oldest first.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -48,6 +50,8 @@ export interface TestIdp {
     options?: { audience?: string; expiresIn?: string | number; kid?: string; alg?: string },
   ): Promise<string>;
   rotate(): Promise<void>;
+  remove(kid: string): void;
+  readonly kids: string[];
   close(): Promise<void>;
 }
 
@@ -68,6 +72,7 @@ export async function startTestIdp(options: { alg?: 'RS256' | 'ES256' | 'EdDSA' 
   const alg = options.alg ?? 'RS256';
   const counts = { jwks: 0, discovery: 0 };
   const keys: SigningKey[] = [];
+  const removed: SigningKey[] = [];
   const newKey = async (): Promise<SigningKey> => {
     const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true });
     return {
@@ -120,7 +125,7 @@ export async function startTestIdp(options: { alg?: 'RS256' | 'ES256' | 'EdDSA' 
 
     async sign(claims, signOptions = {}) {
       const current = keys[keys.length - 1]!;
-      const key = keys.find((k) => k.kid === signOptions.kid) ?? current;
+      const key = [...keys, ...removed].find((k) => k.kid === signOptions.kid) ?? current;
       const kid = signOptions.kid ?? key.kid;
       const useAlg = signOptions.alg ?? alg;
       const now = Math.floor(Date.now() / 1000);
@@ -142,6 +147,15 @@ export async function startTestIdp(options: { alg?: 'RS256' | 'ES256' | 'EdDSA' 
 
     async rotate() {
       keys.push(await newKey());
+    },
+
+    remove(kid) {
+      const i = keys.findIndex((k) => k.kid === kid);
+      if (i >= 0) removed.push(...keys.splice(i, 1));
+    },
+
+    get kids() {
+      return keys.map((k) => k.kid);
     },
 
     close: () =>

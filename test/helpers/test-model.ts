@@ -7,8 +7,9 @@
  * - `grade` (default): a structured-output completion. The rubric criterion ids are read from
  *   the request's JSON schema, `response_format.json_schema.schema.properties.criteria.items
  *   .properties.id.enum` (the grader sends them there). The artifact is the text of the user
- *   message between the lines `<<<ARTIFACT` and `ARTIFACT>>>` (the grader's delimiters), and
- *   only that text decides: if it contains the word `TODO`, every criterion is unmet with
+ *   message between the lines `<<<ARTIFACT-<nonce>` and `ARTIFACT-<nonce>>>>` (the grader's
+ *   delimiters, with the same nonce; the plain `<<<ARTIFACT` / `ARTIFACT>>>` too), and only that
+ *   text decides: if it contains the word `TODO`, every criterion is unmet with
  *   score 0, otherwise every criterion is met with score 100. The answer is
  *   `{criteria: [{id, met, score, evidence}], feedback}` as the message content (JSON text),
  *   plus `injection_suspected` / `injection_evidence` when the schema asks for them (suspected
@@ -18,7 +19,14 @@
  * - `fail-500`: HTTP 500 with an OpenAI-style error body.
  * - `garbage`: HTTP 200 with a completion whose content is not JSON.
  * - `slow`: never answers (until the client gives up or `close()`), to exercise timeouts.
- * - `rate-limit`: HTTP 429 with `retry-after: 0` and an OpenAI-style error body.
+ * - `rate-limit`: HTTP 429 with `retry-after: 0` (or what `setRetryAfter` says) and an OpenAI-style error body.
+ * - `refuse`: HTTP 200 with a refusal (`message.refusal`, no content).
+ * - `too-long`: HTTP 400 `context_length_exceeded`, as OpenAI answers a request too long for the model.
+ * - `drop`: the connection is closed without an answer (a crashed or unreachable model).
+ * - `obey`: like `grade`, but the model obeys the artifact: every criterion met with score 100
+ *   and no injection reported, whatever the work says (a model fooled by a prompt injection).
+ * Every completion reports `usage`: prompt tokens ≈ request characters / 4, completion tokens
+ * ≈ answer characters / 4. `requests` keeps each body as received (temperature, seed, token cap).
  *
  * `failNext(n, mode)` answers the next `n` requests in `mode` (default `fail-500`), then goes
  * back to the current mode (bounded-retry tests). `delayMs` (option or `setDelay`) delays every
@@ -28,7 +36,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type TestModelMode = 'grade' | 'fail-500' | 'garbage' | 'slow' | 'rate-limit';
+export type TestModelMode = 'grade' | 'fail-500' | 'garbage' | 'slow' | 'rate-limit' | 'refuse' | 'too-long' | 'drop' | 'obey';
 
 export interface TestModel {
   baseUrl: string;
@@ -39,13 +47,15 @@ export interface TestModel {
   /** Answer the next `count` requests in `mode` (default `fail-500`). */
   failNext(count: number, mode?: TestModelMode): void;
   setDelay(ms: number): void;
+  /** The `retry-after` header (seconds) of `rate-limit` answers. */
+  setRetryAfter(seconds: number): void;
   /** The artifact section text of every request received, in order. */
   artifacts(): string[];
   close(): Promise<void>;
 }
 
-const BEGIN = '<<<ARTIFACT';
-const END = 'ARTIFACT>>>';
+/** The artifact section: `<<<ARTIFACT[-nonce]` … `ARTIFACT[-nonce]>>>` with the same nonce. */
+const SECTION = /<<<ARTIFACT(-[0-9a-f]+)?\n([\s\S]*)\nARTIFACT\1>>>/;
 
 interface ChatRequest {
   model?: string;
@@ -78,22 +88,23 @@ function imageUrls(body: ChatRequest): string[] {
 function artifactText(body: ChatRequest): string | undefined {
   for (const m of body.messages ?? []) {
     if (m.role !== 'user') continue;
-    const text = messageText(m.content);
-    const start = text.indexOf(`${BEGIN}\n`);
-    const end = text.lastIndexOf(`\n${END}`);
-    if (start !== -1 && end > start) return text.slice(start + BEGIN.length + 1, end);
+    const match = SECTION.exec(messageText(m.content));
+    if (match) return match[2];
   }
   return undefined;
 }
 
-function completion(model: string, content: string) {
+let completions = 0;
+function completion(model: string, content: string | null, promptChars: number, refusal: string | null = null) {
+  const prompt_tokens = Math.ceil(promptChars / 4);
+  const completion_tokens = Math.ceil((content ?? refusal ?? '').length / 4);
   return {
-    id: `chatcmpl-test-${Date.now()}`,
+    id: `chatcmpl-test-${++completions}`,
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model,
-    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: 'stop', logprobs: null }],
-    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    choices: [{ index: 0, message: { role: 'assistant', content, refusal }, finish_reason: 'stop', logprobs: null }],
+    usage: { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens },
   };
 }
 
@@ -104,6 +115,7 @@ const sendJson = (res: ServerResponse, status: number, body: unknown) =>
 export async function startTestModel(options: { mode?: TestModelMode; port?: number; delayMs?: number } = {}): Promise<TestModel> {
   let mode: TestModelMode = options.mode ?? 'grade';
   let delayMs = options.delayMs ?? 0;
+  let retryAfter = 0;
   const requests: unknown[] = [];
   const images: string[] = [];
   const sections: string[] = [];
@@ -117,8 +129,9 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
         return sendJson(res, 404, { error: { message: 'not found', type: 'invalid_request_error', code: null } });
       }
       let body: ChatRequest;
+      const raw = Buffer.concat(chunks).toString('utf8');
       try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRequest;
+        body = JSON.parse(raw) as ChatRequest;
       } catch {
         return sendJson(res, 400, { error: { message: 'invalid JSON', type: 'invalid_request_error', code: null } });
       }
@@ -127,33 +140,42 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
       sections.push(artifactText(body) ?? '');
       const current = queued.shift() ?? mode;
       if (delayMs > 0 && current !== 'slow') {
-        setTimeout(() => answer(res, body, current), delayMs);
+        setTimeout(() => answer(res, body, current, raw.length), delayMs);
         return;
       }
-      answer(res, body, current);
+      answer(res, body, current, raw.length);
     });
   });
 
-  const answer = (res: ServerResponse, body: ChatRequest, current: TestModelMode) => {
+  const answer = (res: ServerResponse, body: ChatRequest, current: TestModelMode, promptChars: number) => {
     if (res.destroyed) return;
     const model = body.model ?? 'test-model';
     switch (current) {
       case 'rate-limit':
-        res.setHeader('retry-after', '0');
+        res.setHeader('retry-after', String(retryAfter));
         return sendJson(res, 429, { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } });
       case 'fail-500':
         return sendJson(res, 500, { error: { message: 'The server had an error', type: 'server_error', code: null } });
       case 'garbage':
-        return sendJson(res, 200, completion(model, 'Sure! Here is my assessment: {criteria: looks good'));
+        return sendJson(res, 200, completion(model, 'Sure! Here is my assessment: {criteria: looks good', promptChars));
+      case 'refuse':
+        return sendJson(res, 200, completion(model, null, promptChars, "I'm sorry, I can't help with grading this."));
+      case 'too-long':
+        return sendJson(res, 400, {
+          error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' },
+        });
+      case 'drop':
+        return void res.socket?.destroy();
       case 'slow':
         return; // never answer; the client times out (or close() ends the connection)
+      case 'obey':
       case 'grade': {
         const ids = body.response_format?.json_schema?.schema?.properties?.criteria?.items?.properties?.id?.enum;
         const artifact = artifactText(body);
         if (!Array.isArray(ids) || artifact === undefined) {
           return sendJson(res, 400, { error: { message: 'expected a rubric schema and an artifact section', type: 'invalid_request_error', code: null } });
         }
-        const todo = /\bTODO\b/.test(artifact);
+        const todo = current === 'grade' && /\bTODO\b/.test(artifact);
         const schemaProps = (body.response_format?.json_schema?.schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
         const injected = /ignore\s+(all\s+|the\s+|previous\s+)*(instructions|rubric)/i.exec(artifact);
         const verdict = {
@@ -164,9 +186,11 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
             evidence: todo ? 'The work still contains TODO markers.' : 'The work addresses this criterion.',
           })),
           feedback: todo ? 'Finish the parts marked TODO and submit again.' : 'Well done: every criterion is met.',
-          ...('injection_suspected' in schemaProps ? { injection_suspected: Boolean(injected), injection_evidence: injected?.[0] ?? '' } : {}),
+          ...('injection_suspected' in schemaProps
+            ? { injection_suspected: current === 'grade' && Boolean(injected), injection_evidence: (current === 'grade' && injected?.[0]) || '' }
+            : {}),
         };
-        return sendJson(res, 200, completion(model, JSON.stringify(verdict)));
+        return sendJson(res, 200, completion(model, JSON.stringify(verdict), promptChars));
       }
     }
   };
@@ -188,6 +212,9 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
     },
     setDelay(ms) {
       delayMs = ms;
+    },
+    setRetryAfter(seconds) {
+      retryAfter = seconds;
     },
     artifacts: () => sections.slice(),
     close: () =>

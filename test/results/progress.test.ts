@@ -16,7 +16,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 import { walk } from './fixtures.ts';
@@ -26,7 +26,7 @@ let idp: TestIdp;
 let model: TestModel;
 beforeAll(async () => {
   [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-  t = await startApp({ judge: { baseUrl: model.baseUrl, apiKey: 'test', model: 'test-model', timeoutMs: 10_000 } });
+  t = await startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 10_000 }) });
 });
 afterAll(async () => {
   await t?.close();

@@ -1,0 +1,54 @@
+/**
+ * The per-learner submission rate of `POST /v1/embed/judge` (issue #10 "Cost bounds"): at most
+ * `embed.learnerRate` submissions per learner and tenant per `embed.learnerWindowSeconds`
+ * (SVC_JUDGE_LEARNER_RATE, SVC_JUDGE_LEARNER_WINDOW), counted by `@fastify/rate-limit`'s store —
+ * in memory, or in Redis when `REDIS_URL` is set so every process shares one count.
+ *
+ * The learner is known only once the token is verified (and, for an IdP token seen for the first
+ * time, once the learner exists), so the judge counts inside its transaction, before anything
+ * is written: beyond the rate it throws 429 `rate_limited` with `Retry-After` (the seconds left
+ * in the window) and the transaction leaves nothing behind. Every submission counts, accepted or
+ * not. If Redis fails the submission is let through (fail open, logged).
+ */
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Deps } from '../deps.ts';
+import { ApiError } from '../http/api-errors.ts';
+import { rateLimitRedis } from '../http/redis.ts';
+import type { LearnerLimit } from './judge.ts';
+
+type Checker = (req: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
+
+/**
+ * Register the limiter's store in the embed plugin `app` and return, per request, the check
+ * the judge calls with the learner it resolved.
+ */
+export async function learnerLimiter(app: FastifyInstance, deps: Pick<Deps, 'config'>): Promise<(req: FastifyRequest) => LearnerLimit> {
+  const redis = await rateLimitRedis(app, deps.config.redisUrl, 'embed');
+  await app.register(rateLimit, { global: false, skipOnError: true, ...(redis ? { redis, nameSpace: 'svc:embed-rate:' } : { cache: 100_000 }) });
+  const { learnerRate, learnerWindowSeconds } = deps.config.embed;
+  const keys = new WeakMap<FastifyRequest, string>();
+  const check = app.createRateLimit({
+    max: learnerRate,
+    timeWindow: learnerWindowSeconds * 1000,
+    keyGenerator: (req) => keys.get(req) ?? 'unknown',
+  }) as Checker;
+  return (req) => async (tenantId, svcUserId) => {
+    keys.set(req, `learner:${tenantId}:${svcUserId}`);
+    let result: Awaited<ReturnType<Checker>>;
+    try {
+      result = await check(req);
+    } catch (err) {
+      req.log.warn({ err }, 'embed: rate-limit store unavailable; submission not counted');
+      return;
+    }
+    if (result.isExceeded) {
+      throw new ApiError(
+        'rate_limited',
+        `too many submissions: at most ${learnerRate} per ${learnerWindowSeconds} s for one learner`,
+        undefined,
+        Math.max(1, result.ttlInSeconds ?? learnerWindowSeconds),
+      );
+    }
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * Cost bounds (issue #10): a per-learner submission rate (429 `rate_limited` with Retry-After,
+ * nothing stored), and a per-tenant model budget of calls and tokens per hour and day, counted
+ * at the model: beyond it submissions stay pending with `reason: "budget_exhausted"` (in the
+ * response and in `verification`), and resume when the window allows.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
+import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
+import { startTestModel, type TestModel } from '../helpers/test-model.ts';
+import { countRows, embedSettings, eventually, expectError, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
+
+let idp: TestIdp;
+let model: TestModel;
+
+beforeAll(async () => {
+  [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
+});
+afterAll(async () => {
+  await Promise.all([idp?.close(), model?.close()]);
+});
+
+/** An app with `embed` overrides, tenants `slugs` trusting the test IdP, one activity each. */
+async function setUp(embed: Parameters<typeof embedSettings>[0], slugs = ['acme'], now?: () => Date) {
+  const t = await startApp({ judge: testJudge(model.baseUrl), embed: embedSettings({ judgePollSeconds: 0.2, ...embed }) }, { now });
+  const docs: Record<string, SeededActivity> = {};
+  for (const slug of slugs) {
+    await t.op('tenant.create', { slug });
+    await t.op('idp.set', { tenant: slug, issuer: idp.issuer, jwks_url: idp.jwksUrl });
+    docs[slug] = await seedActivity(t, slug);
+  }
+  return { t, docs };
+}
+
+const submit = async (t: TestApp, doc: SeededActivity, tenant: string, sub: string, content = 'complete work') =>
+  post(t, '/v1/embed/judge', { tenant, activity_id: doc.activityId, artifact: { kind: 'document', content } }, { authorization: `Bearer ${await idp.sign({ sub })}` });
+
+const callsFor = (marker: string) => model.artifacts().filter((a) => a.includes(marker)).length;
+
+describe('per-learner submission rate', () => {
+  let t: TestApp;
+  let docs: Record<string, SeededActivity>;
+  beforeAll(async () => {
+    ({ t, docs } = await setUp({ learnerRate: 3, learnerWindowSeconds: 60 }, ['acme', 'globex']));
+  });
+  afterAll(() => t?.close());
+
+  it('accepts 3 of 30 parallel submissions of one learner; the rest get 429 with Retry-After and store nothing', async () => {
+    model.setMode('grade');
+    const token = await idp.sign({ sub: 'eager' });
+    const body = { tenant: 'acme', activity_id: docs.acme!.activityId, artifact: { kind: 'document', content: 'x'.repeat(200_000) } };
+    const all = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        fetch(`${t.url}/v1/embed/judge`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) }).then(
+          async (res) => ({ status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any }),
+        ),
+      ),
+    );
+    const accepted = all.filter((r) => r.status === 200);
+    const refused = all.filter((r) => r.status === 429);
+    expect(accepted).toHaveLength(3);
+    expect(refused).toHaveLength(27);
+    for (const r of refused) {
+      expectError(r, 429, 'rate_limited');
+      expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(Number(r.retryAfter)).toBeLessThanOrEqual(60);
+    }
+    const [{ user_id }] = await t.db.query<{ user_id: string }>('select user_id from artifacts where id = $1', [accepted[0]!.body.artifact_id]);
+    expect(await countRows(t, 'artifacts', 'user_id = $1', [user_id])).toBe(3);
+  });
+
+  it('counts each learner and tenant apart', async () => {
+    expect((await submit(t, docs.acme!, 'acme', 'patient')).status).toBe(200);
+    expect((await submit(t, docs.globex!, 'globex', 'eager')).status).toBe(200);
+  });
+});
+
+describe('per-tenant model budget', () => {
+  let t: TestApp;
+  let docs: Record<string, SeededActivity>;
+  let offsetMs = 0;
+  beforeAll(async () => {
+    ({ t, docs } = await setUp(
+      { tenantBudget: { callsPerHour: 3, callsPerDay: 100, tokensPerHour: 1e9, tokensPerDay: 1e9 } },
+      ['acme', 'globex'],
+      () => new Date(Date.now() + offsetMs),
+    ));
+  });
+  afterAll(() => t?.close());
+
+  it('makes exactly the budgeted calls; the rest wait, with the reason in the response and in verification', async () => {
+    model.setMode('grade');
+    const results = [];
+    for (let i = 0; i < 5; i++) results.push(await submit(t, docs.acme!, 'acme', `budget-${i}`, `budget-call ${i} complete`));
+    expect(results.slice(0, 3).map((r) => r.body.status)).toEqual(['passed', 'passed', 'passed']);
+    for (const r of results.slice(3)) {
+      expect(r.body).toMatchObject({ status: 'pending', reason: 'budget_exhausted' });
+      const v = await verificationOf(t, r.body.artifact_id);
+      expect(v).toMatchObject({ status: 'pending', reason: 'budget_exhausted', limit: 'calls_per_hour' });
+      const nextHour = Math.floor(Date.now() / 3_600_000 + 1) * 3_600_000;
+      expect(Date.parse(v.retry_at)).toBe(nextHour);
+    }
+    expect(callsFor('budget-call')).toBe(3);
+    expect(await countRows(t, 'model_calls', 'tenant_id = $1', [docs.acme!.tenantId])).toBe(3);
+    // Another tenant has its own budget.
+    expect((await submit(t, docs.globex!, 'globex', 'other-tenant')).body.status).toBe('passed');
+
+    // The window passes (the clock moves an hour; the jobs' start time is reached): they resume.
+    offsetMs = 3_600_000;
+    await t.db.query(`update pgboss.job set start_after = now() where id = any($1::uuid[])`, [results.slice(3).map((r) => r.body.artifact_id)]);
+    for (const r of results.slice(3)) {
+      await eventually(async () => (await verificationOf(t, r.body.artifact_id)).status === 'passed', 15_000, 'the held submission to be graded');
+    }
+    expect(callsFor('budget-call')).toBe(5);
+  });
+
+  it('stops at a token budget too', async () => {
+    const { t: app, docs: d } = await setUp({ tenantBudget: { callsPerHour: 1000, callsPerDay: 1000, tokensPerHour: 100, tokensPerDay: 1e9 } });
+    try {
+      const first = await submit(app, d.acme!, 'acme', 'tokens-1', 'token-budget complete');
+      expect(first.body.status).toBe('passed'); // nothing spent yet: allowed, and it spends > 100 tokens
+      const second = await submit(app, d.acme!, 'acme', 'tokens-2', 'token-budget complete');
+      expect(second.body).toMatchObject({ status: 'pending', reason: 'budget_exhausted' });
+      expect(await verificationOf(app, second.body.artifact_id)).toMatchObject({ limit: 'tokens_per_hour' });
+      expect(callsFor('token-budget')).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+});

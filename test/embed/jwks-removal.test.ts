@@ -1,0 +1,70 @@
+/**
+ * A key removed from a tenant's JWKS (issue #10): refused at once after `svc idp refresh`, in
+ * every server process; and, without it, within the key set's maximum age (SVC_IDP_JWKS_MAX_AGE).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
+import { embedSettings, expectError, post } from './fixtures.ts';
+
+let t: TestApp;
+let second: TestApp;
+let idp: TestIdp;
+
+beforeAll(async () => {
+  idp = await startTestIdp();
+  t = await startApp();
+  second = await startApp({}, { db: t.db }); // another server process on the same database
+  await t.op('tenant.create', { slug: 'acme' });
+  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
+});
+afterAll(async () => {
+  await second?.close();
+  await t?.close();
+  await idp?.close();
+});
+
+const exchange = async (app: TestApp, kid: string, tenant = 'acme') => post(app, '/v1/embed/session', { tenant, idp_token: await idp.sign({ sub: 'learner' }, { kid }) });
+
+describe('svc idp refresh', () => {
+  it('makes every process refuse a removed key at once, and keep accepting the others', async () => {
+    const [oldKid] = idp.kids;
+    await idp.rotate();
+    const newKid = idp.kids[1]!;
+    for (const app of [t, second]) expect((await exchange(app, oldKid!)).status).toBe(200); // both processes cache the set
+
+    idp.remove(oldKid!);
+    // Cached: still accepted until the set is fetched again.
+    expect((await exchange(t, oldKid!)).status).toBe(200);
+
+    const refreshed = await t.op('idp.refresh', { tenant: 'acme' });
+    expect(refreshed).toMatchObject({ tenant: 'acme', issuer: idp.issuer, keys_version: 2 });
+    for (const app of [t, second]) {
+      expectError(await exchange(app, oldKid!), 401, 'unauthorized');
+      expect((await exchange(app, newKid)).status).toBe(200);
+    }
+  });
+
+  it('refuses a tenant without an identity provider, or unknown', async () => {
+    await t.op('tenant.create', { slug: 'bare' });
+    await expect(t.op('idp.refresh', { tenant: 'bare' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(t.op('idp.refresh', { tenant: 'nope' })).rejects.toMatchObject({ code: 'not_found' });
+  });
+});
+
+describe('the key set maximum age', () => {
+  it('refuses a removed key once the cached set is older than SVC_IDP_JWKS_MAX_AGE, without a refresh', async () => {
+    const app = await startApp({ embed: embedSettings({ jwksMaxAgeSeconds: 1 }) }, { db: t.db });
+    try {
+      await idp.rotate();
+      const [kid] = idp.kids.slice(-2);
+      expect((await exchange(app, kid!)).status).toBe(200);
+      idp.remove(kid!);
+      expect((await exchange(app, kid!)).status).toBe(200); // within the max age: cached
+      await new Promise((r) => setTimeout(r, 1200));
+      expectError(await exchange(app, kid!), 401, 'unauthorized');
+    } finally {
+      await app.close();
+    }
+  });
+});
