@@ -1,6 +1,8 @@
 /**
- * Embed judge benchmark (issue #6): verdicts per second with an instant model, and the latency
- * the judge adds around the model call.
+ * Embed judge benchmark (issues #6, #10): verdicts per second with an instant model, and the
+ * latency the judge adds around the model call — with the cost bounds on: every submission is
+ * counted against the learner's rate and every model call reserved in the tenant's budget (the
+ * ledger), with limits set high enough not to be reached (BENCH_LEARNER_RATE, default 10^6).
  *
  *   npm run bench:embed
  *   BENCH_BACKENDS=postgres BENCH_SECONDS=20 npm run bench:embed
@@ -134,6 +136,12 @@ async function measure(backend: string): Promise<Row> {
     SVC_JUDGE_CONCURRENCY: String(WORKERS),
     SVC_JUDGE_WAIT: '30',
     SVC_FETCH_ALLOW_PRIVATE: '1',
+    // The bounds are checked on every submission and call, but not reached.
+    SVC_JUDGE_LEARNER_RATE: process.env.BENCH_LEARNER_RATE ?? '1000000',
+    SVC_JUDGE_TENANT_CALLS_PER_HOUR: '1000000000',
+    SVC_JUDGE_TENANT_CALLS_PER_DAY: '1000000000',
+    SVC_JUDGE_TENANT_TOKENS_PER_HOUR: '1000000000000',
+    SVC_JUDGE_TENANT_TOKENS_PER_DAY: '1000000000000',
   });
   try {
     const s = await fetch(`${server.url}/v1/embed/session`, {
@@ -225,7 +233,7 @@ async function main() {
   ].join('\n');
   console.log(table);
   const when = new Date().toISOString().slice(0, 16);
-  const section = `<!-- embed:start -->\nLast run: ${when}Z, ${cpus().length} cores shared by server, database, model and load generator; 1-minute load average before the run: ${load1.toFixed(2)} (a shared machine: figures are noisy). ${DURATION} s of load, ${WORKERS} grading workers, ${SAMPLES} timed submissions, session-token authentication, a ${Buffer.byteLength(CONTENT)}-byte document and a 3-criterion rubric.\n\n${table}\n<!-- embed:end -->`;
+  const section = `<!-- embed:start -->\nLast run: ${when}Z, ${cpus().length} cores shared by server, database, model and load generator; 1-minute load average before the run: ${load1.toFixed(2)} (a shared machine: figures are noisy). ${DURATION} s of load, ${WORKERS} grading workers, ${SAMPLES} timed submissions, session-token authentication, a ${Buffer.byteLength(CONTENT)}-byte document and a 3-criterion rubric; the per-learner rate and the tenant's model budget checked on every submission and call (not reached).\n\n${table}\n<!-- embed:end -->`;
   const readmePath = new URL('./README.md', import.meta.url);
   const readme = readFileSync(readmePath, 'utf8');
   if (readme.includes('<!-- embed:start -->')) {

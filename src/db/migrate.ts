@@ -4,6 +4,12 @@
  * The whole run happens in one transaction that first takes a transaction-scoped advisory
  * lock, so two processes starting at once apply each migration exactly once, and a failing
  * migration leaves the schema as it was. Returns the versions applied by this call.
+ *
+ * Roles are cluster-wide on a PostgreSQL server, and advisory locks are per database: two
+ * databases of one cluster migrated at once (parallel test files, two services) could both try
+ * to create the request roles and one would fail on `pg_authid`'s unique index. So the roles
+ * are ensured first, in their own transaction, each creation tolerating a concurrent one;
+ * migration 0001's own `if not exists` then finds them.
  */
 import Postgrator from 'postgrator';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +18,25 @@ import type { Db } from './types.ts';
 const MIGRATIONS_GLOB = fileURLToPath(new URL('../migrations/*.do.*.sql', import.meta.url));
 const MIGRATION_LOCK_KEY = 7_310_224_001;
 
+/** The roles of the request paths (DESIGN §5), created once per cluster. */
+const ENSURE_ROLES = `
+do $$
+declare
+  r text;
+begin
+  foreach r in array array['anon', 'authenticated', 'svc_results'] loop
+    if not exists (select from pg_roles where rolname = r) then
+      begin
+        execute format('create role %I nologin', r);
+      exception when duplicate_object or unique_violation then
+        null; -- created meanwhile by a migration of another database of this cluster
+      end;
+    end if;
+  end loop;
+end $$`;
+
 export async function migrate(db: Db): Promise<number[]> {
+  if (db.kind === 'postgres') await db.transaction((tx) => tx.exec(ENSURE_ROLES));
   return db.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     const postgrator = new Postgrator({

@@ -1,0 +1,84 @@
+/** The pure rules of the judge's bounds: backoff, the next run's delay, Retry-After, budget windows. */
+import { describe, expect, it } from 'vitest';
+import { backoffMs, MAX_BACKOFF_MS, nextRunDelaySeconds } from '../../src/embed/grade-job.ts';
+import { GraderError, retryAfterSeconds } from '../../src/embed/grader.ts';
+import { exhausted } from '../../src/embed/ledger.ts';
+
+const headers = (h: Record<string, string>) => ({ get: (name: string) => h[name] ?? null });
+
+describe('backoff within a run (full jitter)', () => {
+  it('grows exponentially up to the cap, with the jitter below it', () => {
+    const err = new GraderError('model_error', 'x');
+    expect(backoffMs(1, err, () => 1)).toBe(500);
+    expect(backoffMs(3, err, () => 1)).toBe(2000);
+    expect(backoffMs(10, err, () => 1)).toBe(MAX_BACKOFF_MS);
+    expect(backoffMs(3, err, () => 0)).toBe(0);
+    expect(backoffMs(3, err, () => 0.5)).toBe(1000);
+  });
+
+  it('waits what Retry-After asks, even beyond the cap (the run then ends)', () => {
+    expect(backoffMs(1, new GraderError('rate_limited', 'x', 2), () => 0)).toBe(2000);
+    expect(backoffMs(1, new GraderError('rate_limited', 'x', 30), () => 0)).toBe(30_000);
+  });
+});
+
+describe('the delay before the next run (equal jitter)', () => {
+  it('doubles per run between half and all of the step, capped, never below Retry-After', () => {
+    expect(nextRunDelaySeconds(1, 60, 3600, 0, () => 0)).toBe(30);
+    expect(nextRunDelaySeconds(1, 60, 3600, 0, () => 1)).toBe(60);
+    expect(nextRunDelaySeconds(3, 60, 3600, 0, () => 1)).toBe(240);
+    expect(nextRunDelaySeconds(20, 60, 3600, 0, () => 1)).toBe(3600);
+    expect(nextRunDelaySeconds(20, 60, 3600, 0, () => 0)).toBe(1800);
+    expect(nextRunDelaySeconds(1, 60, 3600, 900, () => 0)).toBe(900);
+  });
+});
+
+describe('Retry-After', () => {
+  it('reads retry-after-ms, seconds and HTTP dates', () => {
+    expect(retryAfterSeconds(headers({ 'retry-after-ms': '1500' }))).toBe(1.5);
+    expect(retryAfterSeconds(headers({ 'retry-after': '12' }))).toBe(12);
+    const now = Date.parse('2026-11-23T12:00:00Z');
+    expect(retryAfterSeconds(headers({ 'retry-after': 'Mon, 23 Nov 2026 12:01:00 GMT' }), now)).toBe(60);
+    expect(retryAfterSeconds(headers({ 'retry-after': 'soon' }))).toBeUndefined();
+    expect(retryAfterSeconds(headers({}))).toBeUndefined();
+  });
+});
+
+describe('failure families', () => {
+  it.each([
+    ['timeout', true],
+    ['unreachable', true],
+    ['model_error', true],
+    ['rate_limited', true],
+    ['invalid_output', false],
+    ['refused', false],
+    ['model_rejected', false],
+  ] as const)('%s is transient: %s', (reason, transient) => {
+    expect(new GraderError(reason, 'x').transient).toBe(transient);
+  });
+});
+
+describe('budget windows (UTC hour and day)', () => {
+  const budget = { callsPerHour: 10, callsPerDay: 100, tokensPerHour: 1000, tokensPerDay: 5000 };
+  const now = new Date('2026-11-23T12:34:56Z');
+  const usage = (u: Partial<{ callsHour: number; tokensHour: number; callsDay: number; tokensDay: number }>) => ({
+    callsHour: 0,
+    tokensHour: 0,
+    callsDay: 0,
+    tokensDay: 0,
+    ...u,
+  });
+
+  it('allows a call below every budget', () => {
+    expect(exhausted(usage({ callsHour: 9, tokensHour: 999, callsDay: 99, tokensDay: 4999 }), budget, now)).toBeUndefined();
+  });
+
+  it.each([
+    [{ callsHour: 10 }, 'calls_per_hour', '2026-11-23T13:00:00.000Z'],
+    [{ tokensHour: 1000 }, 'tokens_per_hour', '2026-11-23T13:00:00.000Z'],
+    [{ callsDay: 100 }, 'calls_per_day', '2026-11-24T00:00:00.000Z'],
+    [{ tokensDay: 5000, callsHour: 10 }, 'tokens_per_day', '2026-11-24T00:00:00.000Z'],
+  ])('stops at %j until the window ends', (u, limit, retryAt) => {
+    expect(exhausted(usage(u), budget, now)).toEqual({ limit, retryAt: new Date(retryAt) });
+  });
+});
