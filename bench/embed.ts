@@ -2,7 +2,7 @@
  * Embed judge benchmark (issues #6, #10): verdicts per second with an instant model, and the
  * latency the judge adds around the model call — with the cost bounds on: every submission is
  * counted against the learner's rate and every model call reserved in the tenant's budget (the
- * ledger), with limits set high enough not to be reached (BENCH_LEARNER_RATE, default 10^6).
+ * ledger), with limits set high enough not to be reached (BENCH_LEARNER_RATE, default 100,000 per minute).
  *
  *   npm run bench:embed
  *   BENCH_BACKENDS=postgres BENCH_SECONDS=20 npm run bench:embed
@@ -137,7 +137,7 @@ async function measure(backend: string): Promise<Row> {
     SVC_JUDGE_WAIT: '30',
     SVC_FETCH_ALLOW_PRIVATE: '1',
     // The bounds are checked on every submission and call, but not reached.
-    SVC_JUDGE_LEARNER_RATE: process.env.BENCH_LEARNER_RATE ?? '1000000',
+    SVC_JUDGE_LEARNER_RATE: process.env.BENCH_LEARNER_RATE ?? '100000',
     SVC_JUDGE_TENANT_CALLS_PER_HOUR: '1000000000',
     SVC_JUDGE_TENANT_CALLS_PER_DAY: '1000000000',
     SVC_JUDGE_TENANT_TOKENS_PER_HOUR: '1000000000000',

@@ -31,7 +31,7 @@
  */
 import type { Deps } from '../deps.ts';
 import type { Queryable } from '../db/index.ts';
-import { PROMPT_VERSION, rubricCriteria, rubricHash, type Grader, type GraderError, type Verdict } from './grader.ts';
+import { PROMPT_VERSION, rubricCriteria, rubricHash, type CallRecord, type Grader, type GraderError, type Verdict } from './grader.ts';
 import { completeCall, reserveCall } from './ledger.ts';
 import type { GradingJob, JobControl, JobOutcome } from './queue.ts';
 import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from './read/index.ts';
@@ -133,8 +133,8 @@ export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: R
     let usage: Usage = s.usage ?? { calls: 0, prompt_tokens: 0, completion_tokens: 0 };
     const activity = { title: s.title, kind: s.activity_kind, spec: s.spec, rubric: s.rubric, pass_threshold: Number(s.pass_threshold) };
     const provenance = () => ({ prompt_version: PROMPT_VERSION, rubric_version: s.rubric_version, runs: run, usage });
-    const end = (verification: RecordedOutcome & Record<string, unknown>, effect: Effect) =>
-      finish(deps, control, tenantId, artifactId, verification, effect);
+    const end = (verification: RecordedOutcome & Record<string, unknown>, effect: Effect, call?: LedgerEntry) =>
+      finish(deps, control, tenantId, artifactId, verification, effect, call);
 
     // Step 2: read, once for this run.
     let view: ArtifactView;
@@ -169,6 +169,7 @@ export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: R
     // Step 3: grade, with bounded attempts, each within the tenant's budget.
     const request = grader.prepare(activity, s, view);
     let verdict: (Verdict & { call_id: string; response_id: string | null }) | undefined;
+    let verdictCall: LedgerEntry | undefined;
     let last: GraderError | undefined;
     let transient = false;
     for (let n = 1; n <= e.judgeAttempts && !signal.aborted; n++) {
@@ -179,12 +180,14 @@ export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: R
         return wait(deps, control, tenantId, artifactId, { reason: 'budget_exhausted', limit, retry_at: retryAt.toISOString(), runs: run - 1, usage }, delay);
       }
       const result = await grader.call(request, deps.now, signal);
-      await completeCall(deps.db, tenantId, slot.id, result.record);
       usage = addUsage(usage, 1, result.record.promptTokens, result.record.completionTokens);
       if ('verdict' in result) {
+        // Its ledger row is completed in the verdict's transaction (one round trip fewer).
         verdict = { ...result.verdict, call_id: slot.id, response_id: result.record.responseId ?? null };
+        verdictCall = { id: slot.id, record: result.record };
         break;
       }
+      await completeCall(deps.db, tenantId, slot.id, result.record);
       last = result.error;
       transient ||= last.transient;
       if (n < e.judgeAttempts) {
@@ -201,6 +204,7 @@ export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: R
       return end(
         { ...verdict, read: view.sources, request_sha256: request.sha256, ...provenance(), ...(held && { review: 'required' }) },
         held ? { kind: 'hold' } : verdict.passed ? { kind: 'pass', score: verdict.score } : { kind: 'fail', score: verdict.score },
+        verdictCall,
       );
     }
     const failure = last!;
@@ -261,7 +265,16 @@ async function wait(
   return { kind: 'pending', reason: note.reason };
 }
 
-/** Record the outcome and complete the job, in one transaction; the outcome for a waiting request. */
+/** A ledger row and what its call did. */
+interface LedgerEntry {
+  id: string;
+  record: CallRecord;
+}
+
+/**
+ * Record the outcome and complete the job — and the ledger row of the call that gave the
+ * verdict, if any — in one transaction; the outcome for a waiting request.
+ */
 async function finish(
   deps: Deps,
   control: JobControl,
@@ -269,8 +282,10 @@ async function finish(
   artifactId: string,
   verification: RecordedOutcome & Record<string, unknown>,
   effect: Effect,
+  call?: LedgerEntry,
 ): Promise<JobOutcome> {
   const recorded = await deps.db.transaction(async (tx) => {
+    if (call) await completeCall(tx, tenantId, call.id, call.record);
     const ok = await recordOutcome(tx, tenantId, artifactId, verification, effect);
     await control.complete(tx, ok ? { status: verification.status } : { skipped: 'already graded' });
     return ok;

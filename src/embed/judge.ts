@@ -34,12 +34,11 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
-import { ApiError } from '../http/api-errors.ts';
 import { invalidRequest, notFound, unauthorized } from './errors.ts';
 import { refuseUrl } from './fetch-page.ts';
 import { storedOutcome } from './grade-job.ts';
 import { findTenantIdp, type IdpVerifier } from './idp.ts';
-import { findOrCreateIdpLearner, memberTenantId, trySessionToken } from './learner.ts';
+import { findOrCreateIdpLearner, sessionTenantId, trySessionToken } from './learner.ts';
 import type { GradingQueue } from './queue.ts';
 import { tenantSlug } from './session.ts';
 
@@ -142,7 +141,7 @@ export async function submitForJudgement(
   const submission = await deps.db.transaction(async (tx) => {
     const { tenantId, svcUserId } =
       caller.kind === 'session'
-        ? { tenantId: await sessionTenantId(tx, body.tenant, caller), svcUserId: caller.svcUserId }
+        ? { tenantId: await sessionTenantId(tx, body.tenant, caller.svcUserId, caller.boundTenantId), svcUserId: caller.svcUserId }
         : await caller.verify(tx);
     await services.limitLearner(tenantId, svcUserId);
     const [activity] = await tx.query<ActivityRow>(
@@ -201,17 +200,4 @@ export async function submitForJudgement(
     default:
       return pending;
   }
-}
-
-/**
- * The tenant a session token may submit to: tenant `slug`, if the session's user is a member
- * (else 401) and the session is not bound to another tenant (else 403 `forbidden`: an embed
- * session acts only in the tenant that minted it).
- */
-async function sessionTenantId(tx: Queryable, slug: string, caller: { svcUserId: string; boundTenantId: string | null }): Promise<string> {
-  if (caller.boundTenantId !== null) {
-    const [named] = await tx.query<{ id: string }>('select id from tenants where slug = $1', [slug]);
-    if (named?.id !== caller.boundTenantId) throw new ApiError('forbidden', `this session belongs to another tenant than "${slug}"`);
-  }
-  return memberTenantId(tx, slug, caller.svcUserId);
 }

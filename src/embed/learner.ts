@@ -16,6 +16,7 @@
 import type { Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
 import { AuthError } from '../identity/errors.ts';
+import { ApiError } from '../http/api-errors.ts';
 import { TokenError, verifySession, type VerifiedSession } from '../identity/sessions.ts';
 import { createUser, findUserById, type UserRow } from '../identity/users.ts';
 import { applyGrants } from './author-grants.ts';
@@ -94,14 +95,18 @@ export async function trySessionToken(deps: Deps, token: string): Promise<Verifi
 }
 
 /**
- * The id of tenant `slug` when `svcUserId` is a member of it (any role); otherwise throws
- * 401 `unauthorized` (an unknown tenant and a tenant one is not a member of look the same).
+ * The id of tenant `slug` for a session of `svcUserId` (one query). Throws 401 `unauthorized`
+ * when the user is not a member of it (an unknown tenant and a tenant one is not a member of look
+ * the same), and 403 `forbidden` when the session is bound to another tenant (`boundTenantId`,
+ * the token's `tenant_id` claim): an embed session acts only in the tenant that minted it.
  */
-export async function memberTenantId(tx: Queryable, slug: string, svcUserId: string): Promise<string> {
-  const [row] = await tx.query<{ id: string }>(
-    `select t.id from tenants t join memberships m on m.tenant_id = t.id where t.slug = $1 and m.user_id = $2`,
+export async function sessionTenantId(tx: Queryable, slug: string, svcUserId: string, boundTenantId: string | null): Promise<string> {
+  const [row] = await tx.query<{ id: string; member: boolean }>(
+    `select t.id, exists (select 1 from memberships m where m.tenant_id = t.id and m.user_id = $2) as member
+       from tenants t where t.slug = $1`,
     [slug, svcUserId],
   );
-  if (!row) throw unauthorized('session user is not a member of the tenant');
+  if (boundTenantId !== null && row?.id !== boundTenantId) throw new ApiError('forbidden', `this session belongs to another tenant than "${slug}"`);
+  if (!row?.member) throw unauthorized('session user is not a member of the tenant');
   return row.id;
 }

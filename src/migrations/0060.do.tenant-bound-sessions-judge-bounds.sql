@@ -56,10 +56,10 @@ create trigger activities_rubric_version before update on activities
 ------------------------------------------------------------------------------------------
 -- 3. The model-call ledger. One row per call to the grading model, written before the call (so
 --    a call in flight counts against the tenant's budget, and a crash mid-call is still
---    counted) and completed after it: the exact request (content-addressed in model_requests),
---    the raw answer, its id, token usage and timing. Budgets sum this table per tenant over the
---    current UTC hour and day (src/embed/ledger.ts); verdicts point at the call that made them.
---    A request body is kept as the exact JSON text sent, so its sha256 can be checked.
+--    counted) and completed after it: the exact request (content-addressed in model_requests,
+--    kept as the JSON text sent so its sha256 can be checked), the raw answer, its id, token
+--    usage and timing. Verdicts point at the call that made them. model_usage sums the ledger
+--    per tenant and UTC hour, so a budget check reads at most 24 rows (src/embed/ledger.ts).
 --    Only the database owner reads or writes these tables (RLS on, no policies, no grants).
 ------------------------------------------------------------------------------------------
 create table model_requests (
@@ -91,9 +91,48 @@ create table model_calls (
   primary key (tenant_id, id),
   foreign key (tenant_id, request_sha256) references model_requests (tenant_id, sha256)
 );
-create index model_calls_budget_idx on model_calls (tenant_id, started_at) include (prompt_tokens, completion_tokens);
 create index model_calls_artifact_idx on model_calls (tenant_id, artifact_id, started_at);
 alter table model_calls enable row level security;
+
+create table model_usage (
+  tenant_id  uuid not null references tenants on delete cascade,
+  hour       timestamptz not null,
+  calls      integer not null default 0 check (calls >= 0),
+  tokens     bigint not null default 0 check (tokens >= 0),
+  primary key (tenant_id, hour)
+);
+alter table model_usage enable row level security;
+
+-- Reserve one model call of a tenant within its budget, in one statement: under the tenant's
+-- advisory lock, read this UTC hour's and day's usage; if a budget is reached, say which and
+-- when its window ends; otherwise count the call, store the request body (once per hash) and
+-- insert the ledger row. Exactly one of call_id / exhausted is set.
+create function svc.reserve_model_call(
+  p_tenant uuid, p_artifact uuid, p_run integer, p_attempt integer, p_model text, p_sha256 text, p_body text,
+  p_now timestamptz, p_calls_hour integer, p_calls_day integer, p_tokens_hour bigint, p_tokens_day bigint,
+  out call_id uuid, out exhausted text, out retry_at timestamptz)
+language plpgsql as $$
+declare
+  v_hour timestamptz := date_trunc('hour', p_now at time zone 'UTC') at time zone 'UTC';
+  v_day timestamptz := date_trunc('day', p_now at time zone 'UTC') at time zone 'UTC';
+  v_calls_hour bigint; v_tokens_hour bigint; v_calls_day bigint; v_tokens_day bigint;
+begin
+  perform pg_advisory_xact_lock(7313, hashtext(p_tenant::text));
+  select coalesce(sum(calls) filter (where hour = v_hour), 0), coalesce(sum(tokens) filter (where hour = v_hour), 0),
+         coalesce(sum(calls), 0), coalesce(sum(tokens), 0)
+    into v_calls_hour, v_tokens_hour, v_calls_day, v_tokens_day
+    from public.model_usage where tenant_id = p_tenant and hour >= v_day;
+  if v_calls_day >= p_calls_day then exhausted := 'calls_per_day'; retry_at := v_day + interval '1 day'; return; end if;
+  if v_tokens_day >= p_tokens_day then exhausted := 'tokens_per_day'; retry_at := v_day + interval '1 day'; return; end if;
+  if v_calls_hour >= p_calls_hour then exhausted := 'calls_per_hour'; retry_at := v_hour + interval '1 hour'; return; end if;
+  if v_tokens_hour >= p_tokens_hour then exhausted := 'tokens_per_hour'; retry_at := v_hour + interval '1 hour'; return; end if;
+  insert into public.model_usage (tenant_id, hour, calls) values (p_tenant, v_hour, 1)
+    on conflict (tenant_id, hour) do update set calls = model_usage.calls + 1;
+  insert into public.model_requests (tenant_id, sha256, body) values (p_tenant, p_sha256, p_body) on conflict do nothing;
+  insert into public.model_calls (tenant_id, artifact_id, run, attempt, request_sha256, model, started_at)
+    values (p_tenant, p_artifact, p_run, p_attempt, p_sha256, p_model, p_now)
+    returning id into call_id;
+end $$;
 
 ------------------------------------------------------------------------------------------
 -- 4. Submissions held for review: a pass flagged as a possible prompt injection waits for an

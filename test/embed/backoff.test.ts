@@ -1,8 +1,7 @@
-/** The pure rules of the judge's bounds: backoff, the next run's delay, Retry-After, budget windows. */
+/** The pure rules of the judge's bounds: backoff, the next run's delay, Retry-After, failure families. */
 import { describe, expect, it } from 'vitest';
 import { backoffMs, MAX_BACKOFF_MS, nextRunDelaySeconds } from '../../src/embed/grade-job.ts';
 import { GraderError, retryAfterSeconds } from '../../src/embed/grader.ts';
-import { exhausted } from '../../src/embed/ledger.ts';
 
 const headers = (h: Record<string, string>) => ({ get: (name: string) => h[name] ?? null });
 
@@ -55,30 +54,5 @@ describe('failure families', () => {
     ['model_rejected', false],
   ] as const)('%s is transient: %s', (reason, transient) => {
     expect(new GraderError(reason, 'x').transient).toBe(transient);
-  });
-});
-
-describe('budget windows (UTC hour and day)', () => {
-  const budget = { callsPerHour: 10, callsPerDay: 100, tokensPerHour: 1000, tokensPerDay: 5000 };
-  const now = new Date('2026-11-23T12:34:56Z');
-  const usage = (u: Partial<{ callsHour: number; tokensHour: number; callsDay: number; tokensDay: number }>) => ({
-    callsHour: 0,
-    tokensHour: 0,
-    callsDay: 0,
-    tokensDay: 0,
-    ...u,
-  });
-
-  it('allows a call below every budget', () => {
-    expect(exhausted(usage({ callsHour: 9, tokensHour: 999, callsDay: 99, tokensDay: 4999 }), budget, now)).toBeUndefined();
-  });
-
-  it.each([
-    [{ callsHour: 10 }, 'calls_per_hour', '2026-11-23T13:00:00.000Z'],
-    [{ tokensHour: 1000 }, 'tokens_per_hour', '2026-11-23T13:00:00.000Z'],
-    [{ callsDay: 100 }, 'calls_per_day', '2026-11-24T00:00:00.000Z'],
-    [{ tokensDay: 5000, callsHour: 10 }, 'tokens_per_day', '2026-11-24T00:00:00.000Z'],
-  ])('stops at %j until the window ends', (u, limit, retryAt) => {
-    expect(exhausted(usage(u), budget, now)).toEqual({ limit, retryAt: new Date(retryAt) });
   });
 });

@@ -114,6 +114,31 @@ describe('per-tenant model budget', () => {
     expect(callsFor('budget-call')).toBe(5);
   });
 
+  it('counts budgets per UTC hour and day (svc.reserve_model_call)', async () => {
+    const [artifact] = await t.db.query<{ id: string; tenant_id: string }>('select id, tenant_id from artifacts where tenant_id = $1 limit 1', [docs.globex!.tenantId]);
+    const reserve = async (now: string, budget: [number, number, number, number]) =>
+      (
+        await t.db.query<{ call_id: string | null; exhausted: string | null; retry_at: string | null }>(
+          `select call_id, exhausted, to_json(retry_at) #>> '{}' as retry_at
+             from svc.reserve_model_call($1, $2, 1, 1, 'm', $3, '{}', $4, $5, $6, $7, $8)`,
+          [artifact!.tenant_id, artifact!.id, 'a'.repeat(64), now, ...budget],
+        )
+      )[0]!;
+    await t.db.query('delete from model_usage where tenant_id = $1', [artifact!.tenant_id]);
+    const perDay: [number, number, number, number] = [1000, 2, 1e9, 1e9];
+    expect((await reserve('2026-11-23T23:10:00Z', perDay)).call_id).toBeTruthy();
+    expect((await reserve('2026-11-23T23:50:00Z', perDay)).call_id).toBeTruthy();
+    const full = await reserve('2026-11-23T23:55:00Z', perDay);
+    expect(full).toMatchObject({ call_id: null, exhausted: 'calls_per_day' });
+    expect(Date.parse(full.retry_at!)).toBe(Date.parse('2026-11-24T00:00:00Z'));
+    expect((await reserve('2026-11-24T00:05:00Z', perDay)).call_id).toBeTruthy();
+    const perHour: [number, number, number, number] = [1, 1000, 1e9, 1e9];
+    const hourFull = await reserve('2026-11-24T00:30:00Z', perHour);
+    expect(hourFull).toMatchObject({ exhausted: 'calls_per_hour' });
+    expect(Date.parse(hourFull.retry_at!)).toBe(Date.parse('2026-11-24T01:00:00Z'));
+    expect((await reserve('2026-11-24T01:00:00Z', perHour)).call_id).toBeTruthy();
+  });
+
   it('stops at a token budget too', async () => {
     const { t: app, docs: d } = await setUp({ tenantBudget: { callsPerHour: 1000, callsPerDay: 1000, tokensPerHour: 100, tokensPerDay: 1e9 } });
     try {
