@@ -87,6 +87,11 @@ export interface EmbedConfig {
   tenantBudget: ModelBudget;
   /** Seconds an IdP key set is trusted before it is fetched again (a removed key stops working within this). */
   jwksMaxAgeSeconds: number;
+  /**
+   * Seconds of a grading job's lease: renewed every third of it while its run is alive, so the
+   * job of a process that died runs again about this long after (plus pg-boss's maintenance).
+   */
+  judgeLeaseSeconds: number;
   /** Gradings in parallel in this process. */
   judgeConcurrency: number;
   /** Seconds between looks at the queue when idle (other processes' submissions, retries, backlog). */
@@ -203,6 +208,7 @@ const env = z.object({
   SVC_JUDGE_SEED: z.coerce.number().int().min(0).max(2 ** 31 - 1).default(20_260_423),
   SVC_IDP_JWKS_MAX_AGE: z.coerce.number().int().min(10).max(3600).default(300),
   SVC_JUDGE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  SVC_JUDGE_LEASE: z.coerce.number().int().min(6).max(600).default(30),
   SVC_JUDGE_POLL: z.coerce.number().min(0.5).max(600).default(2),
   SVC_JUDGE_VISION: z.enum(['0', '1', 'true', 'false']).default('1'),
   SVC_JUDGE_INPUT_BYTES: z.coerce.number().int().min(4096).max(4 * 1024 * 1024).default(200_000),
@@ -344,6 +350,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
         tokensPerDay: e.SVC_JUDGE_TENANT_TOKENS_PER_DAY,
       },
       jwksMaxAgeSeconds: e.SVC_IDP_JWKS_MAX_AGE,
+      judgeLeaseSeconds: e.SVC_JUDGE_LEASE,
       judgeConcurrency: e.SVC_JUDGE_CONCURRENCY,
       judgePollSeconds: e.SVC_JUDGE_POLL,
       judgeVision: e.SVC_JUDGE_VISION === '1' || e.SVC_JUDGE_VISION === 'true',

@@ -68,8 +68,11 @@ interface Usage {
   completion_tokens: number;
 }
 
-/** The job lease for these settings, in seconds: reading, every attempt and its backoff, and a margin. */
-export function leaseSeconds(deps: Pick<Deps, 'config'>): number {
+/**
+ * The longest a grading run may take with these settings, in seconds: reading, every attempt and
+ * its backoff, and a margin. A run still going then is aborted (its job runs again).
+ */
+export function maxRunSeconds(deps: Pick<Deps, 'config'>): number {
   const e = deps.config.embed;
   const modelMs = deps.config.judge?.timeoutMs ?? 60_000;
   return Math.ceil((e.fetchTimeoutMs + e.judgeAttempts * modelMs + (e.judgeAttempts - 1) * MAX_BACKOFF_MS) / 1000) + 5;

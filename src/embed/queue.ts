@@ -11,9 +11,14 @@
  *
  * Jobs. The job id is the artifact id. `enqueue` inserts the job in the caller's transaction,
  * the one that stores the submission: a submission and its job exist together or not at all.
- * Every job carries a lease (`expireIn`, `leaseSeconds`): a run that has not completed or failed
- * within it (its process was killed) is put back by pg-boss's maintenance and runs again
- * (practically without limit, `RETRY_LIMIT`). A run that must wait (the model down, the tenant's
+ * Every job carries a short lease (`expireIn` = `leaseSeconds`, SVC_JUDGE_LEASE, default 30 s)
+ * that its run renews every third of it while alive (`started_on` moved forward: pg-boss expires
+ * an active job when `started_on + expire_in` has passed). A run whose process died stops
+ * renewing; pg-boss's maintenance (every `leaseSeconds / 3`) then fails the job, which retries
+ * after `EXPIRED_RETRY_DELAY` seconds (with backoff, so a run that keeps crashing backs off) —
+ * within a minute of the death, not after the longest possible run. A run itself is bounded by
+ * `maxRunSeconds` (reading, every attempt and backoff). Retries are practically unlimited
+ * (`RETRY_LIMIT`). A run that must wait (the model down, the tenant's
  * budget spent) queues the next run after the delay the job chooses (`retryLater`: the job is
  * replaced, same id, priority 0); grade-job.ts bounds how long. Jobs are kept for `RETENTION_DAYS`.
  *
@@ -41,6 +46,8 @@ export const GRADING_QUEUE = 'embed-grading';
 /** Retries of a job whose runs keep failing: practically unlimited ("graded when the model is back"). */
 export const RETRY_LIMIT = 1_000_000;
 export const RETENTION_DAYS = 3650;
+/** Seconds before an expired job (its process died) runs again: pg-boss's `retryDelay`, doubled with jitter per retry. */
+export const EXPIRED_RETRY_DELAY = 5;
 /** Namespace of the advisory lock of the backlog sweep. */
 const SWEEP_LOCK = 7311;
 /** Namespace of the advisory lock under which processes install pg-boss and the queue (key 1). */
@@ -81,8 +88,10 @@ export interface JobControl {
 export type JobHandler = (job: GradingJob, control: JobControl, signal: AbortSignal) => Promise<JobOutcome>;
 
 export interface QueueOptions {
-  /** Lease of a job in seconds (how long one run may take before it is run again). */
+  /** Lease of a job in seconds, renewed every third of it while the run is alive. */
   leaseSeconds: number;
+  /** Longest a run may take, in seconds; then it is aborted. */
+  maxRunSeconds: number;
   retryDelaySeconds: number;
   concurrency: number;
   pollSeconds: number;
@@ -135,8 +144,8 @@ export class GradingQueue {
       db: bossDb(db, db),
       schedule: false,
       supervise: true,
-      // Maintenance puts back the jobs of killed processes: look a few times per lease.
-      maintenanceIntervalSeconds: Math.min(60, Math.max(1, Math.ceil(options.leaseSeconds / 4))),
+      // Maintenance puts back the jobs of killed processes: look three times per lease.
+      maintenanceIntervalSeconds: Math.max(1, Math.floor(options.leaseSeconds / 3)),
     });
     this.boss.on('error', (err: Error) => options.log.warn({ err }, 'embed queue: pg-boss error'));
   }
@@ -179,8 +188,8 @@ export class GradingQueue {
         name: GRADING_QUEUE,
         policy: 'standard',
         retryLimit: RETRY_LIMIT,
-        retryDelay: this.options.retryDelaySeconds,
-        retryBackoff: false,
+        retryDelay: EXPIRED_RETRY_DELAY,
+        retryBackoff: true,
         expireInSeconds: this.options.leaseSeconds,
       });
     };
@@ -219,8 +228,8 @@ export class GradingQueue {
       ...(options.startAfter !== undefined && { startAfter: options.startAfter }),
       db: bossDb(tx, this.db),
       retryLimit: RETRY_LIMIT,
-      retryDelay: this.options.retryDelaySeconds,
-      retryBackoff: false,
+      retryDelay: EXPIRED_RETRY_DELAY,
+      retryBackoff: true,
       expireInSeconds: this.options.leaseSeconds,
       retentionDays: RETENTION_DAYS,
     } as PgBoss.SendOptions);
@@ -293,12 +302,34 @@ export class GradingQueue {
     }
   }
 
-  /** One run of `job` by the handler, bounded by the job's lease (less a margin). */
+  /**
+   * Renew `job`'s lease every third of it until `signal` aborts; if the job is no longer ours
+   * (expired and taken back), abort the run through `ctl`.
+   */
+  private renewLease(job: GradingJob, ctl: AbortController, signal: AbortSignal): void {
+    const everyMs = Math.max(1, (Number(job.expireInSeconds) || this.options.leaseSeconds) / 3) * 1000;
+    const timer = setInterval(() => {
+      void this.db
+        .query<{ id: string }>(`update pgboss.job set started_on = now() where name = $1 and id = $2 and state = 'active' returning id`, [GRADING_QUEUE, job.id])
+        .then((rows) => {
+          if (!rows.length && !signal.aborted) {
+            this.options.log.warn({ artifactId: job.data?.artifact_id }, 'embed queue: lost the lease of a running job; aborting the run');
+            ctl.abort();
+          }
+        })
+        .catch((err) => this.options.log.warn({ err }, 'embed queue: lease renewal failed'));
+    }, everyMs);
+    timer.unref();
+    signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+  }
+
+  /** One run of `job` by the handler, its lease renewed while it lasts, bounded by `maxRunSeconds`. */
   private async run(job: GradingJob): Promise<void> {
     const ctl = new AbortController();
+    const done = new AbortController();
     this.running.set(job.id, ctl);
-    const leaseMs = Math.max(1, (Number(job.expireInSeconds) || this.options.leaseSeconds) - 2) * 1000;
-    const signal = AbortSignal.any([ctl.signal, AbortSignal.timeout(leaseMs)]);
+    const signal = AbortSignal.any([ctl.signal, AbortSignal.timeout(this.options.maxRunSeconds * 1000)]);
+    this.renewLease(job, ctl, AbortSignal.any([signal, done.signal]));
     const control: JobControl = {
       complete: async (tx, output) => {
         await this.boss.complete(GRADING_QUEUE, job.id, (output ?? null) as never, { db: bossDb(tx, this.db) } as never);
@@ -323,6 +354,7 @@ export class GradingQueue {
       }
       outcome = { kind: 'pending', reason: 'internal_error' };
     } finally {
+      done.abort();
       this.running.delete(job.id);
     }
     if (outcome.kind === 'pending' && this.stopping) await this.release(job.id);
@@ -365,8 +397,8 @@ export class GradingQueue {
           data: { artifact_id: o.id, tenant_id: o.tenant_id },
           priority: 0,
           retryLimit: RETRY_LIMIT,
-          retryDelay: this.options.retryDelaySeconds,
-          retryBackoff: false,
+          retryDelay: EXPIRED_RETRY_DELAY,
+          retryBackoff: true,
           expireInSeconds: this.options.leaseSeconds,
           keepUntil: new Date(Date.now() + RETENTION_DAYS * 86_400_000).toISOString(),
         })),

@@ -21,7 +21,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler, sendApiError } from '../http/api-errors.ts';
-import { gradingHandler, leaseSeconds } from './grade-job.ts';
+import { gradingHandler, maxRunSeconds } from './grade-job.ts';
 import { Grader } from './grader.ts';
 import { IdpVerifier } from './idp.ts';
 import { judgeBody, judgeResponse, submitForJudgement } from './judge.ts';
@@ -44,7 +44,8 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
   const e = deps.config.embed;
   // Every process that serves /v1/embed has the queue (to enqueue); one with a model works it.
   const queue = new GradingQueue(deps.db, {
-    leaseSeconds: leaseSeconds(deps),
+    leaseSeconds: e.judgeLeaseSeconds,
+    maxRunSeconds: maxRunSeconds(deps),
     retryDelaySeconds: e.judgeRetryDelaySeconds,
     concurrency: e.judgeConcurrency,
     pollSeconds: e.judgePollSeconds,

@@ -19,6 +19,7 @@ describe('embed settings', () => {
       learnerWindowSeconds: 60,
       tenantBudget: { callsPerHour: 1000, callsPerDay: 10_000, tokensPerHour: 5_000_000, tokensPerDay: 50_000_000 },
       jwksMaxAgeSeconds: 300,
+      judgeLeaseSeconds: 30,
       judgeConcurrency: 4,
       judgePollSeconds: 2,
       judgeVision: true,
@@ -43,6 +44,7 @@ describe('embed settings', () => {
       SVC_JUDGE_TENANT_TOKENS_PER_HOUR: '10000',
       SVC_JUDGE_TENANT_TOKENS_PER_DAY: '100000',
       SVC_IDP_JWKS_MAX_AGE: '60',
+      SVC_JUDGE_LEASE: '12',
       SVC_JUDGE_CONCURRENCY: '16',
       SVC_JUDGE_POLL: '0.5',
       SVC_JUDGE_VISION: '0',
@@ -60,6 +62,7 @@ describe('embed settings', () => {
       learnerWindowSeconds: 30,
       tenantBudget: { callsPerHour: 5, callsPerDay: 50, tokensPerHour: 10_000, tokensPerDay: 100_000 },
       jwksMaxAgeSeconds: 60,
+      judgeLeaseSeconds: 12,
       judgeConcurrency: 16,
       judgePollSeconds: 0.5,
       judgeVision: false,
@@ -94,6 +97,8 @@ describe('embed settings', () => {
     ['SVC_JUDGE_TEMPERATURE', '-1'],
     ['SVC_JUDGE_SEED', 'random'],
     ['SVC_IDP_JWKS_MAX_AGE', '0'],
+    ['SVC_JUDGE_LEASE', '1'],
+    ['SVC_JUDGE_LEASE', 'forever'],
   ])('refuses %s=%s, naming the variable', (name, value) => {
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ ...base(), [name]: value })).toThrow(new RegExp(name));

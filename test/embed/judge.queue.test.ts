@@ -142,6 +142,23 @@ describe('exactly once', () => {
   });
 });
 
+describe('a run longer than its lease', () => {
+  it('keeps its job by renewing the lease: graded once, one model call', async () => {
+    const app = await startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 20_000 }), embed: embedSettings({ judgePollSeconds: 0.2, judgeLeaseSeconds: 6, judgeWaitMs: 15_000 }) }, { db: store.db });
+    try {
+      model.setMode('grade');
+      model.setDelay(9000); // 1.5 leases
+      const res = await submit(app, 'slow-but-alive', 'slow complete work');
+      expect(res.body.status).toBe('passed');
+      await new Promise((r) => setTimeout(r, 3000)); // maintenance has had its chances
+      expect(model.artifacts().filter((a) => a.includes('slow complete work'))).toHaveLength(1);
+    } finally {
+      model.setDelay(0);
+      await app.close();
+    }
+  }, 40_000);
+});
+
 describe('100 concurrent submissions', () => {
   it('answers every one without a 5xx and grades each exactly once', async () => {
     model.setMode('grade');

@@ -2,7 +2,9 @@
  * A server process killed in the middle of a grading loses nothing: a real `src/main.ts` process
  * (PostgreSQL with DATABASE_URL, or the embedded database in a data folder) is killed with
  * SIGKILL while the model is answering, restarted, and the submission is graded by the restarted
- * process once the dead run's lease has expired.
+ * process once the dead run's short lease has expired (issue #11: within 60 s of the restart,
+ * however long a run may take — here a 60 s model timeout, whose fixed lease would be 80 s —
+ * with one model call after the restart).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -62,7 +64,8 @@ beforeAll(async () => {
     LOG_LEVEL: 'info',
     SVC_JUDGE_BASE_URL: model.baseUrl,
     SVC_JUDGE_MODEL: 'test-model',
-    SVC_JUDGE_TIMEOUT: '2',
+    SVC_JUDGE_TIMEOUT: '60',
+    SVC_JUDGE_LEASE: '9',
     SVC_JUDGE_ATTEMPTS: '1',
     SVC_JUDGE_RETRY_DELAY: '1',
     SVC_JUDGE_POLL: '0.5',
@@ -126,11 +129,14 @@ describe('a server killed mid-grading', () => {
 
     model.setMode('grade');
     const second = await startServer();
+    const restartedAt = Date.now();
     const verdict = await eventually(async () => {
       const a = await artifactOf(second.url, body.artifact_id);
       return a?.verification.status === 'passed' ? a.verification : undefined;
-    }, 60_000, 'the restarted server to grade the submission');
+    }, 60_000, 'the restarted server to grade the submission within 60 s');
+    expect(Date.now() - restartedAt).toBeLessThan(60_000);
     expect(verdict.runs).toBe(1); // the killed run recorded nothing
+    // The killed run's call, then exactly one after the restart.
     expect(model.artifacts().filter((a) => a.includes('work of the killed run'))).toHaveLength(2);
     second.child.kill('SIGTERM');
     await new Promise((r) => second.child.once('exit', r));

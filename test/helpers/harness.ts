@@ -45,6 +45,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       learnerWindowSeconds: 60,
       tenantBudget: { callsPerHour: 1e9, callsPerDay: 1e9, tokensPerHour: 1e12, tokensPerDay: 1e12 },
       jwksMaxAgeSeconds: 300,
+      judgeLeaseSeconds: 30,
       judgeConcurrency: 4,
       judgePollSeconds: 60,
       judgeVision: true,
