@@ -147,10 +147,23 @@ describe('a run longer than its lease', () => {
     const app = await startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 20_000 }), embed: embedSettings({ judgePollSeconds: 0.2, judgeLeaseSeconds: 6, judgeWaitMs: 15_000 }) }, { db: store.db });
     try {
       model.setMode('grade');
-      model.setDelay(9000); // 1.5 leases
-      const res = await submit(app, 'slow-but-alive', 'slow complete work');
+      model.setDelay(10_000); // well past the 6 s lease; maintenance looks every 2 s
+      const answer = submit(app, 'slow-but-alive', 'slow complete work');
+      // While the run lasts its job stays active: the lease moves forward, never expires.
+      const states = new Set<string>();
+      const renewals = new Set<string>();
+      const watch = setInterval(() => {
+        void store.db
+          .query<{ state: string; started_on: string }>(
+            `select j.state, j.started_on::text from pgboss.job j join artifacts a on a.id = j.id where a.content = 'slow complete work'`,
+          )
+          .then((rows) => rows.forEach((r) => (states.add(r.state), r.state === 'active' && renewals.add(r.started_on))));
+      }, 300);
+      const res = await answer;
+      clearInterval(watch);
       expect(res.body.status).toBe('passed');
-      await new Promise((r) => setTimeout(r, 3000)); // maintenance has had its chances
+      expect([...states].filter((x) => x !== 'active' && x !== 'created' && x !== 'completed')).toEqual([]);
+      expect(renewals.size).toBeGreaterThanOrEqual(3);
       expect(model.artifacts().filter((a) => a.includes('slow complete work'))).toHaveLength(1);
     } finally {
       model.setDelay(0);
