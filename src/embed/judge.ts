@@ -11,13 +11,14 @@
  *    session bound to another tenant (an embed session's `tenant_id` claim) → 403 `forbidden`.
  *    `ref_url` / `repo_url` that are not http(s), carry credentials, or name a private address
  *    literally (unless SVC_FETCH_ALLOW_PRIVATE) → 400 before anything is written.
- * 2. One transaction: resolve the learner; count the submission against the learner's rate in
+ * 2. One transaction: resolve the learner; with an `Idempotency-Key` (idempotency.ts), answer the
+ *    submission that key already made, if any, and stop; count the submission against the learner's rate in
  *    the tenant (`learnerRate` per `learnerWindowSeconds`, SVC_JUDGE_LEARNER_*: beyond it 429
  *    `rate_limited` with `Retry-After`); find the activity in the tenant (else 404), check the
  *    artifact's kind (else 400), upsert the learner's ActivityResult (one per learner and
  *    activity; `in_progress` while pending, a `completed` one stays completed), insert the
- *    Artifact (verification `{status: "pending"}`) and its grading job (queue.ts). A refusal
- *    leaves nothing written; a stored submission always has its job.
+ *    Artifact (verification `{status: "pending"}`) and its grading job (queue.ts), and remember
+ *    the key. A refusal leaves nothing written; a stored submission always has its job.
  * 3. No model configured in this process → `pending` at once (a process with a model grades it
  *    later). Otherwise wake a worker and wait for the outcome at most `judgeWaitMs`
  *    (SVC_JUDGE_WAIT); none by then (model slow or down, workers busy) → `pending`, and the job
@@ -38,8 +39,9 @@ import { invalidRequest, notFound, unauthorized } from './errors.ts';
 import { refuseUrl } from './fetch-page.ts';
 import { storedOutcome } from './grade-job.ts';
 import { findTenantIdp, type IdpVerifier } from './idp.ts';
+import { recall, remember, requestHash } from './idempotency.ts';
 import { findOrCreateIdpLearner, sessionTenantId, trySessionToken } from './learner.ts';
-import type { GradingQueue } from './queue.ts';
+import type { GradingQueue, JobOutcome } from './queue.ts';
 import { tenantSlug } from './session.ts';
 
 /** Largest `artifact.content`, in UTF-8 bytes. */
@@ -123,13 +125,18 @@ async function identifyCaller(deps: Deps, idps: IdpVerifier, token: string | und
   };
 }
 
-/** Handle one submission (steps above). Throws `ApiError` 400/401/404. */
+/**
+ * Handle one submission (steps above); `idempotencyKey` is the request's checked
+ * `Idempotency-Key`. Returns the answer, and whether it replays an earlier submission.
+ * Throws `ApiError` 400/401/403/404/422/429.
+ */
 export async function submitForJudgement(
   deps: Deps,
   services: { idps: IdpVerifier; queue: GradingQueue; limitLearner: LearnerLimit },
   token: string | undefined,
   body: JudgeBody,
-): Promise<JudgeResponse> {
+  idempotencyKey?: string,
+): Promise<{ answer: JudgeResponse; replayed: boolean }> {
   const caller = await identifyCaller(deps, services.idps, token, body.tenant);
   for (const field of ['ref_url', 'repo_url'] as const) {
     const value = body.artifact[field];
@@ -143,6 +150,11 @@ export async function submitForJudgement(
       caller.kind === 'session'
         ? { tenantId: await sessionTenantId(tx, body.tenant, caller.svcUserId, caller.boundTenantId), svcUserId: caller.svcUserId }
         : await caller.verify(tx);
+    const hash = idempotencyKey === undefined ? '' : requestHash(body);
+    if (idempotencyKey !== undefined) {
+      const earlier = await recall(tx, tenantId, svcUserId, idempotencyKey, hash);
+      if (earlier) return { replayed: true as const, tenantId, resultId: earlier.resultId, artifactId: earlier.artifactId };
+    }
     await services.limitLearner(tenantId, svcUserId);
     const [activity] = await tx.query<ActivityRow>(
       `select id, tenant_id, lesson_id, program_id, title, kind, spec, rubric, pass_threshold
@@ -178,10 +190,13 @@ export async function submitForJudgement(
       ],
     );
     await services.queue.enqueue(tx, { artifact_id: artifact!.id, tenant_id: tenantId });
-    return { tenantId, svcUserId, activity, resultId: result!.id, artifactId: artifact!.id };
+    if (idempotencyKey !== undefined) await remember(tx, tenantId, svcUserId, idempotencyKey, hash, { resultId: result!.id, artifactId: artifact!.id });
+    return { replayed: false as const, tenantId, resultId: result!.id, artifactId: artifact!.id };
   });
+  const answer = (a: JudgeResponse) => ({ answer: a, replayed: submission.replayed });
   const pending: JudgeResponse = { status: 'pending', result_id: submission.resultId, artifact_id: submission.artifactId };
-  if (!services.queue.working) return { ...pending, reason: 'queued' };
+  if (submission.replayed) return answer(fromOutcome(pending, await storedOutcome(deps, submission.tenantId, submission.artifactId)));
+  if (!services.queue.working) return answer({ ...pending, reason: 'queued' });
 
   // Step 2: wait for the verdict (a worker of this process grades it; queue.ts, grade-job.ts).
   const waiting = services.queue.waitFor(submission.artifactId, deps.config.embed.judgeWaitMs);
@@ -190,6 +205,11 @@ export async function submitForJudgement(
     (await waiting) ??
     // Not in time here: perhaps another process graded it.
     (await storedOutcome(deps, submission.tenantId, submission.artifactId));
+  return answer(fromOutcome(pending, outcome));
+}
+
+/** The answer for `outcome` of the submission `pending` names. */
+function fromOutcome(pending: JudgeResponse, outcome: JobOutcome): JudgeResponse {
   switch (outcome.kind) {
     case 'graded':
       return { ...pending, status: outcome.status, score: outcome.score, feedback: outcome.feedback };

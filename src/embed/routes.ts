@@ -3,8 +3,8 @@
  *
  *   POST /session   IdP token → session of this service            (session.ts)
  *   POST /judge     submit an artifact; store it, queue and await its grading
- *                   (judge.ts, learner-rate.ts; queue.ts → grade-job.ts → read/, grader.ts,
- *                   ledger.ts, verdict.ts)
+ *                   (judge.ts, learner-rate.ts, idempotency.ts; queue.ts → grade-job.ts →
+ *                   read/, grader.ts, ledger.ts, verdict.ts)
  *
  * The plugin owns the grading queue of its process: started on `onReady` (pg-boss schema, the
  * workers when a model is configured) and stopped on `onClose`, so every process that serves
@@ -25,6 +25,7 @@ import { gradingHandler, maxRunSeconds } from './grade-job.ts';
 import { Grader } from './grader.ts';
 import { IdpVerifier } from './idp.ts';
 import { judgeBody, judgeResponse, submitForJudgement } from './judge.ts';
+import { forgetExpired, idempotencyKey } from './idempotency.ts';
 import { learnerLimiter } from './learner-rate.ts';
 import { GradingQueue } from './queue.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
@@ -52,10 +53,14 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
     handler: grader ? gradingHandler(deps, grader) : undefined,
     log: app.log.child({ surface: 'embed' }),
   });
+  // Idempotency keys older than 24 h are forgotten every ten minutes (idempotency.ts).
+  const forgetting = setInterval(() => void forgetExpired(deps.db).catch((err) => app.log.warn({ err }, 'embed: forgetting idempotency keys failed')), 600_000);
+  forgetting.unref();
   app.addHook('onReady', async () => {
     await queue.start();
   });
   app.addHook('onClose', async () => {
+    clearInterval(forgetting);
     await queue.stop();
   });
 
@@ -91,6 +96,11 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
         response: { 200: judgeResponse },
       },
     },
-    async (req) => submitForJudgement(deps, { idps, queue, limitLearner: limitLearner(req) }, bearer(req), req.body),
+    async (req, reply) => {
+      const key = idempotencyKey(req.headers['idempotency-key']);
+      const { answer, replayed } = await submitForJudgement(deps, { idps, queue, limitLearner: limitLearner(req) }, bearer(req), req.body, key);
+      if (replayed) reply.header('idempotent-replayed', 'true');
+      return answer;
+    },
   );
 }
