@@ -14,10 +14,10 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { ApiError } from '../http/api-errors.ts';
+import { exceededFor, type RateChecker } from '../http/rate-check.ts';
 import { rateLimitRedis } from '../http/redis.ts';
 import type { LearnerLimit } from './judge.ts';
 
-type Checker = (req: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
 
 /**
  * Register the limiter's store in the embed plugin `app` and return, per request, the check
@@ -32,23 +32,12 @@ export async function learnerLimiter(app: FastifyInstance, deps: Pick<Deps, 'con
     max: learnerRate,
     timeWindow: learnerWindowSeconds * 1000,
     keyGenerator: (req) => keys.get(req) ?? 'unknown',
-  }) as Checker;
+  }) as RateChecker;
   return (req) => async (tenantId, svcUserId) => {
     keys.set(req, `learner:${tenantId}:${svcUserId}`);
-    let result: Awaited<ReturnType<Checker>>;
-    try {
-      result = await check(req);
-    } catch (err) {
-      req.log.warn({ err }, 'embed: rate-limit store unavailable; submission not counted');
-      return;
-    }
-    if (result.isExceeded) {
-      throw new ApiError(
-        'rate_limited',
-        `too many submissions: at most ${learnerRate} per ${learnerWindowSeconds} s for one learner`,
-        undefined,
-        Math.max(1, result.ttlInSeconds ?? learnerWindowSeconds),
-      );
+    const retryAfter = await exceededFor(check, req, 'embed');
+    if (retryAfter !== undefined) {
+      throw new ApiError('rate_limited', `too many submissions: at most ${learnerRate} per ${learnerWindowSeconds} s for one learner`, undefined, retryAfter);
     }
   };
 }

@@ -23,12 +23,12 @@
  */
 import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { exceededFor, type RateChecker } from '../http/rate-check.ts';
 import { rateLimitRedis } from '../http/redis.ts';
 import type { IdentityConfig } from '../config.ts';
 import { AuthError } from './errors.ts';
 import { normaliseEmail } from './users.ts';
 
-type Checker = (req: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
 
 /** What the /token route hooks call; each throws the 429 `AuthError` when a limit is reached. */
 export interface TokenLimits {
@@ -61,23 +61,17 @@ export async function tokenRateLimits(
     ...(redis ? { redis, nameSpace: 'svc:auth-rate:' } : { cache: 100_000 }),
   });
   const timeWindow = config.windowSeconds * 1000;
-  const make = (name: string, max: number, key: (req: FastifyRequest) => string): Checker =>
-    app.createRateLimit({ max, timeWindow, keyGenerator: (req) => `${name}:${key(req)}` }) as Checker;
+  const make = (name: string, max: number, key: (req: FastifyRequest) => string): RateChecker =>
+    app.createRateLimit({ max, timeWindow, keyGenerator: (req) => `${name}:${key(req)}` }) as RateChecker;
   const ip = (req: FastifyRequest) => normalizeIP(req.ip);
   const signInIp = make('signin-ip', config.signInPerIp, ip);
   const signInEmail = make('signin-email', config.signInPerEmail, emailOf);
   const refreshIp = make('refresh-ip', config.refreshPerIp, ip);
 
-  const enforce = async (check: Checker, req: FastifyRequest, reply: FastifyReply) => {
-    let result: Awaited<ReturnType<Checker>>;
-    try {
-      result = await check(req);
-    } catch (err) {
-      req.log.warn({ err }, 'identity: rate-limit store unavailable; request not counted');
-      return;
-    }
-    if (result.isExceeded) {
-      reply.header('retry-after', String(Math.max(1, result.ttlInSeconds ?? 1)));
+  const enforce = async (check: RateChecker, req: FastifyRequest, reply: FastifyReply) => {
+    const retryAfter = await exceededFor(check, req, 'identity');
+    if (retryAfter !== undefined) {
+      reply.header('retry-after', String(retryAfter));
       throw new AuthError(429, 'over_request_rate_limit', 'Request rate limit reached');
     }
   };

@@ -1,8 +1,10 @@
 /** Shared fixtures of the embed tests: seeding content, calling the endpoints, error-body checks. */
 import { deflateSync } from 'node:zlib';
 import { expect } from 'vitest';
-import type { EmbedConfig } from '../../src/config.ts';
-import { testConfig, type TestApp } from '../helpers/harness.ts';
+import type { Config, EmbedConfig } from '../../src/config.ts';
+import { startApp, testConfig, testJudge, type TestApp } from '../helpers/harness.ts';
+import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
+import { startTestModel, type TestModel, type TestModelMode } from '../helpers/test-model.ts';
 
 export interface SeededActivity {
   tenantId: string;
@@ -34,6 +36,34 @@ export async function seedActivity(
     ],
   );
   return { tenantId: tenant!.id, programId: program!.id, lessonId: lesson!.id, activityId: row!.id };
+}
+
+/** An app graded by a test model, its tenant `acme` trusting a test IdP, and one `document` activity. */
+export interface EmbedWorld {
+  t: TestApp;
+  idp: TestIdp;
+  model: TestModel;
+  doc: SeededActivity;
+  close(): Promise<void>;
+}
+
+/** Start an `EmbedWorld`: the model in `mode` (default `grade`), `embed` settings over the harness's. */
+export async function startEmbedWorld(options: { mode?: TestModelMode; embed?: Partial<EmbedConfig>; config?: Partial<Config> } = {}): Promise<EmbedWorld> {
+  const [idp, model] = await Promise.all([startTestIdp(), startTestModel({ mode: options.mode })]);
+  const t = await startApp({ judge: testJudge(model.baseUrl), embed: embedSettings(options.embed), ...options.config });
+  await t.op('tenant.create', { slug: 'acme' });
+  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
+  const doc = await seedActivity(t, 'acme');
+  return {
+    t,
+    idp,
+    model,
+    doc,
+    close: async () => {
+      await t.close();
+      await Promise.all([idp.close(), model.close()]);
+    },
+  };
 }
 
 /** POST JSON (or a raw string body) to `path`; returns the status and the parsed body. */

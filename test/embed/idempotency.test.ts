@@ -4,27 +4,22 @@
  * key reused with another body is 422; malformed keys are 400; keys are the learner's own.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { countRows, embedSettings, expectError, seedActivity, type SeededActivity } from './fixtures.ts';
+import type { TestApp } from '../helpers/harness.ts';
+import type { TestIdp } from '../helpers/test-idp.ts';
+import type { TestModel } from '../helpers/test-model.ts';
+import { countRows, expectError, startEmbedWorld, type EmbedWorld, type SeededActivity } from './fixtures.ts';
 
+let world: EmbedWorld;
 let t: TestApp;
 let idp: TestIdp;
 let model: TestModel;
 let doc: SeededActivity;
 
 beforeAll(async () => {
-  [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-  t = await startApp({ judge: testJudge(model.baseUrl), embed: embedSettings({ learnerRate: 3 }) });
-  await t.op('tenant.create', { slug: 'acme' });
-  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
-  doc = await seedActivity(t, 'acme');
+  world = await startEmbedWorld({ embed: { learnerRate: 3 } });
+  ({ t, idp, model, doc } = world);
 });
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([idp?.close(), model?.close()]);
-});
+afterAll(() => world?.close());
 
 async function judge(sub: string, key: string | undefined, content = 'complete work', order: 'plain' | 'reordered' = 'plain') {
   const artifact = { kind: 'document', content };
