@@ -4,7 +4,8 @@
  *
  *   Authorization: Bearer <IdP token of the tenant | session access_token>
  *   body {tenant, activity_id, artifact: {kind, ref_url?, repo_url?, content?}}
- *   → 200 {status: passed | failed | pending, result_id, artifact_id, score?, feedback?}
+ *   Idempotency-Key: <key> (optional)
+ *   → 200 {status: passed | failed | not_gradable | pending, result_id, artifact_id, score?, feedback?, reason?}
  *
  * 1. Authenticate: a session token of this service whose user is a member of the tenant, or
  *    else an IdP token of the tenant (learner created on first sight). Any failure → 401. A
