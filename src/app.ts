@@ -4,9 +4,11 @@
  *   /auth/v1   identity platform      /mcp       authoring (MCP)
  *   /v1        results API + embed    /admin/v1  the CLI's door into a running server
  *   /.well-known/oauth-protected-resource  where MCP clients learn how to authenticate
+ *   /livez, /readyz                        probes (src/http/probes.ts; surfaces add readiness checks)
  *
  * Request ids: an incoming `X-Request-Id` is kept, otherwise a uuid is made; it is logged and
- * sent back on every response.
+ * sent back on every response. Once shutdown has begun (src/http/shutdown.ts) every response says
+ * `Connection: close`, so keep-alive clients move to another process instead of holding this one.
  */
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import { randomUUID } from 'node:crypto';
@@ -17,6 +19,7 @@ import resultsRoutes from './results/routes.ts';
 import { resultsDocs } from './results/openapi.ts';
 import { errorBody } from './http/api-errors.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
+import { addReadiness, probeRoutes } from './http/probes.ts';
 import { AuthError, sendAuthError } from './identity/errors.ts';
 import { jsonRpcError } from './authoring/auth.ts';
 import embedRoutes from './embed/routes.ts';
@@ -50,9 +53,12 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       disableRequestLogging: deps.config.logLevel !== 'debug' && deps.config.logLevel !== 'trace',
     }),
   });
+  addReadiness(app, deps.db);
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    if (app.readiness.shuttingDown) reply.header('connection', 'close');
   });
+  await app.register(probeRoutes);
   await app.register(identityRoutes, { prefix: '/auth/v1', ...deps });
   await app.register(adminRoutes, { prefix: '/admin/v1', ...deps });
   await app.register(resultsRoutes, { prefix: '/v1', ...deps });

@@ -119,6 +119,16 @@ export interface ResultsConfig {
   keyUsageFlushMs: number;
 }
 
+/**
+ * Shutdown on SIGTERM / SIGINT (src/http/shutdown.ts), both counted from the signal: readiness
+ * fails at once; new connections are refused after `delayMs` (a load balancer sees /readyz fail
+ * first); requests still running at `timeoutMs` are cut.
+ */
+export interface ShutdownConfig {
+  delayMs: number;
+  timeoutMs: number;
+}
+
 export interface Config extends Secrets {
   port: number;
   host: string;
@@ -156,6 +166,7 @@ export interface Config extends Secrets {
   mcpBodyLimit?: number;
   identity: IdentityConfig;
   results: ResultsConfig;
+  shutdown: ShutdownConfig;
 }
 
 /** Known or placeholder secrets that must never run a production service. */
@@ -226,6 +237,8 @@ const env = z.object({
   SVC_RATE_LIMIT_WINDOW: z.coerce.number().int().min(1).max(86_400).default(60),
   SVC_API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(1000),
   SVC_API_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
+  SVC_SHUTDOWN_DELAY: z.coerce.number({ error: 'must be a number of seconds' }).min(0, 'must not be negative').max(300).default(5),
+  SVC_SHUTDOWN_TIMEOUT: z.coerce.number({ error: 'must be a number of seconds' }).min(1, 'must be at least 1 second').max(600).default(20),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -311,6 +324,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
   if (e.SVC_JUDGE_RETRY_MAX_DELAY < e.SVC_JUDGE_RETRY_DELAY) {
     throw new ConfigError('SVC_JUDGE_RETRY_MAX_DELAY must be at least SVC_JUDGE_RETRY_DELAY');
   }
+  if (e.SVC_SHUTDOWN_DELAY >= e.SVC_SHUTDOWN_TIMEOUT) {
+    throw new ConfigError('SVC_SHUTDOWN_DELAY must be less than SVC_SHUTDOWN_TIMEOUT (both are seconds from the signal)');
+  }
   return {
     ...secrets,
     port: e.PORT,
@@ -380,6 +396,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
       keyCacheTtlMs: e.SVC_API_KEY_CACHE_TTL_MS,
       keyUsageFlushMs: e.SVC_API_KEY_USAGE_FLUSH_MS,
     },
+    shutdown: { delayMs: Math.round(e.SVC_SHUTDOWN_DELAY * 1000), timeoutMs: Math.round(e.SVC_SHUTDOWN_TIMEOUT * 1000) },
   };
 }
 

@@ -1,12 +1,14 @@
 /**
  * Start the service: load config, open the database (embedded PGlite folder unless
  * DATABASE_URL is set), apply migrations, listen. In embedded mode the data folder is locked
- * for the life of the process and its address is published for the `svc` CLI.
+ * for the life of the process and its address is published for the `svc` CLI. Signals shut it
+ * down within a deadline (src/http/shutdown.ts).
  */
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirBusyError, lockDataDir, writeServerInfo } from './db/data-dir-lock.ts';
 import { migrate, openDb } from './db/index.ts';
+import { shutdownOnSignal } from './http/shutdown.ts';
 
 async function main() {
   const config = loadConfig();
@@ -23,17 +25,10 @@ async function main() {
   if (config.fetchAllowPrivate) {
     app.log.warn('SVC_FETCH_ALLOW_PRIVATE is set: the judge may fetch private and loopback addresses (tests only)');
   }
-  let closing = false;
-  const shutdown = async () => {
-    if (closing) return;
-    closing = true;
-    await app.close();
+  shutdownOnSignal(app, config.shutdown, async () => {
     await db.close();
     await unlock();
-    process.exit(0);
-  };
-  process.on('SIGINT', shutdown);
-  process.on('SIGTERM', shutdown);
+  });
 }
 
 main().catch((err) => {

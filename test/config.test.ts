@@ -32,6 +32,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...server, SVC_DB_POOL_SIZE: '12' }).dbPoolSize).toBe(12);
   });
 
+  it('reads the shutdown delay and deadline in seconds (defaults 5 and 20)', () => {
+    expect(loadConfig(server).shutdown).toEqual({ delayMs: 5000, timeoutMs: 20_000 });
+    expect(loadConfig({ ...server, SVC_SHUTDOWN_DELAY: '0.5', SVC_SHUTDOWN_TIMEOUT: '4' }).shutdown).toEqual({ delayMs: 500, timeoutMs: 4000 });
+  });
+
   it.each([
     ['a missing secret', { SVC_JWT_SECRET: undefined }, /SVC_JWT_SECRET is required/],
     ['a short secret', { SVC_JWT_SECRET: 'short' }, /at least 32/],
@@ -42,6 +47,11 @@ describe('loadConfig', () => {
     ['a bad port', { PORT: '70000' }, /PORT/],
     ['a pool of one connection', { SVC_DB_POOL_SIZE: '1' }, /SVC_DB_POOL_SIZE/],
     ['half a judge', { SVC_JUDGE_BASE_URL: 'http://127.0.0.1:9/v1' }, /SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL/],
+    ['a negative shutdown delay', { SVC_SHUTDOWN_DELAY: '-1' }, /SVC_SHUTDOWN_DELAY/],
+    ['a shutdown delay in words', { SVC_SHUTDOWN_DELAY: 'five' }, /SVC_SHUTDOWN_DELAY/],
+    ['no shutdown deadline', { SVC_SHUTDOWN_TIMEOUT: '0' }, /SVC_SHUTDOWN_TIMEOUT/],
+    ['a shutdown deadline in words', { SVC_SHUTDOWN_TIMEOUT: '20s' }, /SVC_SHUTDOWN_TIMEOUT/],
+    ['a shutdown delay past the deadline', { SVC_SHUTDOWN_DELAY: '30', SVC_SHUTDOWN_TIMEOUT: '20' }, /SVC_SHUTDOWN_DELAY must be less than SVC_SHUTDOWN_TIMEOUT/],
   ])('refuses %s', (_name, change, message) => {
     expect(() => loadConfig({ ...server, ...change })).toThrow(ConfigError);
     expect(() => loadConfig({ ...server, ...change })).toThrow(message);

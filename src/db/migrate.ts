@@ -13,7 +13,7 @@
  */
 import Postgrator from 'postgrator';
 import { fileURLToPath } from 'node:url';
-import type { Db } from './types.ts';
+import type { Db, Queryable } from './types.ts';
 
 const MIGRATIONS_GLOB = fileURLToPath(new URL('../migrations/*.do.*.sql', import.meta.url));
 const MIGRATION_LOCK_KEY = 7_310_224_001;
@@ -35,18 +35,30 @@ begin
   end loop;
 end $$`;
 
+/** A postgrator over `q` (the migrations folder, the version table). */
+const postgratorOn = (q: Queryable) =>
+  new Postgrator({
+    migrationPattern: MIGRATIONS_GLOB,
+    driver: 'pg',
+    schemaTable: 'public.schema_migrations',
+    execQuery: async (text: string) => ({ rows: await q.query(text) }),
+    execSqlScript: (script: string) => q.exec(script),
+  });
+
 export async function migrate(db: Db): Promise<number[]> {
   if (db.kind === 'postgres') await db.transaction((tx) => tx.exec(ENSURE_ROLES));
   return db.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-    const postgrator = new Postgrator({
-      migrationPattern: MIGRATIONS_GLOB,
-      driver: 'pg',
-      schemaTable: 'public.schema_migrations',
-      execQuery: async (text: string) => ({ rows: await tx.query(text) }),
-      execSqlScript: (script: string) => tx.exec(script),
-    });
-    const applied = await postgrator.migrate();
+    const applied = await postgratorOn(tx).migrate();
     return applied.map((m) => m.version);
   });
+}
+
+/**
+ * For readiness (src/http/probes.ts): the newest migration version this build ships and the one
+ * `db` has (0: none yet). Postgrator reads the folder once and keeps the list.
+ */
+export function migrationStatus(db: Db): () => Promise<{ applied: number; latest: number }> {
+  const postgrator = postgratorOn(db);
+  return async () => ({ applied: await postgrator.getDatabaseVersion(), latest: await postgrator.getMaxVersion() });
 }

@@ -155,6 +155,11 @@ export class GradingQueue {
     return Boolean(this.options.handler);
   }
 
+  /** True from a completed `start()` until `stop()` (readiness, src/http/probes.ts). */
+  get isRunning(): boolean {
+    return this.started && !this.stopping;
+  }
+
   /** Install or check pg-boss's schema, create the queue, start the workers (if any) and the sweep. */
   async start(): Promise<void> {
     await this.install();

@@ -8,7 +8,7 @@
  *
  * The plugin owns the grading queue of its process: started on `onReady` (pg-boss schema, the
  * workers when a model is configured) and stopped on `onClose`, so every process that serves
- * /v1/embed also works the queue.
+ * /v1/embed also works the queue. It reports to readiness as `queue` (src/http/probes.ts).
  *
  * Requests and responses are declared with zod (validation and the OpenAPI document come from
  * the same schemas). Every error, including Fastify's own (bad JSON, wrong content type,
@@ -21,6 +21,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler, sendApiError } from '../http/api-errors.ts';
+import { NotReady } from '../http/probes.ts';
 import { gradingHandler, maxRunSeconds } from './grade-job.ts';
 import { Grader } from './grader.ts';
 import { IdpVerifier } from './idp.ts';
@@ -62,6 +63,9 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
   app.addHook('onClose', async () => {
     clearInterval(forgetting);
     await queue.stop();
+  });
+  app.readiness.add('queue', async () => {
+    if (!queue.isRunning) throw new NotReady('not running');
   });
 
   app.setValidatorCompiler(validatorCompiler);

@@ -6,6 +6,7 @@
  * with `skipOnError` or catches the error) instead of making every request wait for a
  * reconnect; errors are logged as warnings under `label`. The client is closed with `app`. On
  * start it waits up to a second for the connection, so counting starts with the first request.
+ * Each client reports to readiness as `redis` (a PING, src/http/probes.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
@@ -18,6 +19,7 @@ export async function rateLimitRedis(app: FastifyInstance, url: string | undefin
   app.addHook('onClose', async () => {
     await redis.quit().catch(() => redis.disconnect());
   });
+  app.readiness.add('redis', () => redis.ping());
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, 1000);
     redis.once('ready', () => {

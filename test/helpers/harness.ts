@@ -66,6 +66,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     },
     // Results API: no suite meets the rate limit unless it lowers it (test/results does).
     results: { rateLimit: { max: 1_000_000, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 },
+    shutdown: { delayMs: 0, timeoutMs: 5000 },
     ...overrides,
   };
 }
