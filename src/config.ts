@@ -233,7 +233,9 @@ const env = z.object({
     .optional(),
   SVC_DB_POOL_SIZE: z.coerce.number().int().min(2).max(1000).optional(),
   SVC_DB_ACQUIRE_TIMEOUT: seconds(0.1, 60).default(DEFAULT_ACQUIRE_TIMEOUT_MS / 1000),
-  SVC_DB_STATEMENT_TIMEOUT: z.union([z.literal('0').transform(() => 0), seconds(0.1, 86_400)]).default(DEFAULT_STATEMENT_TIMEOUT_MS / 1000),
+  SVC_DB_STATEMENT_TIMEOUT: seconds(0, 86_400)
+    .refine((v) => v === 0 || v >= 0.1, 'must be 0 (no limit) or at least 0.1 seconds')
+    .default(DEFAULT_STATEMENT_TIMEOUT_MS / 1000),
   SVC_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000_000).default(600),
   SVC_RATE_LIMIT_WINDOW: z.coerce.number().int().min(1).max(86_400).default(60),
   SVC_API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(1000),

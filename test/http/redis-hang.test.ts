@@ -78,7 +78,7 @@ describe.skipIf(!existsSync(REDIS_SERVER))('a frozen Redis (SIGSTOP)', () => {
     const db = await openDb({ dataDir: dir });
     await migrate(db);
     await runOp(db, 'tenant.create', { slug: 'acme', name: 'Acme' });
-    apiKey = (await runOp(db, 'key.create', { tenant: 'acme', name: 'dashboard' })).key;
+    apiKey = ((await runOp(db, 'key.create', { tenant: 'acme', name: 'dashboard' })) as { key: string }).key;
     await runOp(db, 'user.create', { email: EMAIL, password: PASSWORD });
     await db.close();
     anonKey = loadOrCreateEmbeddedSecrets(dir).anonKey;
