@@ -101,16 +101,15 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
 
 const EXTERNAL_ID_SCOPE: Record<string, string> = { units: 'unit', lessons: 'lesson', activities: 'activity' };
 
-/** A text field of a PGlite or postgres.js database error (`hint`, …), if present. */
+/** A text field of a PGlite or node-postgres database error (`hint`, …), if present. */
 function dbField(err: unknown, field: 'hint'): string | undefined {
   const value = (err as Record<string, unknown> | null)?.[field];
   return typeof value === 'string' && value ? value : undefined;
 }
 
-/** The constraint a database error names (PGlite `constraint`, postgres.js `constraint_name`). */
+/** The constraint a database error names (`constraint` on PGlite and node-postgres errors alike). */
 function constraintOf(err: unknown): string {
-  const e = (err ?? {}) as { constraint?: unknown; constraint_name?: unknown };
-  return String(e.constraint ?? e.constraint_name ?? '');
+  return String((err as { constraint?: unknown } | null)?.constraint ?? '');
 }
 
 /** The tool result of a failed call; rethrows protocol errors. */
