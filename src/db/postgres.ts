@@ -97,7 +97,10 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Db {
   const connection: pg.ClientConfig = {
     connectionString: url,
     application_name: 'svc',
+    // TCP keepalive after 10 s idle, so a peer that vanished (no FIN: a partition, a frozen
+    // host) is noticed on idle and LISTEN connections too, not after Linux's 2-hour default.
     keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     types,
     ...(statementTimeout > 0 && { statement_timeout: statementTimeout, query_timeout: statementTimeout + 1000 }),
   };
