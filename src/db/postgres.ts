@@ -112,6 +112,7 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Db {
   });
   // An idle connection that dies (server restart) is removed by the pool; nothing to do.
   pool.on('error', () => {});
+  let closing: Promise<void> | undefined;
 
   /**
    * Run `fn` on a connection of the pool; the connection goes back to the pool, or is destroyed
@@ -167,6 +168,7 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Db {
         return result;
       }),
     listen: (channel, onNotify, onListen) => listen(connection, channel, onNotify, onListen),
-    close: () => pool.end(),
+    // Idempotent, as the embedded backend's (pg-pool throws on a second end()).
+    close: () => (closing ??= pool.end()),
   };
 }
