@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_POOL_SIZE } from './db/postgres.ts';
+import { DEFAULT_ACQUIRE_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS } from './db/postgres.ts';
 
 export class ConfigError extends Error {}
 
@@ -143,6 +143,13 @@ export interface Config extends Secrets {
    * against each other and the server: measured in bench/README.md (results API p99).
    */
   dbPoolSize: number;
+  /**
+   * Milliseconds a request waits for a PostgreSQL connection before it is answered 503
+   * (`SVC_DB_ACQUIRE_TIMEOUT`, seconds, default 5): the bound of an outage (issue #11).
+   */
+  dbAcquireTimeoutMs: number;
+  /** Milliseconds one statement may run, 0 = no limit (`SVC_DB_STATEMENT_TIMEOUT`, seconds, default 30). */
+  dbStatementTimeoutMs: number;
   /** Access-token lifetime in seconds. */
   accessTokenTtl: number;
   /** Seconds a spent refresh token may be replayed (concurrent tabs) before it revokes the session. */
@@ -176,6 +183,15 @@ const KNOWN_SECRETS = new Set([
   'changeme',
   'secret',
 ]);
+
+/** A number of seconds from `min` to `max`, decimals allowed (`0.5`), nothing else. */
+const seconds = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?$/, `must be a number of seconds from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(z.number().min(min, `must be at least ${min} seconds`).max(max, `must be at most ${max} seconds`));
 
 const env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8787),
@@ -233,6 +249,10 @@ const env = z.object({
     .regex(/^(true|false|\d{1,2}|[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*)$/, 'true, false, a number of hops, or comma-separated addresses / CIDR ranges')
     .optional(),
   SVC_DB_POOL_SIZE: z.coerce.number().int().min(2).max(1000).optional(),
+  SVC_DB_ACQUIRE_TIMEOUT: seconds(0.1, 60).default(DEFAULT_ACQUIRE_TIMEOUT_MS / 1000),
+  SVC_DB_STATEMENT_TIMEOUT: seconds(0, 86_400)
+    .refine((v) => v === 0 || v >= 0.1, 'must be 0 (no limit) or at least 0.1 seconds')
+    .default(DEFAULT_STATEMENT_TIMEOUT_MS / 1000),
   SVC_RATE_LIMIT: z.coerce.number().int().min(1).max(1_000_000_000).default(600),
   SVC_RATE_LIMIT_WINDOW: z.coerce.number().int().min(1).max(86_400).default(60),
   SVC_API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(1000),
@@ -335,6 +355,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
     databaseUrl: e.DATABASE_URL,
     dataDir,
     dbPoolSize: e.SVC_DB_POOL_SIZE ?? DEFAULT_POOL_SIZE,
+    dbAcquireTimeoutMs: Math.round(e.SVC_DB_ACQUIRE_TIMEOUT * 1000),
+    dbStatementTimeoutMs: Math.round(e.SVC_DB_STATEMENT_TIMEOUT * 1000),
     accessTokenTtl: e.SVC_ACCESS_TOKEN_TTL,
     refreshReuseInterval: e.SVC_REFRESH_REUSE_INTERVAL,
     judge:

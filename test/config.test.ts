@@ -37,6 +37,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...server, SVC_SHUTDOWN_DELAY: '0.5', SVC_SHUTDOWN_TIMEOUT: '4' }).shutdown).toEqual({ delayMs: 500, timeoutMs: 4000 });
   });
 
+  it('reads the database bounds in seconds (decimals allowed; a statement timeout of 0 means none)', () => {
+    expect(loadConfig(server)).toMatchObject({ dbAcquireTimeoutMs: 5000, dbStatementTimeoutMs: 30_000 });
+    expect(loadConfig({ ...server, SVC_DB_ACQUIRE_TIMEOUT: '1.5', SVC_DB_STATEMENT_TIMEOUT: '0' })).toMatchObject({
+      dbAcquireTimeoutMs: 1500,
+      dbStatementTimeoutMs: 0,
+    });
+  });
+
   it.each([
     ['a missing secret', { SVC_JWT_SECRET: undefined }, /SVC_JWT_SECRET is required/],
     ['a short secret', { SVC_JWT_SECRET: 'short' }, /at least 32/],
@@ -46,6 +54,12 @@ describe('loadConfig', () => {
     ['the anon key equal to the service-role key', { SVC_ANON_KEY: server.SVC_SERVICE_ROLE_KEY }, /must all differ/],
     ['a bad port', { PORT: '70000' }, /PORT/],
     ['a pool of one connection', { SVC_DB_POOL_SIZE: '1' }, /SVC_DB_POOL_SIZE/],
+    ['an acquisition timeout of 0 (wait forever)', { SVC_DB_ACQUIRE_TIMEOUT: '0' }, /SVC_DB_ACQUIRE_TIMEOUT: must be at least 0.1 seconds/],
+    ['an acquisition timeout in words', { SVC_DB_ACQUIRE_TIMEOUT: 'soon' }, /SVC_DB_ACQUIRE_TIMEOUT: must be a number of seconds/],
+    ['a negative statement timeout', { SVC_DB_STATEMENT_TIMEOUT: '-1' }, /SVC_DB_STATEMENT_TIMEOUT: must be a number of seconds/],
+    ['a statement timeout with a unit', { SVC_DB_STATEMENT_TIMEOUT: '30s' }, /SVC_DB_STATEMENT_TIMEOUT: must be a number of seconds/],
+    ['a statement timeout of a millisecond', { SVC_DB_STATEMENT_TIMEOUT: '0.001' }, /SVC_DB_STATEMENT_TIMEOUT: must be 0 \(no limit\) or at least 0.1/],
+    ['an hour-long acquisition timeout', { SVC_DB_ACQUIRE_TIMEOUT: '3600' }, /SVC_DB_ACQUIRE_TIMEOUT: must be at most 60 seconds/],
     ['half a judge', { SVC_JUDGE_BASE_URL: 'http://127.0.0.1:9/v1' }, /SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL/],
     ['a negative shutdown delay', { SVC_SHUTDOWN_DELAY: '-1' }, /SVC_SHUTDOWN_DELAY/],
     ['a shutdown delay in words', { SVC_SHUTDOWN_DELAY: 'five' }, /SVC_SHUTDOWN_DELAY/],

@@ -2,10 +2,11 @@
  * `POST /admin/v1/ops/:op` — the running server's door for the `svc` CLI in embedded mode,
  * where the PGlite folder can be open in one process only. Authorized by the service-role key
  * (`Authorization: Bearer …`, compared in constant time). Body: the op's arguments as JSON.
- * Answers 200 `{data}` or `{error: {code, message}}` with 400/401/404/409.
+ * Answers 200 `{data}` or `{error: {code, message}}` with 400/401/404/409 (503 `unavailable`
+ * while the database cannot be reached).
  */
 import type { FastifyInstance } from 'fastify';
-import { isBadInput, isUniqueViolation } from '../db/errors.ts';
+import { DB_RETRY_AFTER_SECONDS, isBadInput, isDbUnavailable, isUniqueViolation } from '../db/errors.ts';
 import type { Deps } from '../deps.ts';
 import { safeEqual } from '../identity/routes.ts';
 import { AdminError, isOpName, runOp } from './ops.ts';
@@ -21,6 +22,12 @@ export default async function adminRoutes(app: FastifyInstance, deps: Deps) {
     }
     if (err.statusCode && err.statusCode < 500) {
       return reply.code(err.statusCode).send({ error: { code: 'invalid', message: err.message } });
+    }
+    if (isDbUnavailable(err)) {
+      return reply
+        .code(503)
+        .header('retry-after', String(DB_RETRY_AFTER_SECONDS))
+        .send({ error: { code: 'unavailable', message: 'the database is unavailable; retry in a few seconds' } });
     }
     req.log.error({ err }, 'admin: unexpected error');
     return reply.code(500).send({ error: { code: 'internal_error', message: 'internal error' } });

@@ -14,14 +14,17 @@
  * outside 1..n) → the trigger's own message, which names the allowed range; 23505 on an external
  * id index → "external_id already used"; the bad-input states of db/errors.ts (a value breaks a
  * column rule the input schema did not catch, a NUL character, an impossible date in a cursor)
- * → invalid value.
+ * → invalid value. An unavailable database (db/errors.ts `DbUnavailableError`: the connection
+ * dropped, none could be had, the statement timed out) → "Service unavailable …, retry".
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { isBadInput, sqlState } from '../db/errors.ts';
+import { isBadInput, isDbUnavailable, sqlState } from '../db/errors.ts';
 
 export const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
+/** The text of a call (or request) that met an unavailable database (issue #11). */
+export const UNAVAILABLE_MESSAGE = 'Service unavailable: the database cannot be reached right now; nothing was changed, retry in a few seconds';
 
 /**
  * A JSON-RPC protocol error (the SDK answers a thrown error that has a numeric `code` with
@@ -98,21 +101,24 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
 
 const EXTERNAL_ID_SCOPE: Record<string, string> = { units: 'unit', lessons: 'lesson', activities: 'activity' };
 
-/** A text field of a PGlite or postgres.js database error (`hint`, …), if present. */
+/** A text field of a PGlite or node-postgres database error (`hint`, …), if present. */
 function dbField(err: unknown, field: 'hint'): string | undefined {
   const value = (err as Record<string, unknown> | null)?.[field];
   return typeof value === 'string' && value ? value : undefined;
 }
 
-/** The constraint a database error names (PGlite `constraint`, postgres.js `constraint_name`). */
+/** The constraint a database error names (`constraint` on PGlite and node-postgres errors alike). */
 function constraintOf(err: unknown): string {
-  const e = (err ?? {}) as { constraint?: unknown; constraint_name?: unknown };
-  return String(e.constraint ?? e.constraint_name ?? '');
+  return String((err as { constraint?: unknown } | null)?.constraint ?? '');
 }
 
 /** The tool result of a failed call; rethrows protocol errors. */
 export function failureResult(err: unknown, log: FastifyBaseLogger, tool: string): CallToolResult {
   if (err instanceof McpError || err instanceof ProtocolError) throw err;
+  if (isDbUnavailable(err)) {
+    log.warn({ tool, reason: String(err.cause) }, 'authoring tool: database unavailable');
+    return { isError: true, content: [{ type: 'text', text: UNAVAILABLE_MESSAGE }] };
+  }
   const failure = explainDbError(err);
   if (failure instanceof ToolFailure) {
     return { isError: true, content: [{ type: 'text', text: failure.message }] };

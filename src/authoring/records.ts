@@ -157,9 +157,9 @@ export const TABLES: Record<RecordName, Table> = {
 export const recordJson = (alias: string) => `(to_jsonb(${alias}) - 'import_digest')`;
 
 /**
- * jsonb values go in as JSON text cast `::text::jsonb`: postgres.js serialises a parameter it
- * sees typed jsonb with JSON.stringify once more (a string would be stored as a jsonb string),
- * while a text parameter reaches the server verbatim on both backends.
+ * jsonb values go in as JSON text cast `::text::jsonb`: a text parameter reaches the server
+ * verbatim with any driver and the server parses it, while a parameter typed jsonb is left to the
+ * driver's serialiser (postgres.js, the former backend, JSON-encoded a string once more).
  */
 const JSONB_COLUMNS = new Set(['rubric']);
 

@@ -8,7 +8,9 @@
  * the caller (tool.ts). `GET` / `DELETE /mcp` → 405: no server-initiated stream, no sessions.
  * Errors Fastify raises before the SDK sees the request (bad JSON, wrong content type, body too
  * large — the limit of `/mcp` is `SVC_MCP_BODY_LIMIT`, 16 MiB by default, for import_program)
- * are answered as JSON-RPC errors too.
+ * are answered as JSON-RPC errors too. While the database is unavailable (issue #11) a request
+ * that cannot even be authenticated is answered HTTP 503 with `Retry-After` and a JSON-RPC error
+ * (-32603) saying so; a tool call that meets the outage is an `isError` result (errors.ts).
  *
  * `protectedResourceMetadata` serves the RFC 9728 document outside the prefix; app.ts registers
  * it at the root.
@@ -19,6 +21,8 @@ import type { Deps } from '../deps.ts';
 import type { VerifiedSession } from '../identity/sessions.ts';
 import { authenticate, jsonRpcError, protectedResourceDocument } from './auth.ts';
 import { buildMcpServer } from './server.ts';
+import { DB_RETRY_AFTER_SECONDS, isDbUnavailable } from '../db/errors.ts';
+import { UNAVAILABLE_MESSAGE } from './errors.ts';
 
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
@@ -32,6 +36,10 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
   const sessions = new WeakMap<FastifyRequest, VerifiedSession>();
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (isDbUnavailable(err)) {
+      req.log.warn({ reason: String(err.cause) }, 'authoring: database unavailable');
+      return reply.code(503).header('retry-after', String(DB_RETRY_AFTER_SECONDS)).send(jsonRpcError(INTERNAL_ERROR, UNAVAILABLE_MESSAGE));
+    }
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status === 500) {
       req.log.error({ err }, 'authoring request failed');

@@ -15,8 +15,21 @@ export { asUser, asResultsTenant } from './roles.ts';
  * PGlite is imported only when used: loading it costs ~40 MiB of RSS a server on PostgreSQL
  * does not need.
  */
-export async function openDb(target: { databaseUrl?: string; dataDir?: string; dbPoolSize?: number }): Promise<Db> {
-  if (target.databaseUrl) return openPostgres(target.databaseUrl, { max: target.dbPoolSize });
+export async function openDb(target: {
+  databaseUrl?: string;
+  dataDir?: string;
+  dbPoolSize?: number;
+  /** PostgreSQL only: the bounds of issue #11 (SVC_DB_ACQUIRE_TIMEOUT, SVC_DB_STATEMENT_TIMEOUT). */
+  dbAcquireTimeoutMs?: number;
+  dbStatementTimeoutMs?: number;
+}): Promise<Db> {
+  if (target.databaseUrl) {
+    return openPostgres(target.databaseUrl, {
+      max: target.dbPoolSize,
+      acquireTimeoutMs: target.dbAcquireTimeoutMs,
+      statementTimeoutMs: target.dbStatementTimeoutMs,
+    });
+  }
   const { openPglite } = await import('./pglite.ts');
   return openPglite(target.dataDir === undefined ? undefined : join(target.dataDir, 'pgdata'));
 }

@@ -10,6 +10,9 @@
  * to create the request roles and one would fail on `pg_authid`'s unique index. So the roles
  * are ensured first, in their own transaction, each creation tolerating a concurrent one;
  * migration 0001's own `if not exists` then finds them.
+ *
+ * The migration transaction runs without the statement timeout (`SVC_DB_STATEMENT_TIMEOUT`):
+ * a migration may take longer than any request should.
  */
 import Postgrator from 'postgrator';
 import { fileURLToPath } from 'node:url';
@@ -48,6 +51,8 @@ const postgratorOn = (q: Queryable) =>
 export async function migrate(db: Db): Promise<number[]> {
   if (db.kind === 'postgres') await db.transaction((tx) => tx.exec(ENSURE_ROLES));
   return db.transaction(async (tx) => {
+    // A migration may rewrite a large table: the service's statement timeout is not for it.
+    await tx.exec('set local statement_timeout = 0');
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     const applied = await postgratorOn(tx).migrate();
     return applied.map((m) => m.version);

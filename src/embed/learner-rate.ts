@@ -8,7 +8,7 @@
  * time, once the learner exists), so the judge counts inside its transaction, before anything
  * is written: beyond the rate it throws 429 `rate_limited` with `Retry-After` (the seconds left
  * in the window) and the transaction leaves nothing behind. Every submission counts, accepted or
- * not. If Redis fails the submission is let through (fail open, logged).
+ * not. If Redis fails or hangs the submission is let through (fail open, logged once per outage).
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -24,7 +24,7 @@ import type { LearnerLimit } from './judge.ts';
  * the judge calls with the learner it resolved.
  */
 export async function learnerLimiter(app: FastifyInstance, deps: Pick<Deps, 'config'>): Promise<(req: FastifyRequest) => LearnerLimit> {
-  const redis = await rateLimitRedis(app, deps.config.redisUrl, 'embed');
+  const redis = await rateLimitRedis(app, deps.config);
   await app.register(rateLimit, { global: false, skipOnError: true, ...(redis ? { redis, nameSpace: 'svc:embed-rate:' } : { cache: 100_000 }) });
   const { learnerRate, learnerWindowSeconds } = deps.config.embed;
   const keys = new WeakMap<FastifyRequest, string>();

@@ -12,13 +12,15 @@
  *   idempotency_key_reused 422  an `Idempotency-Key` sent again with another request body
  *   rate_limited    429   too many requests (`Retry-After` in seconds is always set)
  *   internal_error  500   anything unexpected; the detail is logged, never sent
+ *   unavailable     503   the database cannot be reached or is too slow now (issue #11): an
+ *                         outage, not a fault of the request; `Retry-After` in seconds is set
  *
  * `message` is public text for the API user; `internal` is detail for the log only.
  * Codes are never renamed or reused.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { isBadInput } from '../db/errors.ts';
+import { DB_RETRY_AFTER_SECONDS, isBadInput, isDbUnavailable } from '../db/errors.ts';
 
 export const API_ERROR_STATUS = {
   invalid_request: 400,
@@ -28,6 +30,7 @@ export const API_ERROR_STATUS = {
   idempotency_key_reused: 422,
   rate_limited: 429,
   internal_error: 500,
+  unavailable: 503,
 } as const;
 
 export type ApiErrorCode = keyof typeof API_ERROR_STATUS;
@@ -39,7 +42,7 @@ export class ApiError extends Error {
     message: string,
     /** Detail for the log, never sent to the client. */
     readonly internal?: unknown,
-    /** Seconds for `Retry-After` (429). */
+    /** Seconds for `Retry-After` (429, 503). */
     readonly retryAfterSeconds?: number,
   ) {
     super(message);
@@ -83,11 +86,15 @@ function frameworkMessage(err: FastifyError): string {
 /**
  * Map anything thrown to an ApiError: zod schema violations name the field; values the
  * database refuses (db/errors.ts) are `invalid_request`; Fastify's own
- * client errors become `invalid_request` (401/404/429 keep their meaning); everything else,
- * database errors included, becomes `internal_error` with a fixed message.
+ * client errors become `invalid_request` (401/404/429 keep their meaning); an unavailable
+ * database is `unavailable` (503, `Retry-After`); everything else, other database errors
+ * included, becomes `internal_error` with a fixed message.
  */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (isDbUnavailable(err)) {
+    return new ApiError('unavailable', 'the service is temporarily unavailable; retry after Retry-After seconds', err, DB_RETRY_AFTER_SECONDS);
+  }
   const e = err as FastifyError;
   if (hasZodFastifySchemaValidationErrors(e)) {
     const issue = e.validation[0];
@@ -108,11 +115,15 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError('internal_error', 'internal error', err);
 }
 
-/** A Fastify error handler for a `/v1` surface: logs 5xx with detail (and 4xx detail at info). */
+/**
+ * A Fastify error handler for a `/v1` surface: logs 5xx with detail (an outage at warn, without
+ * the stack: one cause, many requests), and 4xx detail at info.
+ */
 export function apiErrorHandler(surface: string) {
   return (err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const e = toApiError(err);
-    if (e.status >= 500) req.log.error({ err: e.internal ?? err }, `${surface}: unexpected error`);
+    if (e.code === 'unavailable') req.log.warn({ reason: String((e.internal as { cause?: unknown })?.cause ?? e.internal) }, `${surface}: database unavailable`);
+    else if (e.status >= 500) req.log.error({ err: e.internal ?? err }, `${surface}: unexpected error`);
     else if (e.internal !== undefined) req.log.info({ reason: e.internal, code: e.code }, `${surface}: client error`);
     return sendApiError(reply, e);
   };

@@ -1,7 +1,8 @@
 /**
  * One counted check of an `@fastify/rate-limit` limiter made with `createRateLimit`, failing open:
- * if the counter store (Redis) fails, the request is not counted and goes through (logged as a
- * warning under `label`) — an outage of the store must not lock everyone out.
+ * if the counter store (Redis) fails, the request is not counted and goes through — an outage of
+ * the store must not lock everyone out. The outage is logged once by src/http/redis.ts; each
+ * uncounted request only at debug, under `label`.
  */
 import type { FastifyRequest } from 'fastify';
 
@@ -14,7 +15,7 @@ export async function exceededFor(check: RateChecker, req: FastifyRequest, label
   try {
     result = await check(req);
   } catch (err) {
-    req.log.warn({ err }, `${label}: rate-limit store unavailable; request not counted`);
+    req.log.debug({ err }, `${label}: rate-limit store unavailable; request not counted`);
     return undefined;
   }
   return result.isExceeded ? Math.max(1, result.ttlInSeconds ?? 1) : undefined;

@@ -9,9 +9,13 @@
  * `weak_password: {reasons}` to either body, as GoTrue does and auth-js reads.
  *
  * Codes are a closed set of GoTrue's `ErrorCode` values (internal/api/apierrors/errorcode.go);
- * never invent or rename one: clients switch on them.
+ * never invent or rename one: clients switch on them. One departure: `unavailable` (503, with
+ * `Retry-After`) while the database cannot be reached (issue #11). GoTrue has no code for that
+ * (it answers 500 `unexpected_failure`); auth-js treats any 502/503/504 as a retryable
+ * `AuthRetryableFetchError` whatever the body says, so the status is what clients act on.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DB_RETRY_AFTER_SECONDS } from '../db/errors.ts';
 
 /** The GoTrue error codes this platform emits (a closed subset of GoTrue's). */
 export type AuthErrorCode =
@@ -32,7 +36,8 @@ export type AuthErrorCode =
   | 'same_password'
   | 'weak_password'
   | 'over_request_rate_limit'
-  | 'invalid_credentials';
+  | 'invalid_credentials'
+  | 'unavailable';
 
 export class AuthError extends Error {
   constructor(
@@ -41,6 +46,8 @@ export class AuthError extends Error {
     message: string,
     /** Extra top-level body fields (only `weak_password: {reasons}` today). */
     readonly extra?: { weak_password: { reasons: string[] } },
+    /** Seconds for `Retry-After` (429, 503). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -64,5 +71,10 @@ export function authErrorBody(err: AuthError, version: string | undefined): Reco
 
 export function sendAuthError(req: FastifyRequest, reply: FastifyReply, err: AuthError) {
   reply.code(err.status).header('x-sb-error-code', err.code);
+  if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
   return reply.send(authErrorBody(err, apiVersion(req)));
 }
+
+/** The 503 of an unavailable database (see the header). */
+export const unavailable = () =>
+  new AuthError(503, 'unavailable', 'Service temporarily unavailable, please retry after a moment', undefined, DB_RETRY_AFTER_SECONDS);

@@ -18,14 +18,15 @@
  * The client address is Fastify's `request.ip`: behind a proxy, set `SVC_TRUST_PROXY` (the app's
  * `trustProxy`), or every client shares the proxy's address.
  *
- * If Redis fails, the check is skipped (fail open, logged as a warning): an outage of the
- * counter store must not lock everyone out; argon2id still makes each guess expensive.
+ * If Redis fails or hangs (command timeout, src/http/redis.ts), the check is skipped (fail open,
+ * one warning per outage): an outage of the counter store must not lock everyone out; argon2id
+ * still makes each guess expensive.
  */
 import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { exceededFor, type RateChecker } from '../http/rate-check.ts';
 import { rateLimitRedis } from '../http/redis.ts';
-import type { IdentityConfig } from '../config.ts';
+import type { Config } from '../config.ts';
 import { AuthError } from './errors.ts';
 import { normaliseEmail } from './users.ts';
 
@@ -50,12 +51,9 @@ function emailOf(req: FastifyRequest): string {
  * Register `@fastify/rate-limit` in the identity plugin (`app`, encapsulated: no global hook)
  * and build the /token limiters from `config`. A Redis client made here is closed with the app.
  */
-export async function tokenRateLimits(
-  app: FastifyInstance,
-  config: IdentityConfig['rateLimit'],
-  redisUrl: string | undefined,
-): Promise<TokenLimits> {
-  const redis = await rateLimitRedis(app, redisUrl, 'identity');
+export async function tokenRateLimits(app: FastifyInstance, appConfig: Pick<Config, 'identity' | 'redisUrl'>): Promise<TokenLimits> {
+  const config = appConfig.identity.rateLimit;
+  const redis = await rateLimitRedis(app, appConfig);
   await app.register(rateLimit, {
     global: false,
     ...(redis ? { redis, nameSpace: 'svc:auth-rate:' } : { cache: 100_000 }),

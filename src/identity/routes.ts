@@ -7,17 +7,18 @@
  *  3. route hooks: the /token rate limits (rate-limit.ts), the admin check (admin-routes.ts);
  *  4. JSON body (64 KiB at most; not JSON → 400 `bad_json`), then the handler.
  * `X-Supabase-Api-Version` is echoed; every error is rendered in GoTrue's shape for that
- * version (errors.ts), 5xx without internals.
+ * version (errors.ts), 5xx without internals; an unavailable database is 503 `unavailable` with
+ * `Retry-After` (issue #11).
  *
  * Routes: token.ts (`POST /token`), user.ts (`GET|PUT /user`, `POST /logout`),
  * admin-routes.ts (`/admin/users…`).
  */
 import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
-import { isBadInput, isUniqueViolation } from '../db/errors.ts';
+import { isBadInput, isDbUnavailable, isUniqueViolation } from '../db/errors.ts';
 import type { Deps } from '../deps.ts';
 import { adminRoutes } from './admin-routes.ts';
-import { AuthError, sendAuthError } from './errors.ts';
+import { AuthError, sendAuthError, unavailable } from './errors.ts';
 import { apiKeyCheck } from './gateway.ts';
 import { TokenError } from './jwt.ts';
 import { setArgon2Cost } from './passwords.ts';
@@ -66,6 +67,10 @@ export default async function identityRoutes(app: FastifyInstance, deps: Deps) {
   });
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     if (err instanceof AuthError) return sendAuthError(req, reply, err);
+    if (isDbUnavailable(err)) {
+      req.log.warn({ reason: String(err.cause) }, 'identity: database unavailable');
+      return sendAuthError(req, reply, unavailable());
+    }
     if (err instanceof TokenError) {
       return sendAuthError(req, reply, new AuthError(403, 'bad_jwt', `invalid JWT: unable to parse or verify signature, ${err.message}`));
     }
@@ -93,7 +98,7 @@ export default async function identityRoutes(app: FastifyInstance, deps: Deps) {
     sendAuthError(req, reply, new AuthError(404, 'validation_failed', `Unknown endpoint: ${req.method} ${req.url.split('?')[0]!.slice(0, 200)}`)),
   );
 
-  const limits = await tokenRateLimits(app, config.identity.rateLimit, config.redisUrl);
+  const limits = await tokenRateLimits(app, config);
   tokenRoute(app, deps, limits);
   userRoutes(app, deps);
   await app.register(async (admin) => adminRoutes(admin, deps));

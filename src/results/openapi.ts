@@ -51,7 +51,8 @@ progress are held back until it commits, so none is skipped. Deleted rows are no
 **Rate limits**: per key; every answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\`
 (seconds); over the limit the answer is 429 \`rate_limited\` with \`Retry-After\` (seconds).
 
-**Errors**: \`{"error": {"code", "message", "request_id"}}\`; \`request_id\` equals the \`X-Request-Id\` header.`;
+**Errors**: \`{"error": {"code", "message", "request_id"}}\`; \`request_id\` equals the \`X-Request-Id\` header.
+While the service cannot reach its database the answer is 503 \`unavailable\` with \`Retry-After\` (seconds): retry then.`;
 
 /** Register @fastify/swagger on the `/v1` plugin (before its routes) and `GET /v1/openapi.json`. */
 export async function registerOpenApi(app: FastifyInstance, deps: Deps): Promise<void> {

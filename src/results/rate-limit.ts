@@ -6,8 +6,9 @@
  * - `config.results.rateLimit.max` requests per `windowMs` (SVC_RATE_LIMIT, SVC_RATE_LIMIT_WINDOW);
  *   a key's own `rate_limit` (svc key create --rate-limit) replaces the default;
  * - in memory, or in Redis when REDIS_URL is set, so every process of a deployment shares one
- *   count per key. If Redis cannot be reached the request is let through (logged by
- *   ioredis' error event): a dashboard should not fail because the limiter's store is down;
+ *   count per key. If Redis cannot be reached or does not answer within its command timeout
+ *   the request is let through (logged once per outage, src/http/redis.ts): a dashboard should
+ *   not fail because the limiter's store is down;
  * - every answer carries `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (seconds,
  *   IETF draft headers); over the limit: 429 `rate_limited` with `Retry-After` (seconds).
  */
@@ -27,7 +28,7 @@ export const REDIS_NAMESPACE = 'svc:results:rate:';
  */
 export async function registerRateLimit(api: FastifyInstance, deps: Deps): Promise<void> {
   const { max, windowMs } = deps.config.results.rateLimit;
-  const redis = await rateLimitRedis(api, deps.config.redisUrl, 'results');
+  const redis = await rateLimitRedis(api, deps.config);
   await api.register(rateLimit, {
     global: true,
     hook: 'onRequest',

@@ -64,6 +64,7 @@ const ERRORS = {
   404: json('`not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path.', ErrorBody),
   429: json('`rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds.', ErrorBody),
   500: json('`internal_error`: something failed on our side; quote `request_id`.', ErrorBody),
+  503: json('`unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds.', ErrorBody),
 };
 const SECURITY: { [scheme: string]: string[] }[] = [{ bearerKey: [] }, { headerKey: [] }];
 

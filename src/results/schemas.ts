@@ -191,7 +191,7 @@ export const LIST_RESPONSE = {
 
 export const ErrorBody = z.strictObject({
   error: z.strictObject({
-    code: z.enum(['invalid_request', 'unauthorized', 'not_found', 'rate_limited', 'internal_error']),
+    code: z.enum(['invalid_request', 'unauthorized', 'not_found', 'rate_limited', 'internal_error', 'unavailable']),
     message: doc(z.string(), 'For people; names the parameter on invalid_request.'),
     request_id: doc(z.string(), 'The X-Request-Id of the request, for support.'),
   }),

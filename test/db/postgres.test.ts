@@ -1,6 +1,7 @@
 /**
- * The PostgreSQL backend (src/db/postgres.ts): parameterised queries are prepared statements
- * (one round trip each once prepared, no re-parsing).
+ * The PostgreSQL backend (src/db/postgres.ts, node-postgres): parameterised queries are prepared
+ * statements (one round trip each once prepared, no re-parsing), and values come and go as the
+ * embedded backend's do (src/db/types.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/index.ts';
@@ -21,6 +22,24 @@ describe.skipIf(backend !== 'postgres')('postgres.js backend', () => {
       return tx.query<{ statement: string }>('select statement from pg_prepared_statements where statement like $1 order by 1', ['select % + 1 as n']);
     });
     expect(statements.map((s) => s.statement)).toEqual(['select $1::int + 1 as n']);
+  });
+
+  it('returns timestamps as text with microseconds, numeric as numbers, and takes a string bound to jsonb as JSON text', async () => {
+    const [row] = await db.query<Record<string, unknown>>(
+      `select $1::timestamptz as at, array[$1::timestamptz] as ats, 92.5::numeric as score, $2::jsonb as doc, interval '90 seconds' as span`,
+      ['2026-03-01T10:00:00.123456Z', '{"a": [1, "x"]}'],
+    );
+    const text = expect.stringMatching(/^2026-03-01 \d\d:\d\d:00\.123456[+-]\d\d/); // PostgreSQL's text, in the session's time zone
+    expect(row).toEqual({ at: text, ats: [text], score: 92.5, doc: { a: [1, 'x'] }, span: '00:01:30' });
+  });
+
+  it('runs multi-statement scripts with exec, in and out of a transaction', async () => {
+    await db.exec('create temporary table if not exists t_exec (n int); drop table t_exec;');
+    const n = await db.transaction(async (tx) => {
+      await tx.exec('create temporary table t_exec (n int) on commit drop; insert into t_exec values (1), (2);');
+      return tx.query<{ n: number }>('select count(*)::int as n from t_exec');
+    });
+    expect(n).toEqual([{ n: 2 }]);
   });
 
 });

@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Config, JudgeConfig } from '../../src/config.ts';
 import { migrate, openDb, type Db } from '../../src/db/index.ts';
-import { DEFAULT_POOL_SIZE } from '../../src/db/postgres.ts';
+import { DEFAULT_ACQUIRE_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS } from '../../src/db/postgres.ts';
 import type { Deps } from '../../src/deps.ts';
 import { runOp, type OpName } from '../../src/admin/ops.ts';
 
@@ -26,6 +26,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     anonKey: `sb_publishable_${randomBytes(16).toString('base64url')}`,
     serviceRoleKey: `sb_secret_${randomBytes(24).toString('base64url')}`,
     dbPoolSize: DEFAULT_POOL_SIZE,
+    dbAcquireTimeoutMs: DEFAULT_ACQUIRE_TIMEOUT_MS,
+    dbStatementTimeoutMs: DEFAULT_STATEMENT_TIMEOUT_MS,
     trustProxy: false,
     accessTokenTtl: 3600,
     refreshReuseInterval: 10,

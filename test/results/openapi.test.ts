@@ -27,11 +27,11 @@ afterAll(() => t.close());
 /** The routes of the contract (DESIGN §6) and what each answers. */
 const ROUTES: Record<string, number[]> = {
   '/v1/health': [200],
-  '/v1/activity-results': [200, 400, 401, 404, 429, 500],
-  '/v1/activity-results/{id}': [200, 400, 401, 404, 429, 500],
-  '/v1/progress': [200, 400, 401, 404, 429, 500],
-  '/v1/artifacts': [200, 400, 401, 404, 429, 500],
-  '/v1/artifacts/{id}': [200, 400, 401, 404, 429, 500],
+  '/v1/activity-results': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/activity-results/{id}': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/progress': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/artifacts': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/artifacts/{id}': [200, 400, 401, 404, 429, 500, 503],
 };
 
 /** Resolve a local `#/…` reference in the document. */
