@@ -116,7 +116,7 @@ async function terminatedInside<T>(table: string, request: () => Promise<T>): Pr
   }
 }
 
-describe.skipIf(clusterUnavailable)('database faults on a throwaway cluster', () => {
+describe.skipIf(clusterUnavailable !== undefined)(`database faults on a throwaway cluster${clusterUnavailable ? ` (skipped: ${clusterUnavailable})` : ''}`, () => {
   beforeAll(async () => {
     cluster = await createCluster();
     const admin = new pg.Client({ connectionString: cluster.url() });
