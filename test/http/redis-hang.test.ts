@@ -67,7 +67,9 @@ const signIn = () =>
     body: JSON.stringify({ email: EMAIL, password: PASSWORD }),
   });
 
-describe.skipIf(!existsSync(REDIS_SERVER))('a frozen Redis (SIGSTOP)', () => {
+const redisMissing = !existsSync(REDIS_SERVER);
+
+describe.skipIf(redisMissing)(`a frozen Redis (SIGSTOP)${redisMissing ? ` (skipped: ${REDIS_SERVER} is not installed)` : ''}`, () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'svc-redis-hang-'));
     const redisPort = await freePort();
