@@ -18,7 +18,7 @@
  * record (`.lock-holder.lock`), so two newcomers cannot both take over one dead holder's lock.
  */
 import lockfile from 'proper-lockfile';
-import { mkdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -116,8 +116,11 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
   };
 }
 
+/** Publish the server's address; written aside and renamed, so a reader never sees half a file. */
 export function writeServerInfo(dataDir: string, info: ServerInfo): void {
-  writeFileSync(join(dataDir, 'server.json'), JSON.stringify(info) + '\n', { mode: 0o600 });
+  const file = join(dataDir, 'server.json');
+  writeFileSync(`${file}.tmp`, JSON.stringify(info) + '\n', { mode: 0o600 });
+  renameSync(`${file}.tmp`, file);
 }
 
 /** The running server's address if one holds the folder, else undefined. */

@@ -8,14 +8,17 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataDirBusyError, isDataDirLocked, lockDataDir } from '../../src/db/data-dir-lock.ts';
 import { backend } from '../helpers/harness.ts';
-import { embeddedDatabase, killAll, spawnServer, startServerProcess, type SpawnedServer } from '../helpers/server-process.ts';
+import { embeddedDatabase, killAll, spawnServer, startServerProcess, type ServerDatabase, type SpawnedServer } from '../helpers/server-process.ts';
 
 describe.runIf(backend === 'pglite')('the embedded data folder lock', () => {
-  const databases = [embeddedDatabase(), embeddedDatabase()];
+  let databases: ServerDatabase[] = [];
   const servers: SpawnedServer[] = [];
+  beforeAll(() => {
+    databases = [embeddedDatabase(), embeddedDatabase()];
+  });
   afterAll(async () => {
     killAll(servers);
     await Promise.all(servers.map((s) => s.exited));

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDataDirLocked } from '../../src/db/data-dir-lock.ts';
 import { backend } from '../helpers/harness.ts';
-import { embeddedDatabase, killAll, startServerProcess, type ServerProcess } from '../helpers/server-process.ts';
+import { embeddedDatabase, killAll, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';
 
 const TIMEOUT_MS = 4000;
 const SHUTDOWN = { SVC_SHUTDOWN_DELAY: '0.5', SVC_SHUTDOWN_TIMEOUT: String(TIMEOUT_MS / 1000) };
@@ -25,10 +25,11 @@ const alive = (pid: number) => {
 };
 
 describe.runIf(backend === 'pglite')('npm start', () => {
-  const databases = [embeddedDatabase(), embeddedDatabase()];
+  let databases: ServerDatabase[] = [];
   let npms: ServerProcess[] = [];
   const serverPids: number[] = [];
   beforeAll(async () => {
+    databases = [embeddedDatabase(), embeddedDatabase()];
     npms = await Promise.all([
       startServerProcess({ ...databases[0]!.env, ...SHUTDOWN }, { npm: true }),
       startServerProcess({ ...databases[1]!.env, ...SHUTDOWN }, { npm: true, group: true }),

@@ -142,9 +142,8 @@ describe('shutdown on SIGTERM', () => {
     server.child.kill('SIGTERM'); // the same stop delivered twice (npm forwarding a group's signal): not a second one
     await sleep(REPEAT_MS + 500);
     expect(server.child.exitCode).toBeNull();
-    const { code, ms } = await signal(server);
+    const { code } = await signal(server);
     expect(code).toBe(1);
-    expect(ms).toBeLessThan(500);
     expect(Date.now() - sent).toBeLessThan(3000); // before the first signal's delay was over
   });
 });
