@@ -45,7 +45,7 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const KEEP = process.env.BENCH_KEEP === '1';
 const CONNECTIONS = 8;
 /** The Node flags of `npm start` (package.json), which the measured server runs with. */
-const START_FLAGS = /^node (.*?)\s*--import tsx src\/main\.ts$/.exec(
+const START_FLAGS = /^(?:exec )?node (.*?)\s*--import tsx src\/main\.ts$/.exec(
   (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start,
 )![1]!;
 /** Node flags of the measured server (BENCH_NODE_FLAGS overrides; default: those of `npm start`). */
