@@ -92,7 +92,7 @@ async function load(): Promise<void> {
   const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${dbName}`);
   await admin.end();
-  const db = await openDb({ databaseUrl: dbUrl });
+  const db = await openDb({ databaseUrl: dbUrl, dbStatementTimeoutMs: 0 }); // loading a million rows is one long statement
   await migrate(db);
   const started = Date.now();
   await loadResults(db, { rows: ROWS, tenants: TENANTS, activitiesPerTenant: ACTIVITIES_PER_TENANT, bigShare: BIG_SHARE });
