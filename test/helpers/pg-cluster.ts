@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { alive } from './pids.ts';
 
 const PREFIX = 'svc_faults_';
 
@@ -49,15 +50,6 @@ export function freePort(): Promise<number> {
 const run = (cmd: string, args: string[]) => execFileSync(cmd, args, { stdio: 'pipe', timeout: 60_000 }).toString();
 /** The same without blocking the event loop: an app under test in this process keeps serving. */
 const runAsync = async (cmd: string, args: string[]) => (await promisify(execFile)(cmd, args, { timeout: 60_000 })).stdout;
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Drop clusters of this helper whose test process is gone. */
 function dropOrphans(version: string): void {

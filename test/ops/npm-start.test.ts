@@ -11,18 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDataDirLocked } from '../../src/db/data-dir-lock.ts';
 import { backend } from '../helpers/harness.ts';
 import { embeddedDatabase, killAll, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';
+import { alive } from '../helpers/pids.ts';
 
 const TIMEOUT_MS = 4000;
 const SHUTDOWN = { SVC_SHUTDOWN_DELAY: '0.5', SVC_SHUTDOWN_TIMEOUT: String(TIMEOUT_MS / 1000) };
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe.runIf(backend === 'pglite')('npm start', () => {
   let databases: ServerDatabase[] = [];
