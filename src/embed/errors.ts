@@ -1,6 +1,6 @@
 /**
  * Errors of the embed surface (`/v1/embed/*`): the shared `/v1` error type and body
- * (src/http/api-errors.ts) with the three helpers this surface uses.
+ * (src/http/api-errors.ts) with the helpers this surface uses.
  */
 import { ApiError } from '../http/api-errors.ts';
 
@@ -17,3 +17,6 @@ export const unauthorized = (internal?: string) => new ApiError('unauthorized', 
 export const invalidRequest = (message: string) => new ApiError('invalid_request', message);
 
 export const notFound = (message: string) => new ApiError('not_found', message);
+
+/** 403: a valid session used outside the tenant it is bound to. */
+export const forbidden = (message: string) => new ApiError('forbidden', message);

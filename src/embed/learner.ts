@@ -16,11 +16,10 @@
 import type { Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
 import { AuthError } from '../identity/errors.ts';
-import { ApiError } from '../http/api-errors.ts';
 import { TokenError, verifySession, type VerifiedSession } from '../identity/sessions.ts';
 import { createUser, findUserById, type UserRow } from '../identity/users.ts';
 import { applyGrants } from './author-grants.ts';
-import { unauthorized } from './errors.ts';
+import { forbidden, unauthorized } from './errors.ts';
 import type { IdpClaims, TenantIdp } from './idp.ts';
 
 /** Namespace (first key) of the advisory locks taken on first sight of an IdP subject. */
@@ -106,7 +105,7 @@ export async function sessionTenantId(tx: Queryable, slug: string, svcUserId: st
        from tenants t where t.slug = $1`,
     [slug, svcUserId],
   );
-  if (boundTenantId !== null && row?.id !== boundTenantId) throw new ApiError('forbidden', `this session belongs to another tenant than "${slug}"`);
+  if (boundTenantId !== null && row?.id !== boundTenantId) throw forbidden(`this session belongs to another tenant than "${slug}"`);
   if (!row?.member) throw unauthorized('session user is not a member of the tenant');
   return row.id;
 }

@@ -81,8 +81,8 @@ export type JobOutcome =
 /** Completes the job being run, or queues its next run, in the caller's transaction. */
 export interface JobControl {
   complete(tx: Queryable, output?: Record<string, unknown>): Promise<void>;
-  /** Run again after `delaySeconds` (default `retryDelaySeconds`), behind submissions whose requests are waiting (priority 0). */
-  retryLater(tx: Queryable, delaySeconds?: number): Promise<void>;
+  /** Run again after `delaySeconds` (grade-job.ts chooses it), behind submissions whose requests are waiting (priority 0). */
+  retryLater(tx: Queryable, delaySeconds: number): Promise<void>;
 }
 
 export type JobHandler = (job: GradingJob, control: JobControl, signal: AbortSignal) => Promise<JobOutcome>;
@@ -92,7 +92,6 @@ export interface QueueOptions {
   leaseSeconds: number;
   /** Longest a run may take, in seconds; then it is aborted. */
   maxRunSeconds: number;
-  retryDelaySeconds: number;
   concurrency: number;
   pollSeconds: number;
   /** Works the queue when set (a process with a model). */
@@ -339,7 +338,7 @@ export class GradingQueue {
       complete: async (tx, output) => {
         await this.boss.complete(GRADING_QUEUE, job.id, (output ?? null) as never, { db: bossDb(tx, this.db) } as never);
       },
-      retryLater: async (tx, delaySeconds = this.options.retryDelaySeconds) => {
+      retryLater: async (tx, delaySeconds) => {
         // pg-boss's own retry keeps the job's priority; a new job of priority 0 lets waiting
         // requests go first. Same id (the artifact's), so the job stays one per artifact.
         const db = bossDb(tx, this.db);

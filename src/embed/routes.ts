@@ -48,7 +48,6 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
   const queue = new GradingQueue(deps.db, {
     leaseSeconds: e.judgeLeaseSeconds,
     maxRunSeconds: maxRunSeconds(deps),
-    retryDelaySeconds: e.judgeRetryDelaySeconds,
     concurrency: e.judgeConcurrency,
     pollSeconds: e.judgePollSeconds,
     handler: grader ? gradingHandler(deps, grader) : undefined,
