@@ -4,6 +4,7 @@
  *   /auth/v1   identity platform      /mcp       authoring (MCP)
  *   /v1        results API + embed    /admin/v1  the CLI's door into a running server
  *   /.well-known/oauth-protected-resource  where MCP clients learn how to authenticate
+ *   /.well-known/{oauth-authorization-server,openid-configuration}/auth/v1  the OAuth server's metadata
  *   /livez, /readyz                        probes (src/http/probes.ts; surfaces add readiness checks)
  *
  * Request ids: an incoming `X-Request-Id` is kept, otherwise a uuid is made; it is logged and
@@ -24,6 +25,7 @@ import { AuthError, sendAuthError } from './identity/errors.ts';
 import { jsonRpcError } from './authoring/auth.ts';
 import embedRoutes from './embed/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
+import { oauthDiscoveryRoutes } from './identity/oauth/metadata.ts';
 
 /** `Config.trustProxy` as Fastify takes it: a hop count as a function of the hop (proxy-addr's rule). */
 const trustProxy = (value: boolean | number | string) =>
@@ -66,5 +68,6 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(embedRoutes, { prefix: '/v1/embed', ...deps });
   await app.register(authoringRoutes, { prefix: '/mcp', ...deps });
   await app.register(protectedResourceMetadata, { ...deps });
+  await app.register(async (root) => oauthDiscoveryRoutes(root, deps));
   return app;
 }

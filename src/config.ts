@@ -55,7 +55,14 @@ export interface IdentityConfig {
   /** Seconds without a refresh after which a session cannot be refreshed; 0 = no limit. */
   sessionInactivityTimeout: number;
   /** Sign-in / refresh rate limits, counted per fixed window of `windowSeconds`. */
-  rateLimit: { windowSeconds: number; signInPerIp: number; signInPerEmail: number; refreshPerIp: number };
+  rateLimit: {
+    windowSeconds: number;
+    signInPerIp: number;
+    signInPerEmail: number;
+    refreshPerIp: number;
+    /** OAuth dynamic client registrations (POST /oauth/clients/register) per IP and window. */
+    registerPerIp: number;
+  };
   /** argon2id cost of new password hashes (OWASP: 19,456 KiB, t = 2, p = 1). */
   argon2: { memoryKib: number; timeCost: number; parallelism: number };
   /** Origins allowed by CORS on /auth/v1: `*` or a list. */
@@ -158,6 +165,11 @@ export interface Config extends Secrets {
   judge: JudgeConfig | null;
   /** Allow outbound fetches to private / loopback addresses (tests only). */
   fetchAllowPrivate: boolean;
+  /**
+   * Extra CA certificates (PEM) outbound https fetches trust besides the system's (tests only: a
+   * loopback https server with a self-signed certificate). Operators use NODE_EXTRA_CA_CERTS.
+   */
+  fetchCa?: string;
   embed: EmbedConfig;
   redisUrl?: string;
   /**
@@ -210,6 +222,7 @@ const env = z.object({
   SVC_AUTH_SIGNIN_PER_IP: z.coerce.number().int().min(1).max(1_000_000).default(30),
   SVC_AUTH_SIGNIN_PER_EMAIL: z.coerce.number().int().min(1).max(1_000_000).default(10),
   SVC_AUTH_REFRESH_PER_IP: z.coerce.number().int().min(1).max(1_000_000).default(150),
+  SVC_OAUTH_REGISTER_PER_IP: z.coerce.number().int().min(1).max(1_000_000).default(20),
   SVC_ARGON2_MEMORY_KIB: z.coerce.number().int().min(7168).max(1_048_576).default(19_456),
   SVC_ARGON2_TIME_COST: z.coerce.number().int().min(1).max(10).default(2),
   SVC_ARGON2_PARALLELISM: z.coerce.number().int().min(1).max(8).default(1),
@@ -409,6 +422,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
         signInPerIp: e.SVC_AUTH_SIGNIN_PER_IP,
         signInPerEmail: e.SVC_AUTH_SIGNIN_PER_EMAIL,
         refreshPerIp: e.SVC_AUTH_REFRESH_PER_IP,
+        registerPerIp: e.SVC_OAUTH_REGISTER_PER_IP,
       },
       argon2: { memoryKib: e.SVC_ARGON2_MEMORY_KIB, timeCost: e.SVC_ARGON2_TIME_COST, parallelism: e.SVC_ARGON2_PARALLELISM },
       corsOrigins: parseOrigins(e.SVC_AUTH_CORS_ORIGINS),

@@ -1,15 +1,22 @@
 /**
- * Authentication of `POST /mcp` (DESIGN §6): a session JWT in `Authorization: Bearer`.
+ * Authentication of `POST /mcp` (DESIGN §6, §8 "Token audiences"): a session JWT in
+ * `Authorization: Bearer` — a first-party session (`aud` "authenticated") or an OAuth access
+ * token issued for this resource (`aud` = the `/mcp` URL, issue #12), which must carry the
+ * `authoring` scope.
  *
- * - no header, or not `Bearer <token>` → 401, `WWW-Authenticate: Bearer resource_metadata="…"`
- *   (RFC 9728 §5.1, so MCP clients find the protected-resource metadata), JSON-RPC error -32001;
- * - a token that fails verification (signature, alg other than HS256, `exp`, `aud`, a session
- *   ended by logout, a deleted user) → 401, `error="invalid_token"`, JSON-RPC error -32001.
+ * - no header, or not `Bearer <token>` → 401, `WWW-Authenticate: Bearer resource_metadata="…",
+ *   scope="authoring"` (RFC 9728 §5.1, RFC 6750 §3, so MCP clients find the protected-resource
+ *   metadata and what to ask for), JSON-RPC error -32001;
+ * - a token that fails verification (signature, alg other than HS256, `exp`, another audience, a
+ *   session ended by logout or a revoked grant, a deleted user) → 401, `error="invalid_token"`;
+ * - an OAuth token without the scope → 403, `error="insufficient_scope"` (RFC 6750 §3.1).
  * Verification is `verifySession` of the identity platform, the same as `/auth/v1/user`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AuthError } from '../identity/errors.ts';
+import { AUDIENCE, mcpResource } from '../identity/jwt.ts';
+import { DEFAULT_SCOPE, SUPPORTED_SCOPES } from '../identity/oauth/scopes.ts';
 import { TokenError, verifySession, type VerifiedSession } from '../identity/sessions.ts';
 
 export const UNAUTHORIZED = -32001;
@@ -25,8 +32,10 @@ export const resourceMetadataUrl = (deps: Deps) => `${baseUrl(deps)}/.well-known
 /** The RFC 9728 protected-resource metadata of `/mcp`. */
 export function protectedResourceDocument(deps: Deps) {
   return {
-    resource: `${baseUrl(deps)}/mcp`,
+    resource: mcpResource(deps),
+    resource_name: 'Learning content authoring (MCP)',
     authorization_servers: [`${baseUrl(deps)}/auth/v1`],
+    scopes_supported: SUPPORTED_SCOPES,
     bearer_methods_supported: ['header'],
   };
 }
@@ -43,12 +52,13 @@ export async function authenticate(deps: Deps, req: FastifyRequest, reply: Fasti
   if (!token) {
     reply
       .code(401)
-      .header('www-authenticate', `Bearer resource_metadata="${resourceMetadataUrl(deps)}"`)
+      .header('www-authenticate', `Bearer resource_metadata="${resourceMetadataUrl(deps)}", scope="${DEFAULT_SCOPE}"`)
       .send(jsonRpcError(UNAUTHORIZED, 'Unauthorized: an Authorization: Bearer <access token> header is required'));
     return undefined;
   }
+  let session: VerifiedSession;
   try {
-    return await verifySession(deps, token);
+    session = await verifySession(deps, token, [AUDIENCE, mcpResource(deps)]);
   } catch (err) {
     if (!(err instanceof TokenError) && !(err instanceof AuthError)) throw err;
     reply
@@ -60,4 +70,12 @@ export async function authenticate(deps: Deps, req: FastifyRequest, reply: Fasti
       .send(jsonRpcError(UNAUTHORIZED, `Unauthorized: ${err.message}`));
     return undefined;
   }
+  if (session.claims.client_id !== undefined && !(session.claims.scope ?? '').split(' ').includes(DEFAULT_SCOPE)) {
+    reply
+      .code(403)
+      .header('www-authenticate', `Bearer error="insufficient_scope", scope="${DEFAULT_SCOPE}", resource_metadata="${resourceMetadataUrl(deps)}"`)
+      .send(jsonRpcError(UNAUTHORIZED, `Forbidden: the token lacks the ${DEFAULT_SCOPE} scope`));
+    return undefined;
+  }
+  return session;
 }

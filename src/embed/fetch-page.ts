@@ -17,6 +17,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
 export class FetchRefused extends Error {}
@@ -80,6 +81,8 @@ export interface FetchedResource {
   body: Buffer;
   /** True when the body was longer than `maxBytes` and was cut. */
   truncated: boolean;
+  /** The response headers of the last hop. */
+  headers: http.IncomingHttpHeaders;
 }
 
 export interface FetchOptions {
@@ -95,6 +98,8 @@ export interface FetchOptions {
   isBlocked?: (address: string) => boolean;
   /** Aborts the fetch (for example the grading run's deadline). */
   signal?: AbortSignal;
+  /** Extra trusted CA certificates, PEM (`Config.fetchCa`, tests only). */
+  ca?: string;
 }
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|xhtml\+xml|ld\+json|javascript)|image\/svg\+xml)/i;
@@ -123,7 +128,7 @@ export async function fetchResource(
     const target = await resolveAllowed(url, options);
     let res: http.IncomingMessage;
     try {
-      res = await get(url, target, signal, options.acceptHeader);
+      res = await get(url, target, signal, options.acceptHeader, options.ca);
     } catch (err) {
       throw new FetchRefused(signal.aborted ? 'the page did not answer in time' : `the page could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`);
     }
@@ -163,7 +168,7 @@ export async function fetchResource(
     } finally {
       res.destroy();
     }
-    return { url: url.toString(), status, contentType, body: Buffer.concat(chunks), truncated };
+    return { url: url.toString(), status, contentType, body: Buffer.concat(chunks), truncated, headers: res.headers };
   }
 }
 
@@ -189,7 +194,7 @@ export async function resolveAllowed(url: URL, options: FetchOptions): Promise<{
   return addresses[0]!;
 }
 
-function get(url: URL, target: { address: string; family: number }, signal: AbortSignal, accept?: string): Promise<http.IncomingMessage> {
+function get(url: URL, target: { address: string; family: number }, signal: AbortSignal, accept?: string, ca?: string): Promise<http.IncomingMessage> {
   // Connect to the checked address only, whatever DNS would say now.
   const lookup = ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     if (opts?.all) callback(null, [target]);
@@ -202,6 +207,7 @@ function get(url: URL, target: { address: string; family: number }, signal: Abor
       agent: false,
       lookup,
       signal,
+      ...(ca && url.protocol === 'https:' && { ca: [...tls.rootCertificates, ca] }),
       headers: { accept: accept ?? 'text/html, text/*;q=0.9, application/json;q=0.8, */*;q=0.1', 'user-agent': 'svc-judge/1' },
     });
     req.on('response', resolve);

@@ -27,7 +27,7 @@ import { findUserById, metadataPatchParams, metadataPatchSql, USER_COLUMNS, user
 export const DEFAULT_PER_PAGE = 50;
 export const MAX_PER_PAGE = 1000;
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export type UserJson = ReturnType<typeof userJson>;
 

@@ -37,6 +37,8 @@ export type AuthErrorCode =
   | 'weak_password'
   | 'over_request_rate_limit'
   | 'invalid_credentials'
+  | 'oauth_authorization_not_found'
+  | 'oauth_consent_not_found'
   | 'unavailable';
 
 export class AuthError extends Error {

@@ -1,7 +1,8 @@
 /**
  * What Supabase's API gateway does in front of GoTrue, and the credential checks of /auth/v1:
  *
- * - `apikey` header (or `?apikey=`) must be the anon or the service-role key: missing → 401
+ * - `apikey` header (or `?apikey=`) must be the anon or the service-role key (except on the routes
+ *   marked `config.apikey: false`: OAuth and discovery, oauth/routes.ts): missing → 401
  *   `{"message": "No API key found in request"}`, wrong → 401 `{"message": "Invalid API key"}`
  *   (the gateway's bodies, not GoTrue's). Keys are compared in constant time.
  * - a session: `Authorization: Bearer <access token>` verified by `verifySession`;
@@ -33,6 +34,7 @@ export function bearer(req: FastifyRequest): string | undefined {
 export function apiKeyCheck(deps: Pick<Deps, 'config'>) {
   return async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.method === 'OPTIONS') return; // CORS preflight carries no custom headers
+    if (req.routeOptions.config?.apikey === false) return; // OAuth and discovery: MCP clients send no apikey
     const header = req.headers.apikey;
     const key = typeof header === 'string' ? header : (req.query as Record<string, unknown> | undefined)?.apikey;
     if (typeof key !== 'string' || !key) return reply.code(401).send({ message: 'No API key found in request' });

@@ -8,7 +8,11 @@
  * |---|---|---|---|
  * | sign-in per IP | client address (IPv6 by /64) | `onRequest`, before the body is read | 30 / 5 min (GoTrue's `RATE_LIMIT_SIGN_IN_SIGN_UPS`) |
  * | sign-in per email | the normalised email of the body | `preHandler`, after JSON parsing, before the handler | 10 / 5 min |
- * | refresh per IP | client address | `onRequest` | 150 / 5 min (GoTrue's `RATE_LIMIT_TOKEN_REFRESH`) |
+ * | refresh per IP | client address | `onRequest`; also both grants of `POST /oauth/token` | 150 / 5 min (GoTrue's `RATE_LIMIT_TOKEN_REFRESH`) |
+ * | client registrations per IP | client address | `POST /oauth/clients/register` | 20 / 5 min (`SVC_OAUTH_REGISTER_PER_IP`) |
+ *
+ * The OAuth sign-in page (oauth/pages) counts against the same sign-in counters as the password
+ * grant: one budget per IP and per email, whichever door is used.
  *
  * Every attempt counts, successful or not. Over a limit: 429 `over_request_rate_limit`
  * "Request rate limit reached" (GoTrue's code and message) with `Retry-After` in seconds.
@@ -37,6 +41,12 @@ export interface TokenLimits {
   byIp(req: FastifyRequest, reply: FastifyReply): Promise<void>;
   /** `preHandler`: the per-email counter of a password grant. */
   byEmail(req: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** Both sign-in counters for a sign-in outside /token (the OAuth sign-in page): the same budget. */
+  signIn(req: FastifyRequest, reply: FastifyReply, email: string): Promise<void>;
+  /** The refresh counter, for `POST /oauth/token` (both of its grants). */
+  oauthToken(req: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** OAuth dynamic client registrations per IP. */
+  register(req: FastifyRequest, reply: FastifyReply): Promise<void>;
 }
 
 const grantOf = (req: FastifyRequest) => (req.query as Record<string, unknown> | undefined)?.grant_type;
@@ -63,8 +73,11 @@ export async function tokenRateLimits(app: FastifyInstance, appConfig: Pick<Conf
     app.createRateLimit({ max, timeWindow, keyGenerator: (req) => `${name}:${key(req)}` }) as RateChecker;
   const ip = (req: FastifyRequest) => normalizeIP(req.ip);
   const signInIp = make('signin-ip', config.signInPerIp, ip);
-  const signInEmail = make('signin-email', config.signInPerEmail, emailOf);
   const refreshIp = make('refresh-ip', config.refreshPerIp, ip);
+  const registerIp = make('register-ip', config.registerPerIp, ip);
+  // The OAuth sign-in form names its email in a form body: `signIn` records it for the key.
+  const signInEmailOf = new WeakMap<FastifyRequest, string>();
+  const signInEmail = make('signin-email', config.signInPerEmail, (req) => signInEmailOf.get(req) ?? emailOf(req));
 
   const enforce = async (check: RateChecker, req: FastifyRequest, reply: FastifyReply) => {
     const retryAfter = await exceededFor(check, req, 'identity');
@@ -82,5 +95,12 @@ export async function tokenRateLimits(app: FastifyInstance, appConfig: Pick<Conf
     async byEmail(req, reply) {
       if (grantOf(req) === 'password') await enforce(signInEmail, req, reply);
     },
+    async signIn(req, reply, email) {
+      await enforce(signInIp, req, reply);
+      signInEmailOf.set(req, normaliseEmail(email).slice(0, 320));
+      await enforce(signInEmail, req, reply);
+    },
+    oauthToken: (req, reply) => enforce(refreshIp, req, reply),
+    register: (req, reply) => enforce(registerIp, req, reply),
   };
 }

@@ -11,7 +11,8 @@
  * `Retry-After` (issue #11).
  *
  * Routes: token.ts (`POST /token`), user.ts (`GET|PUT /user`, `POST /logout`),
- * admin-routes.ts (`/admin/users…`).
+ * admin-routes.ts (`/admin/users…`), oauth/routes.ts (the OAuth 2.1 server for MCP hosts:
+ * `/oauth/*`, `/user/oauth/grants`, `/.well-known/*`; its own error shapes).
  */
 import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
@@ -25,6 +26,7 @@ import { setArgon2Cost } from './passwords.ts';
 import { tokenRateLimits } from './rate-limit.ts';
 import { tokenRoute } from './token.ts';
 import { userRoutes } from './user.ts';
+import { oauthRoutes } from './oauth/routes.ts';
 
 export { safeEqual } from './gateway.ts';
 
@@ -102,4 +104,5 @@ export default async function identityRoutes(app: FastifyInstance, deps: Deps) {
   tokenRoute(app, deps, limits);
   userRoutes(app, deps);
   await app.register(async (admin) => adminRoutes(admin, deps));
+  await app.register(oauthRoutes, { deps, limits });
 }

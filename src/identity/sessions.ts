@@ -23,7 +23,7 @@ import type { Db, Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../deps.ts';
 import { AuthError } from './errors.ts';
-import { signAccessToken, verifyAccessToken, TokenError, type AccessTokenClaims } from './jwt.ts';
+import { AUDIENCE, mcpResource, signAccessToken, verifyAccessToken, TokenError, type AccessTokenClaims } from './jwt.ts';
 import { findUserById, findUserBySession, userJson, type UserRow } from './users.ts';
 
 export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
@@ -68,6 +68,9 @@ interface SessionInfo {
   created_at: string;
   /** The tenant an embed session is bound to (its tokens' `tenant_id` claim); null for a password sign-in. */
   tenant_id: string | null;
+  /** The OAuth client that started the session and the scope it was granted (null: first-party). */
+  oauth_client_id: string | null;
+  oauth_scope: string | null;
 }
 
 /** End of the session's maximum lifetime in epoch seconds, or undefined without a limit. */
@@ -94,6 +97,7 @@ async function tokenResponse(
     amr: session.amr,
     is_anonymous: user.is_anonymous,
     ...(session.tenant_id && { tenant_id: session.tenant_id }),
+    ...(session.oauth_client_id && { aud: mcpResource(deps), client_id: session.oauth_client_id, scope: session.oauth_scope ?? '' }),
   }, sessionNotAfter(deps, session));
   return {
     access_token: token,
@@ -105,25 +109,38 @@ async function tokenResponse(
   };
 }
 
+/** What binds a new session: an embed session's tenant, or the OAuth client that starts it. */
+export interface SessionBinding {
+  tenantId?: string;
+  oauth?: { clientId: string; scope: string };
+}
+
 /**
- * Start a session for `user` (signed in by `method`, e.g. `password` or `idp`) and issue tokens.
- * With `tenantId` (an embed session) the session is bound to that tenant: every access token it
- * issues, refreshes included, carries the `tenant_id` claim, and RLS then acts in that tenant
- * only (migration 0060; docs/architecture.md "Who can act where").
+ * Start a session for `user` (signed in by `method`, e.g. `password`, `idp` or `oauth`) and issue
+ * tokens. With `binding.tenantId` (an embed session) the session is bound to that tenant: every
+ * access token it issues, refreshes included, carries the `tenant_id` claim, and RLS then acts in
+ * that tenant only (migration 0060; docs/architecture.md "Who can act where"). With
+ * `binding.oauth` (issue #12) its tokens carry `aud` = the /mcp resource, `client_id` and `scope`,
+ * and only that client may refresh it (`refreshGrant`). Returns the token response and the
+ * session's id.
  */
-export async function startSession(
+export async function openSession(
   q: Queryable,
   deps: Pick<Deps, 'config' | 'now'>,
   user: UserRow,
   method: string,
-  tenantId: string | null = null,
-): Promise<TokenResponse> {
+  binding: SessionBinding = {},
+): Promise<{ tokens: TokenResponse; sessionId: string }> {
   const now = deps.now();
   const amr = [{ method, timestamp: epochSeconds(now) }];
+  const tenantId = binding.tenantId ?? null;
+  const oauthClientId = binding.oauth?.clientId ?? null;
+  const oauthScope = binding.oauth?.scope ?? null;
   const [session] = await q.query<{ id: string; aal: string; created_at: string }>(
-    `insert into auth.sessions (user_id, amr, created_at, updated_at, tenant_id) values ($1, $2::jsonb, $3, $3, $4)
+    `insert into auth.sessions (user_id, amr, created_at, updated_at, tenant_id, oauth_client_id, oauth_scope)
+     values ($1, $2::jsonb, $3, $3, $4, $5, $6)
      returning id, aal, to_json(created_at) #>> '{}' as created_at`,
-    [user.id, JSON.stringify(amr), now.toISOString(), tenantId],
+    [user.id, JSON.stringify(amr), now.toISOString(), tenantId, oauthClientId, oauthScope],
   );
   const [signedIn] = await q.query<{ last_sign_in_at: string }>(
     `update auth.users set last_sign_in_at = $2 where id = $1 returning to_json(last_sign_in_at) #>> '{}' as last_sign_in_at`,
@@ -131,7 +148,19 @@ export async function startSession(
   );
   const refreshToken = await insertRefreshToken(q, deps, user.id, session!.id, null);
   const current = { ...user, last_sign_in_at: signedIn?.last_sign_in_at ?? user.last_sign_in_at };
-  return tokenResponse(deps, current, { id: session!.id, aal: session!.aal, amr, created_at: session!.created_at, tenant_id: tenantId }, refreshToken);
+  const info = { id: session!.id, aal: session!.aal, amr, created_at: session!.created_at, tenant_id: tenantId, oauth_client_id: oauthClientId, oauth_scope: oauthScope };
+  return { tokens: await tokenResponse(deps, current, info, refreshToken), sessionId: session!.id };
+}
+
+/** `openSession` for a first-party sign-in (`tenantId`: an embed session's tenant); the tokens only. */
+export async function startSession(
+  q: Queryable,
+  deps: Pick<Deps, 'config' | 'now'>,
+  user: UserRow,
+  method: string,
+  tenantId: string | null = null,
+): Promise<TokenResponse> {
+  return (await openSession(q, deps, user, method, tenantId ? { tenantId } : {})).tokens;
 }
 
 interface RefreshRow {
@@ -145,6 +174,8 @@ interface RefreshRow {
   created_at: string;
   last_active_at: string;
   tenant_id: string | null;
+  oauth_client_id: string | null;
+  oauth_scope: string | null;
 }
 
 /** GoTrue's `session_expired` answers, or undefined when the session may still be refreshed. */
@@ -160,13 +191,18 @@ function expiredSession(deps: Pick<Deps, 'config' | 'now'>, row: RefreshRow): Au
   return undefined;
 }
 
-/** The `refresh_token` grant; throws `AuthError` as GoTrue does. */
-export async function refreshGrant(deps: Deps, refreshToken: string): Promise<TokenResponse> {
+/**
+ * The `refresh_token` grant; throws `AuthError` as GoTrue does. `clientId` is the OAuth client
+ * presenting the token (null: the first-party `/token` endpoint): a refresh token is redeemed only
+ * by the client whose session it belongs to — any other caller gets "not found", so an OAuth
+ * client's token never yields a first-party session, nor the other way round.
+ */
+export async function refreshGrant(deps: Deps, refreshToken: string, clientId: string | null = null): Promise<TokenResponse> {
   const notFound = () => new AuthError(400, 'refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found');
   if (refreshToken.length < 16 || refreshToken.length > 512) throw notFound();
   const outcome = await deps.db.transaction(async (tx) => {
     const [row] = await tx.query<RefreshRow>(
-      `select rt.id, rt.user_id, rt.session_id, rt.revoked, rt.token_hash, s.aal, s.amr, s.tenant_id,
+      `select rt.id, rt.user_id, rt.session_id, rt.revoked, rt.token_hash, s.aal, s.amr, s.tenant_id, s.oauth_client_id, s.oauth_scope,
               to_json(s.created_at) #>> '{}' as created_at,
               to_json(coalesce(s.refreshed_at, s.created_at)) #>> '{}' as last_active_at
          from auth.refresh_tokens rt join auth.sessions s on s.id = rt.session_id
@@ -174,7 +210,7 @@ export async function refreshGrant(deps: Deps, refreshToken: string): Promise<To
         for update`,
       [sha256Hex(refreshToken)],
     );
-    if (!row) return { error: notFound() };
+    if (!row || row.oauth_client_id !== clientId) return { error: notFound() };
     const user = await findUserById(tx, row.user_id);
     if (!user) return { error: notFound() };
     if (user.banned_until && new Date(user.banned_until) > deps.now()) {
@@ -182,7 +218,10 @@ export async function refreshGrant(deps: Deps, refreshToken: string): Promise<To
     }
     const expired = expiredSession(deps, row);
     if (expired) return { error: expired };
-    const session = { id: row.session_id, aal: row.aal, amr: row.amr, created_at: row.created_at, tenant_id: row.tenant_id };
+    const session = {
+      id: row.session_id, aal: row.aal, amr: row.amr, created_at: row.created_at,
+      tenant_id: row.tenant_id, oauth_client_id: row.oauth_client_id, oauth_scope: row.oauth_scope,
+    };
     if (!row.revoked) {
       await tx.query('update auth.refresh_tokens set revoked = true, updated_at = $2 where id = $1', [row.id, deps.now().toISOString()]);
       await tx.query('update auth.sessions set refreshed_at = $2, updated_at = now() where id = $1', [
@@ -217,16 +256,19 @@ export interface VerifiedSession {
 
 /**
  * Verify an access token and that its session still exists (not logged out, not past its
- * maximum lifetime) and its user is not banned. One query after the signature check.
- * Throws `TokenError` (bad or expired token), `AuthError` 403 `session_not_found` or
- * 403 `user_banned`. Used by every surface that takes a session token.
+ * maximum lifetime, its OAuth grant not revoked) and its user is not banned. One query after the
+ * signature check. `audiences`: what the calling surface accepts (default: first-party tokens
+ * only; `/mcp` adds its resource URL). Throws `TokenError` (bad or expired token, another
+ * audience), `AuthError` 403 `session_not_found` or 403 `user_banned`. Used by every surface
+ * that takes a session token.
  */
-export async function verifySession(deps: Deps, token: string): Promise<VerifiedSession> {
-  const claims = await verifyAccessToken(deps, token);
+export async function verifySession(deps: Deps, token: string, audiences: string[] = [AUDIENCE]): Promise<VerifiedSession> {
+  const claims = await verifyAccessToken(deps, token, audiences);
   const user = await findUserBySession(deps.db, claims.sub, claims.session_id, {
     maxLifetime: deps.config.identity.sessionMaxLifetime,
     now: deps.now(),
     tenantId: claims.tenant_id ?? null,
+    clientId: claims.client_id ?? null,
   });
   if (!user) throw new AuthError(403, 'session_not_found', 'Session from session_id claim in JWT does not exist');
   if (user.banned_until && new Date(user.banned_until) > deps.now()) throw new AuthError(403, 'user_banned', 'User is banned');

@@ -35,7 +35,8 @@ import {
 } from './passwords.ts';
 import type { TokenLimits } from './rate-limit.ts';
 import { refreshGrant, startSession } from './sessions.ts';
-import { findUserByEmail } from './users.ts';
+import { findUserByEmail, type UserRow } from './users.ts';
+import type { Queryable } from '../db/index.ts';
 
 const passwordBody = z.object({
   email: z.string().max(1024).optional(),
@@ -46,6 +47,29 @@ const refreshBody = z.object({ refresh_token: z.string().max(1024).optional() })
 
 const invalidCredentials = () => new AuthError(400, 'invalid_credentials', 'Invalid login credentials');
 
+/**
+ * Steps 3–4 of the password grant: the user whose password this is, or throws `AuthError`
+ * (`invalid_credentials`, `user_banned`, `email_not_confirmed`). An unknown email costs one
+ * argon2id verification like a wrong password. Also used by the OAuth sign-in page.
+ */
+export async function checkPassword(deps: Deps, email: string, password: string): Promise<UserRow> {
+  const user = await findUserByEmail(deps.db, email);
+  if (!password || password.length > MAX_PASSWORD_LENGTH) throw invalidCredentials();
+  const stored = user?.encrypted_password ?? (await dummyPasswordHash());
+  const ok = (await verifyPassword(stored, password)) && Boolean(user?.encrypted_password);
+  if (!user || !ok) throw invalidCredentials();
+  if (user.banned_until && new Date(user.banned_until) > deps.now()) throw new AuthError(400, 'user_banned', 'User is banned');
+  if (!user.email_confirmed_at) throw new AuthError(400, 'email_not_confirmed', 'Email not confirmed');
+  return user;
+}
+
+/** Step 5's re-hash: a bcrypt (or outdated argon2) hash becomes the current argon2id, in `tx`. */
+export async function rehashIfOutdated(tx: Queryable, user: UserRow, password: string): Promise<void> {
+  if (needsRehash(user.encrypted_password!)) {
+    await tx.query('update auth.users set encrypted_password = $2 where id = $1', [user.id, await hashPassword(password)]);
+  }
+}
+
 async function passwordGrant(deps: Deps, rawBody: unknown) {
   const body = parseBody(passwordBody, rawBody);
   if (body.email && body.phone) {
@@ -54,17 +78,9 @@ async function passwordGrant(deps: Deps, rawBody: unknown) {
   if (body.phone) throw new AuthError(422, 'validation_failed', 'Phone logins are disabled');
   if (!body.email) throw new AuthError(400, 'validation_failed', 'missing email or phone');
   const password = body.password ?? '';
-  const user = await findUserByEmail(deps.db, body.email);
-  if (!password || password.length > MAX_PASSWORD_LENGTH) throw invalidCredentials();
-  const stored = user?.encrypted_password ?? (await dummyPasswordHash());
-  const ok = (await verifyPassword(stored, password)) && Boolean(user?.encrypted_password);
-  if (!user || !ok) throw invalidCredentials();
-  if (user.banned_until && new Date(user.banned_until) > deps.now()) throw new AuthError(400, 'user_banned', 'User is banned');
-  if (!user.email_confirmed_at) throw new AuthError(400, 'email_not_confirmed', 'Email not confirmed');
+  const user = await checkPassword(deps, body.email, password);
   const tokens = await deps.db.transaction(async (tx) => {
-    if (needsRehash(user.encrypted_password!)) {
-      await tx.query('update auth.users set encrypted_password = $2 where id = $1', [user.id, await hashPassword(password)]);
-    }
+    await rehashIfOutdated(tx, user, password);
     return startSession(tx, deps, user, 'password');
   });
   if ([...password].length < MIN_PASSWORD_LENGTH) {

@@ -86,6 +86,8 @@ export interface SessionLimits {
   now: Date;
   /** The token's `tenant_id` claim (null when none): must equal the session's tenant. */
   tenantId?: string | null;
+  /** The token's `client_id` claim (null when none): must equal the session's OAuth client. */
+  clientId?: string | null;
 }
 
 /**
@@ -104,8 +106,9 @@ export async function findUserBySession(
        join ${USER_FROM} on u.id = s.user_id
       where s.id = $1 and s.user_id = $2
         and ($3::int = 0 or s.created_at + make_interval(secs => $3::int) > $4::timestamptz)
-        and s.tenant_id is not distinct from $5::uuid`,
-    [sessionId, userId, limits.maxLifetime, limits.now.toISOString(), limits.tenantId ?? null],
+        and s.tenant_id is not distinct from $5::uuid
+        and s.oauth_client_id is not distinct from $6::text`,
+    [sessionId, userId, limits.maxLifetime, limits.now.toISOString(), limits.tenantId ?? null, limits.clientId ?? null],
   );
   return rows[0];
 }

@@ -62,7 +62,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     identity: {
       sessionMaxLifetime: 0,
       sessionInactivityTimeout: 0,
-      rateLimit: { windowSeconds: 300, signInPerIp: 100_000, signInPerEmail: 100_000, refreshPerIp: 100_000 },
+      rateLimit: { windowSeconds: 300, signInPerIp: 100_000, signInPerEmail: 100_000, refreshPerIp: 100_000, registerPerIp: 100_000 },
       argon2: { memoryKib: 1024, timeCost: 1, parallelism: 1 },
       corsOrigins: '*',
     },

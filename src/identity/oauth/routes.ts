@@ -1,0 +1,307 @@
+/**
+ * The OAuth 2.1 authorization server MCP hosts connect through (issue #12), inside the identity
+ * plugin (`/auth/v1`). Supabase Auth's paths and shapes where it has them:
+ *
+ * | route | who calls it | answers |
+ * |---|---|---|
+ * | `GET /oauth/authorize` | the browser, sent by the host | sign-in page; errors to the client by redirect, or a page |
+ * | `POST /oauth/sign-in` | the sign-in form | consent page, or (consent stored) 303 to the client |
+ * | `POST /oauth/decision` | the consent form (Allow / Deny) | 303 to the client with `code` or `error` |
+ * | `POST /oauth/token` | the host | tokens, or an OAuth error (token.ts) |
+ * | `POST /oauth/clients/register` | the host | 201 registration (clients.ts) |
+ * | `GET /oauth/authorizations/{id}`, `POST …/{id}/consent` | a custom consent UI with a first-party session | GoTrue's JSON |
+ * | `GET, DELETE /user/oauth/grants` | the signed-in user (supabase-js) | grants.ts |
+ * | `/.well-known/…` | discovery | metadata.ts |
+ *
+ * The `/oauth/*` and `/.well-known/*` routes need no `apikey` (MCP clients never send one).
+ * Each route names its error surface in `config.surface`: `oauth` (RFC 6749 JSON), `page`
+ * (HTML) or `gotrue` (the identity platform's shape). Forms are
+ * `application/x-www-form-urlencoded`; a parameter given twice is refused (RFC 6749 §3.1).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DB_RETRY_AFTER_SECONDS, isDbUnavailable } from '../../db/errors.ts';
+import type { Deps } from '../../deps.ts';
+import { AuthError, sendAuthError, unavailable } from '../errors.ts';
+import { requireSession } from '../gateway.ts';
+import { mcpResource, TokenError } from '../jwt.ts';
+import type { TokenLimits } from '../rate-limit.ts';
+import { checkPassword, rehashIfOutdated } from '../token.ts';
+import {
+  bindUser,
+  consentCovers,
+  createAuthorization,
+  csrfMatches,
+  decide,
+  errorRedirect,
+  pendingAuthorization,
+  type Authorization,
+} from './authorizations.ts';
+import { findClient, knownClient, registerClient, type OAuthClient } from './clients.ts';
+import { OAuthError, PageError, sendOAuthError } from './errors.ts';
+import { listGrants, revokeGrant } from './grants.ts';
+import { metadataRoutes } from './metadata.ts';
+import { clientLabel, consentPage, errorPage, sendPage, signInPage } from './pages.ts';
+import { onlyLoopback, redirectUriMatches } from './redirect-uris.ts';
+import { grantedScope } from './scopes.ts';
+import { tokenRequest } from './token.ts';
+
+type Surface = 'oauth' | 'page' | 'gotrue';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** false: the route needs no `apikey` header (gateway.ts). */
+    apikey?: boolean;
+    /** How errors of the route are rendered (see the header). */
+    surface?: Surface;
+  }
+}
+
+const CHALLENGE_RE = /^[A-Za-z0-9_-]{43}$/;
+const MAX_STATE = 2048;
+
+/** A form body: each name to its value, or to all its values when given more than once. */
+type Form = Record<string, string | string[]>;
+
+function parseForm(text: string): Form {
+  const form: Form = {};
+  for (const [k, v] of new URLSearchParams(text)) {
+    const have = form[k];
+    form[k] = have === undefined ? v : Array.isArray(have) ? [...have, v] : [have, v];
+  }
+  return form;
+}
+
+/** The one value of `name` in a page form, '' when absent; a repeated field is a bad form. */
+const formField = (form: unknown, name: string): string => {
+  const v = (form as Form | undefined)?.[name];
+  if (v === undefined) return '';
+  if (typeof v !== 'string') throw new PageError(400, 'Invalid form', `The form field ${name} was sent more than once.`);
+  return v;
+};
+
+const signInMessages: Partial<Record<string, string>> = {
+  invalid_credentials: 'That email and password do not match an account.',
+  user_banned: 'This account is suspended.',
+  email_not_confirmed: 'This account’s email address is not confirmed yet.',
+};
+
+/** The OAuth routes; `limits` are the identity plugin's sign-in and refresh counters. */
+export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps: Deps; limits: TokenLimits }) {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, parseForm(body as string)));
+
+  app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+    const surface = req.routeOptions.config?.surface ?? 'gotrue';
+    const status = err instanceof AuthError ? err.status : err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    if (status === 500 && !isDbUnavailable(err) && !(err instanceof OAuthError) && !(err instanceof PageError)) {
+      req.log.error({ err }, 'oauth: unexpected error');
+    }
+    if (surface === 'oauth') {
+      if (err instanceof OAuthError) return sendOAuthError(reply, err);
+      if (isDbUnavailable(err)) return sendOAuthError(reply, new OAuthError(503, 'temporarily_unavailable', 'the service is briefly unavailable; retry', DB_RETRY_AFTER_SECONDS));
+      if (status === 429) return sendOAuthError(reply, new OAuthError(429, 'temporarily_unavailable', 'too many requests; retry after the time in Retry-After'));
+      if (status < 500) return sendOAuthError(reply, new OAuthError(status === 413 ? 413 : 400, 'invalid_request', err.message));
+      return sendOAuthError(reply, new OAuthError(500, 'server_error', 'unexpected failure'));
+    }
+    if (surface === 'page') {
+      if (err instanceof PageError) return sendPage(reply, err.status, errorPage(err.title, err.message));
+      if (isDbUnavailable(err)) return sendPage(reply.header('retry-after', String(DB_RETRY_AFTER_SECONDS)), 503, errorPage('Briefly unavailable', 'The service cannot reach its database. Try again in a moment.'));
+      if (status < 500) return sendPage(reply, status, errorPage('Invalid request', err instanceof AuthError ? err.message : 'The request could not be read.'));
+      return sendPage(reply, 500, errorPage('Something went wrong', 'An unexpected error happened. Try again.'));
+    }
+    if (err instanceof AuthError) return sendAuthError(req, reply, err);
+    if (err instanceof TokenError) return sendAuthError(req, reply, new AuthError(403, 'bad_jwt', `invalid JWT: unable to parse or verify signature, ${err.message}`));
+    if (isDbUnavailable(err)) return sendAuthError(req, reply, unavailable());
+    if (status < 500) return sendAuthError(req, reply, new AuthError(status, 'validation_failed', err.message));
+    return sendAuthError(req, reply, new AuthError(500, 'unexpected_failure', 'Unexpected failure, please check server logs for more information'));
+  });
+
+  metadataRoutes(app, deps);
+  const oauth = { apikey: false, surface: 'oauth' as const };
+  const page = { apikey: false, surface: 'page' as const };
+  const gotrue = { apikey: false, surface: 'gotrue' as const };
+
+  app.get('/oauth/authorize', { config: page }, (req, reply) => authorize(deps, req, reply));
+
+  app.post('/oauth/sign-in', { config: page }, async (req, reply) => {
+    const { authz, client, csrf } = await formStep(deps, req.body);
+    const email = formField(req.body, 'email').trim();
+    const password = formField(req.body, 'password');
+    const again = (status: number, error: string) =>
+      sendPage(reply, status, signInPage({ authorizationId: authz.id, csrf, clientName: clientLabel(client), email, error }));
+    if (!email || !password) return again(400, 'Enter your email and your password.');
+    try {
+      await limits.signIn(req, reply, email);
+    } catch (err) {
+      if (err instanceof AuthError && err.status === 429) return again(429, 'Too many sign-in attempts. Wait a few minutes, then try again.');
+      throw err;
+    }
+    let user;
+    try {
+      user = await checkPassword(deps, email, password);
+    } catch (err) {
+      if (err instanceof AuthError && signInMessages[err.code]) return again(400, signInMessages[err.code]!);
+      throw err;
+    }
+    await rehashIfOutdated(deps.db, user, password);
+    const next = await bindUser(deps, authz.id, user.id);
+    if (!next) throw expired();
+    if (await consentCovers(deps.db, user.id, client.client_id, authz.scope)) {
+      const url = await decide(deps, authz.id, user.id, 'approve');
+      if (!url) throw expired();
+      return reply.redirect(url, 303);
+    }
+    return sendPage(
+      reply,
+      200,
+      consentPage({
+        authorizationId: authz.id,
+        csrf: next,
+        clientName: clientLabel(client),
+        clientId: client.client_id,
+        redirectUri: authz.redirect_uri,
+        localOnly: onlyLoopback([authz.redirect_uri]),
+        scope: authz.scope,
+        email: user.email ?? email,
+      }),
+    );
+  });
+
+  app.post('/oauth/decision', { config: page }, async (req, reply) => {
+    const { authz } = await formStep(deps, req.body);
+    if (!authz.user_id) throw new PageError(403, 'Sign in first', 'This request has no signed-in user yet.');
+    const decision = formField(req.body, 'decision');
+    if (decision !== 'allow' && decision !== 'deny') throw new PageError(400, 'Invalid form', 'Choose Allow or Deny.');
+    const url = await decide(deps, authz.id, authz.user_id, decision === 'allow' ? 'approve' : 'deny');
+    if (!url) throw expired();
+    return reply.redirect(url, 303);
+  });
+
+  app.post('/oauth/token', { config: oauth, onRequest: limits.oauthToken }, async (req, reply) => {
+    const body = req.body;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new OAuthError(400, 'invalid_request', 'the body must be form-encoded parameters');
+    const answer = await tokenRequest(deps, body as Record<string, unknown>);
+    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(answer);
+  });
+
+  app.post('/oauth/clients/register', { config: oauth, onRequest: limits.register }, async (req, reply) =>
+    reply.code(201).header('cache-control', 'no-store').send(await registerClient(deps, req.body)),
+  );
+
+  // GoTrue's JSON pair for a custom consent UI: a first-party session (aud "authenticated") acts.
+  app.get<{ Params: { id: string } }>('/oauth/authorizations/:id', { config: gotrue }, async (req) => {
+    const { user } = await requireSession(deps, req);
+    const authz = await ownAuthorization(deps, req.params.id, user.id);
+    if (!authz.user_id) {
+      if (!(await bindUser(deps, authz.id, user.id))) throw notFound();
+      if (await consentCovers(deps.db, user.id, authz.client_id, authz.scope)) {
+        const url = await decide(deps, authz.id, user.id, 'approve');
+        if (!url) throw notFound();
+        return { redirect_url: url };
+      }
+    }
+    const client = await knownClient(deps.db, authz.client_id);
+    if (!client) throw notFound();
+    return {
+      authorization_id: authz.id,
+      redirect_uri: authz.redirect_uri,
+      client: { id: client.client_id, name: client.client_name ?? '', uri: client.client_uri ?? '', logo_uri: client.logo_uri ?? '' },
+      user: { id: user.id, email: user.email ?? '' },
+      scope: authz.scope,
+    };
+  });
+
+  app.post<{ Params: { id: string } }>('/oauth/authorizations/:id/consent', { config: gotrue }, async (req) => {
+    const { user } = await requireSession(deps, req);
+    const action = (req.body as { action?: unknown } | undefined)?.action;
+    if (action !== 'approve' && action !== 'deny') throw new AuthError(400, 'validation_failed', "action must be 'approve' or 'deny'");
+    const authz = await ownAuthorization(deps, req.params.id, user.id);
+    if (authz.user_id !== user.id) throw notFound();
+    const url = await decide(deps, authz.id, user.id, action);
+    if (!url) throw notFound();
+    return { redirect_url: url };
+  });
+
+  app.get('/user/oauth/grants', { config: { surface: 'gotrue' } }, async (req) => listGrants(deps.db, (await requireSession(deps, req)).user.id));
+
+  app.delete('/user/oauth/grants', { config: { surface: 'gotrue' } }, async (req, reply) => {
+    const { user } = await requireSession(deps, req);
+    const clientId = (req.query as Record<string, unknown>).client_id;
+    if (typeof clientId !== 'string' || !clientId || clientId.length > 2048) throw new AuthError(400, 'validation_failed', 'client_id is required');
+    if (!(await revokeGrant(deps, user.id, clientId))) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
+    return reply.code(204).send();
+  });
+}
+
+const expired = () => new PageError(400, 'This sign-in has expired', 'The request is unknown, already answered, or older than 10 minutes.');
+const notFound = () => new AuthError(404, 'oauth_authorization_not_found', 'authorization not found');
+
+/** A pending authorization that is unbound or `userId`'s; else 404 (GoTrue answers a foreign one the same). */
+async function ownAuthorization(deps: Deps, id: string, userId: string): Promise<Authorization> {
+  const authz = await pendingAuthorization(deps, id);
+  if (!authz || (authz.user_id && authz.user_id !== userId)) throw notFound();
+  return authz;
+}
+
+/** The authorization, live client and CSRF value of a page form; `PageError` otherwise. */
+async function formStep(deps: Deps, body: unknown): Promise<{ authz: Authorization; client: OAuthClient; csrf: string }> {
+  const authz = await pendingAuthorization(deps, formField(body, 'authorization_id'));
+  if (!authz) throw expired();
+  const csrf = formField(body, 'csrf');
+  if (!csrfMatches(authz, csrf)) {
+    throw new PageError(403, 'This form is no longer valid', 'The form does not belong to this sign-in request or this step (CSRF check). Start again from your app.');
+  }
+  const client = await knownClient(deps.db, authz.client_id);
+  if (!client) throw expired();
+  return { authz, client, csrf };
+}
+
+/**
+ * `GET /oauth/authorize` (OAuth 2.1 §4.1.1, RFC 7636, RFC 8707, RFC 9207). Errors about the client
+ * or its redirect URI are shown on a page; every later error is redirected to the client with
+ * `state` and `iss`.
+ */
+async function authorize(deps: Deps, req: FastifyRequest, reply: FastifyReply) {
+  const query = new URLSearchParams(req.url.includes('?') ? req.url.slice(req.url.indexOf('?') + 1) : '');
+  const once = (name: string): string | undefined | null => {
+    const all = query.getAll(name);
+    return all.length > 1 ? null : all[0];
+  };
+  const clientId = once('client_id');
+  if (clientId === null) throw new PageError(400, 'Invalid request', 'client_id was given more than once.');
+  if (!clientId) throw new PageError(400, 'Invalid request', 'The request names no client_id.');
+  let client: OAuthClient | undefined;
+  try {
+    client = await findClient(deps, clientId);
+  } catch (err) {
+    if (err instanceof OAuthError) throw new PageError(400, 'Unknown app', err.description);
+    throw err;
+  }
+  if (!client) throw new PageError(400, 'Unknown app', 'No app is registered with this client_id, or it was revoked.');
+  let redirectUri = once('redirect_uri');
+  if (redirectUri === null) throw new PageError(400, 'Invalid request', 'redirect_uri was given more than once.');
+  if (redirectUri === undefined && client.redirect_uris.length === 1) redirectUri = client.redirect_uris[0]!;
+  if (!redirectUri) throw new PageError(400, 'Invalid request', 'The request names no redirect_uri.');
+  if (!redirectUriMatches(client.redirect_uris, redirectUri)) {
+    throw new PageError(400, 'Wrong return address', 'The app asked to return to an address it did not register, so this request was stopped.');
+  }
+
+  const state = once('state');
+  const back = (error: string, description: string) => reply.redirect(errorRedirect(deps, redirectUri, state ?? null, error, description), 302);
+  if (state === null) return back('invalid_request', 'state was given more than once');
+  for (const name of new Set(query.keys())) if (query.getAll(name).length > 1) return back('invalid_request', `${name.slice(0, 50)} was given more than once`);
+  if (state !== undefined && state.length > MAX_STATE) return back('invalid_request', `state must be at most ${MAX_STATE} characters`);
+  const responseType = once('response_type');
+  if (!responseType) return back('invalid_request', 'response_type is required');
+  if (responseType !== 'code') return back('unsupported_response_type', 'only response_type=code is supported');
+  const challenge = once('code_challenge');
+  const method = once('code_challenge_method');
+  if (!challenge) return back('invalid_request', 'code_challenge is required (PKCE with S256)');
+  if (method !== 'S256') return back('invalid_request', 'code_challenge_method must be S256 (plain is not accepted)');
+  if (!CHALLENGE_RE.test(challenge)) return back('invalid_request', 'code_challenge must be the 43-character base64url SHA-256 of the verifier');
+  const resource = once('resource');
+  if (resource !== mcpResource(deps)) return back('invalid_target', `resource must be ${mcpResource(deps)}`);
+
+  const scope = grantedScope(once('scope') ?? undefined);
+  const { id, csrf } = await createAuthorization(deps, { clientId: client.client_id, redirectUri, scope, state: state ?? null, resource, codeChallenge: challenge });
+  return sendPage(reply, 200, signInPage({ authorizationId: id, csrf, clientName: clientLabel(client) }));
+}
