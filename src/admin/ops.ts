@@ -15,6 +15,8 @@ import { createUser, findUserByEmail, userJson } from '../identity/users.ts';
 import { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from '../embed/author-grants.ts';
 import { decide, listHeld } from '../embed/review.ts';
 import { callsOf, requestBody } from '../embed/ledger.ts';
+import { listClients, revokeClient } from '../identity/oauth/clients.ts';
+import { listGrants, revokeGrant } from '../identity/oauth/grants.ts';
 import { deleteUser, getUserByIdOrEmail, listParams, listUsers, updateUser, type UserUpdate } from '../identity/admin-users.ts';
 
 export class AdminError extends Error {
@@ -227,6 +229,27 @@ export const ops = {
   },
   'review.approve': { args: z.object({ result_id: z.uuid('a result id is a uuid') }), run: (q: Queryable, a: { result_id: string }) => review(q, a.result_id, 'approve') },
   'review.reject': { args: z.object({ result_id: z.uuid('a result id is a uuid') }), run: (q: Queryable, a: { result_id: string }) => review(q, a.result_id, 'reject') },
+  // svc oauth …: the OAuth clients MCP hosts registered and the grants users gave them (issue #12).
+  'oauth.clients.list': { args: z.object({}), run: (q: Queryable) => listClients(q) },
+  'oauth.clients.revoke': {
+    args: z.object({ client_id: z.string().min(1).max(2048) }),
+    run: async (q: Queryable, a: { client_id: string }) => {
+      if (!(await revokeClient(q, a.client_id))) throw new AdminError('not_found', `no OAuth client "${a.client_id}"`);
+      return { client_id: a.client_id, revoked: true };
+    },
+  },
+  'oauth.grants.list': {
+    args: z.object({ email }),
+    run: async (q: Queryable, a: { email: string }) => listGrants(q, (await userByEmail(q, a.email)).id),
+  },
+  'oauth.grants.revoke': {
+    args: z.object({ email, client_id: z.string().min(1).max(2048) }),
+    run: async (q: Queryable, a: { email: string; client_id: string }) => {
+      const user = await userByEmail(q, a.email);
+      if (!(await revokeGrant(q, user.id, a.client_id))) throw new AdminError('not_found', `${a.email} has no grant for "${a.client_id}"`);
+      return { email: user.email, client_id: a.client_id, revoked: true };
+    },
+  },
   'verdict.show': {
     args: z.object({ artifact_id: z.uuid('an artifact id is a uuid'), with_request: z.boolean().optional() }),
     run: async (q: Queryable, a: { artifact_id: string; with_request?: boolean }) => {
@@ -266,6 +289,12 @@ async function viaIdentity<T>(fn: () => Promise<T>): Promise<T> {
     if (!(err instanceof AuthError)) throw err;
     throw new AdminError(err.status === 404 ? 'not_found' : err.code === 'email_exists' ? 'conflict' : 'invalid', err.message);
   }
+}
+
+async function userByEmail(q: Queryable, address: string) {
+  const user = await findUserByEmail(q, address);
+  if (!user) throw new AdminError('not_found', `no user with email ${address}`);
+  return user;
 }
 
 async function tenantId(q: Queryable, tenantSlug: string): Promise<string> {

@@ -178,6 +178,22 @@ opCommand(verdict, 'show <artifact-id>', 'the stored verdict and every model cal
 }), (r) => JSON.stringify(r, null, 2))
   .option('--with-request', 'include the exact request bodies sent to the model (to replay them)');
 
+const oauth = program.command('oauth').description('the OAuth clients (MCP hosts) instructors connected, and their grants');
+const oauthClients = oauth.command('clients').description('OAuth clients: registered ones and Client ID Metadata Documents');
+opCommand(oauthClients, 'list', 'list every client, newest first, with its live sessions and grants', 'oauth.clients.list', () => ({}), (rows) =>
+  table(rows.map((r: Record<string, unknown>) => ({ ...r, redirect_uris: (r.redirect_uris as string[]).join(' ') })), ['client_id', 'kind', 'client_name', 'created_at', 'revoked_at', 'sessions', 'grants', 'redirect_uris']),
+);
+opCommand(oauthClients, 'revoke <client_id>', "revoke a client everywhere: its sessions end at once and it can no longer sign anyone in", 'oauth.clients.revoke', ([c]) => ({ client_id: c }), (r) =>
+  `revoked OAuth client ${r.client_id}: its tokens are refused from now on`,
+);
+const oauthGrants = oauth.command('grants').description("what a user allowed each client");
+opCommand(oauthGrants, 'list <email>', "list a user's grants", 'oauth.grants.list', ([e]) => ({ email: e }), (rows) =>
+  table(rows.map((g: { client: { id: string; name: string }; scopes: string[]; granted_at: string }) => ({ client_id: g.client.id, client_name: g.client.name, scopes: g.scopes.join(' '), granted_at: g.granted_at })), ['client_id', 'client_name', 'scopes', 'granted_at']),
+);
+opCommand(oauthGrants, 'revoke <email> <client_id>', "take a user's grant back: that client's sessions of the user end at once", 'oauth.grants.revoke', ([e, c]) => ({ email: e, client_id: c }), (r) =>
+  `revoked the grant of ${r.email} to ${r.client_id}: its tokens are refused from now on`,
+);
+
 program
   .command('secrets')
   .description('print the anon and service-role keys (embedded mode: kept in the data folder)')

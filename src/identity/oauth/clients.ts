@@ -151,17 +151,16 @@ export async function listClients(q: Queryable) {
  * Revoke a client everywhere (`svc oauth clients revoke`): its sessions end (their tokens are
  * refused at once, refresh tokens with them), its consents and pending authorizations go, and it
  * can no longer authorize — a metadata document URL stays refused. Returns false when unknown.
+ * Run it in a transaction.
  */
-export async function revokeClient(deps: Deps, clientId: string): Promise<boolean> {
-  return deps.db.transaction(async (tx) => {
-    const [row] = await tx.query<{ client_id: string }>(
-      `update auth.oauth_clients set revoked_at = coalesce(revoked_at, $2), updated_at = now() where client_id = $1 returning client_id`,
-      [clientId, deps.now().toISOString()],
-    );
-    if (!row) return false;
-    await tx.query('delete from auth.sessions where oauth_client_id = $1', [clientId]);
-    await tx.query('delete from auth.oauth_consents where client_id = $1', [clientId]);
-    await tx.query(`delete from auth.oauth_authorizations where client_id = $1 and status = 'pending'`, [clientId]);
-    return true;
-  });
+export async function revokeClient(q: Queryable, clientId: string): Promise<boolean> {
+  const [row] = await q.query<{ client_id: string }>(
+    `update auth.oauth_clients set revoked_at = coalesce(revoked_at, now()), updated_at = now() where client_id = $1 returning client_id`,
+    [clientId],
+  );
+  if (!row) return false;
+  await q.query('delete from auth.sessions where oauth_client_id = $1', [clientId]);
+  await q.query('delete from auth.oauth_consents where client_id = $1', [clientId]);
+  await q.query(`delete from auth.oauth_authorizations where client_id = $1 and status = 'pending'`, [clientId]);
+  return true;
 }

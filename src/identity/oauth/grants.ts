@@ -9,7 +9,6 @@
  * `svc oauth grants list|revoke` use the same functions by email.
  */
 import type { Queryable } from '../../db/index.ts';
-import type { Deps } from '../../deps.ts';
 
 /** One grant in GoTrue's shape. */
 export interface Grant {
@@ -30,12 +29,13 @@ export async function listGrants(q: Queryable, userId: string): Promise<Grant[]>
   );
 }
 
-/** Revoke `userId`'s grant to `clientId` and end that client's sessions of the user; false when there was none. */
-export async function revokeGrant(deps: Pick<Deps, 'db'>, userId: string, clientId: string): Promise<boolean> {
-  return deps.db.transaction(async (tx) => {
-    const gone = await tx.query('delete from auth.oauth_consents where user_id = $1 and client_id = $2 returning client_id', [userId, clientId]);
-    await tx.query('delete from auth.sessions where user_id = $1 and oauth_client_id = $2', [userId, clientId]);
-    await tx.query(`delete from auth.oauth_authorizations where user_id = $1 and client_id = $2 and status = 'pending'`, [userId, clientId]);
-    return gone.length > 0;
-  });
+/**
+ * Revoke `userId`'s grant to `clientId` and end that client's sessions of the user; false when
+ * there was no grant. Run it in a transaction.
+ */
+export async function revokeGrant(q: Queryable, userId: string, clientId: string): Promise<boolean> {
+  const gone = await q.query('delete from auth.oauth_consents where user_id = $1 and client_id = $2 returning client_id', [userId, clientId]);
+  await q.query('delete from auth.sessions where user_id = $1 and oauth_client_id = $2', [userId, clientId]);
+  await q.query(`delete from auth.oauth_authorizations where user_id = $1 and client_id = $2 and status = 'pending'`, [userId, clientId]);
+  return gone.length > 0;
 }

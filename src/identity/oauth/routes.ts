@@ -227,7 +227,7 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
     const { user } = await requireSession(deps, req);
     const clientId = (req.query as Record<string, unknown>).client_id;
     if (typeof clientId !== 'string' || !clientId || clientId.length > 2048) throw new AuthError(400, 'validation_failed', 'client_id is required');
-    if (!(await revokeGrant(deps, user.id, clientId))) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
+    if (!(await deps.db.transaction((tx) => revokeGrant(tx, user.id, clientId)))) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
     return reply.code(204).send();
   });
 }

@@ -20,7 +20,7 @@ let cimdFetches = 0;
 const author = { email: 'ada@oauth.test', password: 'correct horse battery' };
 
 beforeAll(async () => {
-  cimd = await httpsServer((req, res) => {
+  cimd = await httpsServer((_req, res) => {
     cimdFetches++;
     const url = `${cimdUrl()}`;
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=600' });
