@@ -72,7 +72,7 @@ describe('no or malformed Authorization header', () => {
   ])('%s → 401 with WWW-Authenticate and a JSON-RPC error', async (_name, header) => {
     const res = await rawPost(t, createCall('no header'), header ? { authorization: header } : {});
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl()}"`);
+    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl()}", scope="authoring"`);
     const body = await res.json();
     expect(body).toEqual({ jsonrpc: '2.0', error: { code: -32001, message: expect.any(String) }, id: null });
     expect(await programsTitled('no header')).toBe(0);
@@ -142,7 +142,13 @@ describe('HTTP details', () => {
     expect(url).toBe(metadataUrl());
     const doc = await fetch(url!);
     expect(doc.status).toBe(200);
-    expect(await doc.json()).toEqual({ resource: `${t.url}/mcp`, authorization_servers: [`${t.url}/auth/v1`], bearer_methods_supported: ['header'] });
+    expect(await doc.json()).toEqual({
+      resource: `${t.url}/mcp`,
+      resource_name: 'Learning content authoring (MCP)',
+      authorization_servers: [`${t.url}/auth/v1`],
+      scopes_supported: ['authoring'],
+      bearer_methods_supported: ['header'],
+    });
   });
 
   it('serves the RFC 9728 protected-resource metadata the 401 points to', async () => {
@@ -154,7 +160,9 @@ describe('HTTP details', () => {
         expect(res.statusCode).toBe(200);
         expect(res.json()).toEqual({
           resource: `${t.url}/mcp`,
+          resource_name: 'Learning content authoring (MCP)',
           authorization_servers: [`${t.url}/auth/v1`],
+          scopes_supported: ['authoring'],
           bearer_methods_supported: ['header'],
         });
       }
