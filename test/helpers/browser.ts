@@ -8,7 +8,7 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
@@ -30,6 +30,15 @@ export async function launchBrowser(): Promise<Browser> {
     executablePath: chromiumPath(),
     args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
   });
+}
+
+/**
+ * A page in a fresh browser context (no shared storage; axe-core's AxeBuilder needs a page made
+ * from a context, not `browser.newPage()`). Close the context with `page.context().close()`.
+ */
+export async function newPage(browser: Browser, options: Parameters<Browser['newContext']>[0] = {}): Promise<Page> {
+  const context: BrowserContext = await browser.newContext(options);
+  return context.newPage();
 }
 
 /**
