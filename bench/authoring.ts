@@ -21,19 +21,17 @@
  * (issue #5): bulk import ≤ 1 s on PostgreSQL; create_activity p50 ≤ 5 ms. Prints a table and
  * rewrites the "authoring" section of bench/README.md.
  */
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import postgres from 'postgres';
+import { cpus, loadavg } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { asUser, migrate, openDb, type Db } from '../src/db/index.ts';
+import { asUser, migrate } from '../src/db/index.ts';
+import { benchDatabase, stats, timed } from './common.ts';
 import { runOp } from '../src/admin/ops.ts';
 import { loadOdin, odinImportArgs } from '../test/helpers/odin.ts';
 
-const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',') as ('postgres' | 'pglite')[];
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
 const READS = Number(process.env.BENCH_READS ?? 40);
@@ -45,41 +43,7 @@ const secrets = {
   SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
 };
 
-type Stats = { p50: number; p99: number; n: number };
-const stats = (ms: number[]): Stats => {
-  const s = [...ms].sort((a, b) => a - b);
-  const at = (p: number) => s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
-  return { p50: at(50), p99: at(99), n: s.length };
-};
-
-async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
-  const started = performance.now();
-  const value = await fn();
-  return [performance.now() - started, value];
-}
-
-/** A database for `backend` and how to get rid of it. */
-async function database(backend: 'postgres' | 'pglite'): Promise<{ db: Db; env: Record<string, string>; drop: () => Promise<void> }> {
-  if (backend === 'pglite') {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-bench-authoring-'));
-    const db = await openDb({ dataDir: dir });
-    return { db, env: { SVC_DATA_DIR: dir }, drop: async () => { await db.close(); rmSync(dir, { recursive: true, force: true }); } };
-  }
-  const name = `svc_bench_authoring_${Date.now().toString(36)}`;
-  const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = `${SERVER}/${name}`;
-  const db = await openDb({ databaseUrl: url });
-  return {
-    db,
-    env: { DATABASE_URL: url },
-    drop: async () => {
-      await db.close();
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    },
-  };
-}
+const database = (backend: 'postgres' | 'pglite') => benchDatabase('authoring', backend);
 
 async function benchBackend(backend: 'postgres' | 'pglite') {
   const { db, env, drop } = await database(backend);

@@ -87,7 +87,7 @@ describe('authorization codes', () => {
 describe('the authorize request', () => {
   it('plain PKCE is refused (redirected as invalid_request), and so is a missing challenge', async () => {
     const clientId = await register(t);
-    for (const overrides of [{ code_challenge_method: 'plain' }, { code_challenge_method: null }, { code_challenge: null }]) {
+    for (const overrides of [{ code_challenge_method: 'plain' }, { code_challenge_method: null }, { code_challenge: null }] as Record<string, string | null>[]) {
       const res = await fetch(authorizeUrl(t, clientId, pkce().challenge, overrides), { redirect: 'manual' });
       expect(res.status).toBe(302);
       const back = new URL(res.headers.get('location')!);

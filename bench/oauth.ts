@@ -1,0 +1,142 @@
+/**
+ * OAuth for MCP hosts (issue #12): does a token from the OAuth flow cost a `/mcp` call anything
+ * more than a password-grant token? And how long does connecting take?
+ *
+ *   npm run bench:oauth
+ *   BENCH_BACKENDS=postgres BENCH_CALLS=500 npm run bench:oauth
+ *
+ * For each backend (a fresh database, the real app on loopback, default argon2id cost): one author;
+ * a password-grant token; an OAuth token from the whole flow done over HTTP as a host and a
+ * browser would (register → authorize → sign-in → Allow → code → token; BENCH_FLOWS times, the
+ * median is "connect"); then `create_activity` through two MCP SDK clients, one per token,
+ * alternating call by call (so load drifts hit both alike), BENCH_CALLS each after a warm-up.
+ * Both tokens are checked the same way (`verifySession`: signature, then one query), so the
+ * expected difference is zero within noise. Rewrites the "oauth" section of bench/README.md.
+ */
+import { cpus, loadavg } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { migrate } from '../src/db/index.ts';
+import { runOp } from '../src/admin/ops.ts';
+import type { TestApp } from '../test/helpers/harness.ts';
+import { rawFlow } from '../test/identity/oauth/helpers.ts';
+import { benchDatabase, stats, timed } from './common.ts';
+
+const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',') as ('postgres' | 'pglite')[];
+const CALLS = Number(process.env.BENCH_CALLS ?? 300);
+const FLOWS = Number(process.env.BENCH_FLOWS ?? 10);
+const EMAIL = 'author@oauth-bench.test';
+const PASSWORD = 'bench password 0123456789';
+
+async function benchBackend(backend: 'postgres' | 'pglite') {
+  const { db, env, drop } = await benchDatabase('oauth', backend);
+  await migrate(db);
+  const config = loadConfig({
+    ...env,
+    SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',
+    SVC_ANON_KEY: 'sb_publishable_bench_0123456789',
+    SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
+    SVC_AUTH_SIGNIN_PER_EMAIL: '100000',
+    SVC_AUTH_SIGNIN_PER_IP: '100000',
+    SVC_OAUTH_REGISTER_PER_IP: '100000',
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+  });
+  const app = await buildApp({ config, db, now: () => new Date() });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  config.baseUrl = url;
+  const clients: Client[] = [];
+  try {
+    await runOp(db, 'tenant.create', { slug: 'bench', name: 'Bench' });
+    await runOp(db, 'user.create', { email: EMAIL, password: PASSWORD });
+    await runOp(db, 'author.grant', { tenant: 'bench', email: EMAIL });
+    const signIn = await fetch(`${url}/auth/v1/token?grant_type=password`, {
+      method: 'POST',
+      headers: { apikey: config.anonKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: EMAIL, password: PASSWORD }),
+    });
+    const passwordToken = ((await signIn.json()) as { access_token: string }).access_token;
+
+    const target = { url } as TestApp;
+    const flows: number[] = [];
+    let oauthToken = '';
+    for (let i = 0; i < FLOWS; i++) {
+      const [ms, flow] = await timed(() => rawFlow(target, EMAIL, PASSWORD));
+      if (flow.status !== 200) throw new Error(`OAuth flow: ${flow.status} ${JSON.stringify(flow.body)}`);
+      flows.push(ms);
+      oauthToken = String(flow.body.access_token);
+    }
+
+    const connect = async (token: string) => {
+      const client = new Client({ name: 'bench-oauth', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+      clients.push(client);
+      return client;
+    };
+    const byPassword = await connect(passwordToken);
+    const byOAuth = await connect(oauthToken);
+    const program = (await byPassword.callTool({ name: 'create_program', arguments: { tenant: 'bench', title: 'Bench program' } })).structuredContent as { id: string };
+    const unit = (await byPassword.callTool({ name: 'create_unit', arguments: { program_id: program.id, title: 'Unit' } })).structuredContent as { id: string };
+    const lesson = (await byPassword.callTool({ name: 'create_lesson', arguments: { unit_id: unit.id, title: 'Lesson' } })).structuredContent as { id: string };
+    const create = async (client: Client, i: number) => {
+      const result = await client.callTool({
+        name: 'create_activity',
+        arguments: { lesson_id: lesson.id, title: `Activity ${i}`, kind: 'document', spec: 'One paragraph.', rubric: [{ criterion: 'Names one concept', weight: 1 }] },
+      });
+      if (result.isError) throw new Error(JSON.stringify(result.content));
+    };
+    for (let i = 0; i < 20; i++) await create(i % 2 ? byOAuth : byPassword, -i);
+    const password: number[] = [];
+    const oauth: number[] = [];
+    for (let i = 0; i < CALLS; i++) {
+      password.push((await timed(() => create(byPassword, 2 * i)))[0]);
+      oauth.push((await timed(() => create(byOAuth, 2 * i + 1)))[0]);
+    }
+    const median = stats(flows).p50;
+    return { backend, password: stats(password), oauth: stats(oauth), connect: median };
+  } finally {
+    for (const c of clients) await c.close().catch(() => {});
+    await app.close();
+    await drop();
+  }
+}
+
+async function main() {
+  const load = loadavg()[0]!.toFixed(1);
+  const results = [];
+  for (const backend of BACKENDS) {
+    console.log(`benchmarking ${backend} …`);
+    results.push(await benchBackend(backend));
+  }
+  const f = (n: number) => n.toFixed(1);
+  const table = [
+    '| backend | create_activity p50 / p99, password-grant token | same, OAuth token | OAuth ÷ password (p50) | connecting: register → authorize → sign-in → Allow → token (median of ' + FLOWS + ') |',
+    '|---|---:|---:|---:|---:|',
+    ...results.map((r) => `| ${r.backend} | ${f(r.password.p50)} / ${f(r.password.p99)} | ${f(r.oauth.p50)} / ${f(r.oauth.p99)} | ${(r.oauth.p50 / r.password.p50).toFixed(2)} | ${f(r.connect)} |`),
+  ].join('\n');
+  const section = [
+    '<!-- oauth:start -->',
+    `Last run: ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, load average ${load} at the start (a shared machine: figures are noisy), ` +
+      `${CALLS} calls per token, alternating; client and server in one process; milliseconds. Connecting includes one argon2id password check at the default cost.`,
+    '',
+    table,
+    '<!-- oauth:end -->',
+  ].join('\n');
+  console.log(`\n${table}`);
+  const readmePath = new URL('./README.md', import.meta.url);
+  const readme = readFileSync(readmePath, 'utf8');
+  writeFileSync(
+    readmePath,
+    /<!-- oauth:start -->[\s\S]*<!-- oauth:end -->/.test(readme)
+      ? readme.replace(/<!-- oauth:start -->[\s\S]*<!-- oauth:end -->/, section)
+      : `${readme.trimEnd()}\n\n## OAuth for MCP hosts — \`npm run bench:oauth\`\n\nDoes a token from the OAuth flow cost a \`/mcp\` call more than a password-grant token (issue #12)? Same run, same lesson, calls alternating.\n\n${section}\n`,
+  );
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
