@@ -21,18 +21,15 @@
  * (issue #5): bulk import ≤ 1 s on PostgreSQL; create_activity p50 ≤ 5 ms. Prints a table and
  * rewrites the "authoring" section of bench/README.md.
  */
-import { cpus, loadavg } from 'node:os';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { asUser, migrate } from '../src/db/index.ts';
-import { benchDatabase, stats, timed } from './common.ts';
+import { benchDatabase, eachBackend, lastRun, one, stats, timed, writeReadmeSection } from './common.ts';
 import { runOp } from '../src/admin/ops.ts';
 import { loadOdin, odinImportArgs } from '../test/helpers/odin.ts';
 
-const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',') as ('postgres' | 'pglite')[];
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
 const READS = Number(process.env.BENCH_READS ?? 40);
 const IMPORTS = Number(process.env.BENCH_IMPORTS ?? 5);
@@ -160,13 +157,8 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
 }
 
 async function main() {
-  const load = loadavg()[0]!.toFixed(1);
-  const results = [];
-  for (const backend of BACKENDS) {
-    console.log(`benchmarking ${backend} …`);
-    results.push(await benchBackend(backend));
-  }
-  const f = (n: number) => n.toFixed(1);
+  const results = await eachBackend(benchBackend);
+  const f = one;
   const table = [
     '| backend | import_program, full stack (median / min of ' + IMPORTS + ') | create_activity p50 / p99 | its CPU in this process | same insert as SQL p50 / p99 | get_program (full stack) p50 / p99 | same tree read as SQL p50 / p99 | per-record import, 332 calls |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -179,25 +171,15 @@ async function main() {
   const targets = pg
     ? `Targets on PostgreSQL: bulk import ≤ 1000 ms → **${f(pg.importMedian)} ms**; create_activity p50 ≤ 5 ms → **${f(pg.create.p50)} ms**.`
     : '';
-  const section = [
-    '<!-- authoring:start -->',
-    `Last run: ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, load average ${load} at the start (a shared machine: figures are noisy), ` +
-      `${CALLS} create calls, ${READS} reads, client and server in one process. Milliseconds unless marked.`,
+  const body = [
+    lastRun(`${CALLS} create calls, ${READS} reads, client and server in one process. Milliseconds unless marked.`),
     '',
     table,
     '',
     targets,
-    '<!-- authoring:end -->',
   ].join('\n');
   console.log(`\n${table}\n\n${targets}`);
-  const readmePath = new URL('./README.md', import.meta.url);
-  const readme = readFileSync(readmePath, 'utf8');
-  writeFileSync(
-    readmePath,
-    /<!-- authoring:start -->[\s\S]*<!-- authoring:end -->/.test(readme)
-      ? readme.replace(/<!-- authoring:start -->[\s\S]*<!-- authoring:end -->/, section)
-      : `${readme.trimEnd()}\n\n## Authoring — \`npm run bench:authoring\`\n\n${section}\n`,
-  );
+  writeReadmeSection('authoring', '## Authoring — `npm run bench:authoring`', body);
 }
 
 main().catch((err) => {

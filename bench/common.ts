@@ -3,8 +3,8 @@
  * (PostgreSQL: a new database on BENCH_PG, default postgres://postgres@127.0.0.1:5432, dropped
  * afterwards; PGlite: a temporary data folder, as `npm start` uses).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { openDb, type Db } from '../src/db/index.ts';
@@ -48,3 +48,35 @@ export async function benchDatabase(prefix: string, backend: 'postgres' | 'pglit
     },
   };
 }
+
+/** The backends of BENCH_BACKENDS (default both), each benchmarked in turn by `bench`. */
+export async function eachBackend<T>(bench: (backend: 'postgres' | 'pglite') => Promise<T>): Promise<T[]> {
+  const results: T[] = [];
+  for (const backend of (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',') as ('postgres' | 'pglite')[]) {
+    console.log(`benchmarking ${backend} …`);
+    results.push(await bench(backend));
+  }
+  return results;
+}
+
+/**
+ * Put `body` between the `<!-- name:start -->` and `<!-- name:end -->` markers of
+ * bench/README.md; the first time, append it under `heading` (a markdown section of its own).
+ */
+export function writeReadmeSection(name: string, heading: string, body: string): void {
+  const path = new URL('./README.md', import.meta.url);
+  const readme = readFileSync(path, 'utf8');
+  const section = `<!-- ${name}:start -->\n${body}\n<!-- ${name}:end -->`;
+  const marked = new RegExp(`<!-- ${name}:start -->[\\s\\S]*<!-- ${name}:end -->`);
+  writeFileSync(path, marked.test(readme) ? readme.replace(marked, section) : `${readme.trimEnd()}\n\n${heading}\n\n${section}\n`);
+}
+
+/** The 1-minute load average when the benchmark started (this module loads first). */
+const loadAtStart = loadavg()[0]!.toFixed(1);
+
+/** The "Last run" line of a README section: when, cores, load at the start, then `detail`. */
+export const lastRun = (detail: string) =>
+  `Last run: ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, load average ${loadAtStart} at the start (a shared machine: figures are noisy), ${detail}`;
+
+/** A figure with one decimal. */
+export const one = (n: number) => n.toFixed(1);

@@ -13,8 +13,6 @@
  * Both tokens are checked the same way (`verifySession`: signature, then one query), so the
  * expected difference is zero within noise. Rewrites the "oauth" section of bench/README.md.
  */
-import { cpus, loadavg } from 'node:os';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { buildApp } from '../src/app.ts';
@@ -23,9 +21,8 @@ import { migrate } from '../src/db/index.ts';
 import { runOp } from '../src/admin/ops.ts';
 import type { TestApp } from '../test/helpers/harness.ts';
 import { rawFlow } from '../test/identity/oauth/helpers.ts';
-import { benchDatabase, stats, timed } from './common.ts';
+import { benchDatabase, eachBackend, lastRun, one, stats, timed, writeReadmeSection } from './common.ts';
 
-const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',') as ('postgres' | 'pglite')[];
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
 const FLOWS = Number(process.env.BENCH_FLOWS ?? 10);
 const EMAIL = 'author@oauth-bench.test';
@@ -105,34 +102,23 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
 }
 
 async function main() {
-  const load = loadavg()[0]!.toFixed(1);
-  const results = [];
-  for (const backend of BACKENDS) {
-    console.log(`benchmarking ${backend} …`);
-    results.push(await benchBackend(backend));
-  }
-  const f = (n: number) => n.toFixed(1);
+  const results = await eachBackend(benchBackend);
+  const f = one;
   const table = [
     '| backend | create_activity p50 / p99, password-grant token | same, OAuth token | OAuth ÷ password (p50) | connecting: register → authorize → sign-in → Allow → token (median of ' + FLOWS + ') |',
     '|---|---:|---:|---:|---:|',
     ...results.map((r) => `| ${r.backend} | ${f(r.password.p50)} / ${f(r.password.p99)} | ${f(r.oauth.p50)} / ${f(r.oauth.p99)} | ${(r.oauth.p50 / r.password.p50).toFixed(2)} | ${f(r.connect)} |`),
   ].join('\n');
-  const section = [
-    '<!-- oauth:start -->',
-    `Last run: ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, load average ${load} at the start (a shared machine: figures are noisy), ` +
-      `${CALLS} calls per token, alternating; client and server in one process; milliseconds. Connecting includes one argon2id password check at the default cost.`,
+  const body = [
+    lastRun(`${CALLS} calls per token, alternating; client and server in one process; milliseconds. Connecting includes one argon2id password check at the default cost.`),
     '',
     table,
-    '<!-- oauth:end -->',
   ].join('\n');
   console.log(`\n${table}`);
-  const readmePath = new URL('./README.md', import.meta.url);
-  const readme = readFileSync(readmePath, 'utf8');
-  writeFileSync(
-    readmePath,
-    /<!-- oauth:start -->[\s\S]*<!-- oauth:end -->/.test(readme)
-      ? readme.replace(/<!-- oauth:start -->[\s\S]*<!-- oauth:end -->/, section)
-      : `${readme.trimEnd()}\n\n## OAuth for MCP hosts — \`npm run bench:oauth\`\n\nDoes a token from the OAuth flow cost a \`/mcp\` call more than a password-grant token (issue #12)? Same run, same lesson, calls alternating.\n\n${section}\n`,
+  writeReadmeSection(
+    'oauth',
+    '## OAuth for MCP hosts — `npm run bench:oauth`\n\nDoes a token from the OAuth flow cost a `/mcp` call more than a password-grant token (issue #12)? Same run, same lesson, calls alternating.',
+    body,
   );
 }
 
