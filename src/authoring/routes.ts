@@ -95,7 +95,8 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
  */
 export async function protectedResourceMetadata(app: FastifyInstance, options: Deps) {
   const deps: Deps = { config: options.config, db: options.db, now: options.now };
-  const handler = async () => protectedResourceDocument(deps);
+  // A public document, readable cross-origin (browser-based MCP clients fetch it).
+  const handler = async (_req: FastifyRequest, reply: FastifyReply) => reply.header('access-control-allow-origin', '*').send(protectedResourceDocument(deps));
   app.get('/.well-known/oauth-protected-resource', handler);
   app.get('/.well-known/oauth-protected-resource/mcp', handler);
 }

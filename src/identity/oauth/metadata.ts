@@ -13,7 +13,7 @@
  * strictly accept them; no ID tokens are issued (`openid` is not a supported scope) and the JWKS
  * is empty: access tokens are HS256 with a secret that is never published.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Deps } from '../../deps.ts';
 import { issuer } from '../jwt.ts';
 import { SUPPORTED_SCOPES } from './scopes.ts';
@@ -52,8 +52,13 @@ export function metadataRoutes(app: FastifyInstance, deps: Deps) {
   app.get('/.well-known/jwks.json', { config }, async (_req, reply) => reply.header('cache-control', CACHE).send({ keys: [] }));
 }
 
-/** The path-inserted documents at the root (RFC 8414 §3.1): `/.well-known/…/auth/v1`. */
+/**
+ * The path-inserted documents at the root (RFC 8414 §3.1): `/.well-known/…/auth/v1`. Public
+ * documents, readable cross-origin (browser-based MCP clients fetch them).
+ */
 export async function oauthDiscoveryRoutes(app: FastifyInstance, deps: Deps) {
-  app.get('/.well-known/oauth-authorization-server/auth/v1', async (_req, reply) => reply.header('cache-control', CACHE).send(authorizationServerMetadata(deps)));
-  app.get('/.well-known/openid-configuration/auth/v1', async (_req, reply) => reply.header('cache-control', CACHE).send(authorizationServerMetadata(deps, true)));
+  const send = (oidc: boolean) => async (_req: unknown, reply: FastifyReply) =>
+    reply.header('cache-control', CACHE).header('access-control-allow-origin', '*').send(authorizationServerMetadata(deps, oidc));
+  app.get('/.well-known/oauth-authorization-server/auth/v1', send(false));
+  app.get('/.well-known/openid-configuration/auth/v1', send(true));
 }

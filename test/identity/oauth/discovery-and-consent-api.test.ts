@@ -32,6 +32,7 @@ describe('discovery', () => {
     ]) {
       const res = await fetch(`${t.url}${path}`);
       expect(res.status, path).toBe(200);
+      if (path.startsWith('/.well-known')) expect(res.headers.get('access-control-allow-origin'), path).toBe('*');
       const doc = (await res.json()) as Record<string, unknown>;
       expect(doc).toMatchObject({
         issuer: iss,
