@@ -184,7 +184,7 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
         tags: ['results'],
         operationId: 'get_health',
         security: [],
-        response: { 200: json('The service is up.', Health) },
+        response: { 200: json('The service is up.', Health), 400: json('`invalid_request`: the request URL is too long.', ErrorBody) },
       },
     },
     async () => ({ status: 'ok', service: SERVICE_NAME, version: VERSION }),

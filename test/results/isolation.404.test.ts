@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asResultsTenant } from '../../src/db/index.ts';
+import { allStatements, statementFunction } from '../../src/results/queries.ts';
 import { startApp, type TestApp } from '../helpers/harness.ts';
 import { expectError, get, getJson, newArtifact, seedTenant, walk, type KeyStyle, type SeededTenant } from './fixtures.ts';
 
@@ -164,7 +165,7 @@ describe('isolation enforced by the database', () => {
     );
     expect(fn).toBeDefined();
     const installed = await t.db.query<{ n: number }>(`select count(*)::int as n from pg_proc where proname like 'results_q_%'`);
-    expect(installed[0]!.n).toBe(34);
+    expect(installed[0]!.n).toBe(new Set(allStatements().map((st) => statementFunction(st).name)).size);
     for (const role of ['authenticated', 'svc_results', 'anon']) {
       await expect(
         t.db.transaction(async (tx) => {
@@ -190,7 +191,8 @@ describe('isolation enforced by the database', () => {
       'select * from tenants',
       'select * from users',
       'select * from auth.users',
-      'select * from programs',
+      'select * from auth.identities',
+      'select * from tenant_idps',
       `update activity_results set score = 0`,
       `delete from artifacts`,
       `insert into progress (tenant_id, user_id, program_id) values ('${a.id}', '${a.userIds[0]}', '${a.programId}')`,
