@@ -169,6 +169,11 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
     if ((req.raw.url ?? req.url).length > MAX_URL_LENGTH) {
       throw new ApiError('invalid_request', `url: the request URL is longer than ${MAX_URL_LENGTH} characters`);
     }
+    // `/v1/activity-results/` would otherwise reach `/:id` with an empty id ("id: must be a uuid").
+    const path = req.url.split('?')[0]!;
+    if (path.length > 4 && path.endsWith('/')) {
+      throw new ApiError('not_found', `no such endpoint: ${req.method} ${path.slice(0, 200)} (paths take no trailing slash: ${path.slice(0, 200).replace(/\/+$/, '')})`);
+    }
   });
   app.setValidatorCompiler(strictValidatorCompiler);
   // Data answers are JSON text from PostgreSQL (sent untouched); objects (health, errors) are stringified.
