@@ -7,7 +7,8 @@
  *   /.well-known/{oauth-authorization-server,openid-configuration}/auth/v1  the OAuth server's metadata
  *   /livez, /readyz                        probes (src/http/probes.ts; surfaces add readiness checks)
  *
- * Request ids: an incoming `X-Request-Id` is kept, otherwise a uuid is made; it is logged and
+ * Request ids: an incoming `X-Request-Id` of 1–128 visible ASCII characters (letters, digits and
+ * `-_.:/+=@`) is kept, otherwise a uuid is made (issue #14: never echo unbounded client text); it is logged and
  * sent back on every response. Once shutdown has begun (src/http/shutdown.ts) every response says
  * `Connection: close`, so keep-alive clients move to another process instead of holding this one.
  */
@@ -27,6 +28,9 @@ import embedRoutes from './embed/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 import { oauthDiscoveryRoutes } from './identity/oauth/metadata.ts';
 
+/** A client's X-Request-Id we echo: 1–128 characters, no spaces or control characters. */
+const REQUEST_ID_RE = /^[A-Za-z0-9._:\/+=@-]{1,128}$/;
+
 /** `Config.trustProxy` as Fastify takes it: a hop count as a function of the hop (proxy-addr's rule). */
 const trustProxy = (value: boolean | number | string) =>
   typeof value === 'number' ? (_address: string, hop: number) => hop < value : value;
@@ -36,20 +40,27 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     logger: { level: deps.config.logLevel },
     bodyLimit: deps.config.bodyLimit,
     trustProxy: trustProxy(deps.config.trustProxy),
-    requestIdHeader: 'x-request-id',
+    requestIdHeader: false,
     // Malformed URLs (bad percent-encoding, over-long path parameters) fail before any surface
     // runs: answer them in the error body of the surface the path belongs to.
     frameworkErrors: (err, req, reply: FastifyReply) => {
       reply.header('x-request-id', req.id); // onSend hooks do not run for these answers
-      const status = Math.min((err as { statusCode?: number }).statusCode ?? 400, 499);
       const path = req.raw.url ?? '';
+      const status = Math.min((err as { statusCode?: number }).statusCode ?? 400, 499);
+      // 414: a path segment over the router's maxParamLength (100) — say so, not "malformed".
+      if (status === 414 && path.startsWith('/v1/')) {
+        return void reply.code(400).send(errorBody('invalid_request', 'path: a path segment is longer than 100 characters (ids are 36-character uuids)', String(req.id)));
+      }
       if (path.startsWith('/auth/v1')) return void sendAuthError(req, reply, new AuthError(status, 'validation_failed', 'malformed URL'));
       if (path.startsWith('/mcp')) return void reply.code(status).send(jsonRpcError(-32600, 'malformed URL'));
       void reply.code(status).send(errorBody('invalid_request', 'malformed URL', String(req.id)));
     },
     // Requests Node's parser refuses (URL and headers over 16 KiB, not HTTP): a 400 with a body.
     clientErrorHandler,
-    genReqId: () => randomUUID(),
+    genReqId: (req) => {
+      const sent = req.headers['x-request-id'];
+      return typeof sent === 'string' && REQUEST_ID_RE.test(sent) ? sent : randomUUID();
+    },
     // Per-request "incoming/completed" lines only at debug level: errors are logged by each surface.
     logController: new LogController({
       disableRequestLogging: deps.config.logLevel !== 'debug' && deps.config.logLevel !== 'trace',

@@ -173,7 +173,11 @@ export const ops = {
       return info;
     },
   },
-  'idp.set': {
+  'learner.delete': {
+    args: z.object({ tenant: slug, svc_user_id: z.uuid('an svc_user_id is a uuid') }),
+    run: async (q: Queryable, a: { tenant: string; svc_user_id: string }) => eraseLearner(q, await tenantId(q, a.tenant), a),
+  },
+    'idp.set': {
     args: z
       .object({
         tenant: slug,
@@ -269,6 +273,33 @@ export const ops = {
     },
   },
 } as const;
+
+/**
+ * Erase a learner from one tenant (right to erasure, issue #14): their results (with artifacts and
+ * judge idempotency keys, by cascade), progress rows and membership. Migration 0100's triggers
+ * leave a tombstone for each, which /v1/deletions lists. When the user then belongs to no tenant
+ * and has no password (an IdP learner), the account itself (identities, sessions) goes too; an
+ * account that can sign in by password is someone's login and stays. Not found when the user
+ * has neither membership nor rows in the tenant.
+ */
+async function eraseLearner(q: Queryable, tenant: string, a: { tenant: string; svc_user_id: string }) {
+  const count = async (sql: string) => (await q.query(sql, [tenant, a.svc_user_id])).length;
+  const results = await count('delete from activity_results where tenant_id = $1 and user_id = $2 returning id');
+  const artifacts = await count('delete from artifacts where tenant_id = $1 and user_id = $2 returning id');
+  const progress = await count('delete from progress where tenant_id = $1 and user_id = $2 returning id');
+  const memberships = await count('delete from memberships where tenant_id = $1 and user_id = $2 returning user_id');
+  if (!results && !artifacts && !progress && !memberships) {
+    throw new AdminError('not_found', `no learner ${a.svc_user_id} in "${a.tenant}"`);
+  }
+  const [account] = await q.query<{ id: string }>(
+    `delete from auth.users au using users u
+      where u.id = $1 and au.id = u.auth_user_id and au.encrypted_password is null
+        and not exists (select 1 from memberships m where m.user_id = u.id)
+     returning au.id`,
+    [a.svc_user_id],
+  );
+  return { tenant: a.tenant, svc_user_id: a.svc_user_id, deleted: { results, progress, learner: memberships > 0, account: Boolean(account) } };
+}
 
 /** Approve or reject the held submissions of a result (src/embed/review.ts). */
 async function review(q: Queryable, resultId: string, decision: 'approve' | 'reject') {

@@ -139,6 +139,18 @@ opCommand(key, 'list <tenant-slug>', 'list a tenant\'s API keys', 'key.list', ([
 );
 opCommand(key, 'revoke <key-prefix>', 'revoke an API key by its prefix', 'key.revoke', ([p]) => ({ prefix: p }), (k) => `revoked key ${k.prefix} (${k.name})`);
 
+const learner = program.command('learner').description("manage a tenant's learners");
+opCommand(
+  learner,
+  'delete <tenant-slug> <svc-user-id>',
+  "erase a learner from a tenant (results, artifacts, progress, membership; tombstones in /v1/deletions)",
+  'learner.delete',
+  ([t, u]) => ({ tenant: t, svc_user_id: u }),
+  (r) =>
+    `erased learner ${r.svc_user_id} from ${r.tenant}: ${r.deleted.results} result(s), ${r.deleted.progress} progress row(s)` +
+    (r.deleted.account ? '; their account is gone too (no other tenant, no password)' : ''),
+);
+
 const idp = program.command('idp').description('configure a tenant\'s external identity provider for /v1/embed/session');
 opCommand(idp, 'set <tenant-slug>', 'set the issuer and its keys (JWKS URL or OIDC discovery)', 'idp.set', ([t], o) => ({
   tenant: t,

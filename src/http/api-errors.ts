@@ -9,6 +9,7 @@
  *   forbidden       403   a valid credential used outside its scope (an embed session of one
  *                         tenant naming another tenant: the credential, not a record, is wrong)
  *   not_found       404   unknown path, unknown id, another tenant's id (never 403)
+ *   method_not_allowed 405  another method than GET on a read-only path (`Allow` is set)
  *   idempotency_key_reused 422  an `Idempotency-Key` sent again with another request body
  *   rate_limited    429   too many requests (`Retry-After` in seconds is always set)
  *   internal_error  500   anything unexpected; the detail is logged, never sent
@@ -27,6 +28,7 @@ export const API_ERROR_STATUS = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  method_not_allowed: 405,
   idempotency_key_reused: 422,
   rate_limited: 429,
   internal_error: 500,

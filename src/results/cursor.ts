@@ -22,7 +22,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { invalidParam } from './errors.ts';
 
 /** The paginated endpoints, as they appear after `/v1/`. */
-export type Endpoint = 'activity-results' | 'progress' | 'artifacts';
+export type Endpoint = 'activity-results' | 'progress' | 'artifacts' | 'learners' | 'programs' | 'deletions';
 
 /** Which key pages are ordered by: (`created_at`, `id`), or (`updated_at`, `id`) with `updated_since`. */
 export type Order = 'created' | 'updated';

@@ -35,6 +35,46 @@ function documentFor(config: Config): Document {
 
 const withServer = (doc: Document, config: Config): Document => ({ ...doc, servers: [{ url: config.baseUrl }] });
 
+const header = (description: string, schema: Record<string, unknown>) => ({ description, schema });
+/** Response headers of the document, by name (src/results/routes.ts, rate-limit.ts, app.ts send them). */
+const HEADERS = {
+  'X-Request-Id': header('The request’s id (yours if you sent a valid one, else a uuid); quote it to support.', { type: 'string' }),
+  'RateLimit-Limit': header('Requests the key may make per window.', { type: 'integer' }),
+  'RateLimit-Remaining': header('Requests left in the current window.', { type: 'integer' }),
+  'RateLimit-Reset': header('Seconds until the window resets.', { type: 'integer' }),
+  'Retry-After': header('Seconds to wait before retrying.', { type: 'integer' }),
+  Link: header('`<url>; rel="next"` when another page follows.', { type: 'string' }),
+  'Svc-Consistent-Through': header(
+    'On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body.',
+    { type: 'string', format: 'date-time' },
+  ),
+};
+
+type Operation = { operationId?: string; security?: unknown[]; parameters?: { name: string }[]; responses?: Record<string, { headers?: object }> };
+
+/**
+ * Document the response headers on every operation: X-Request-Id everywhere; on keyed routes the
+ * RateLimit-* headers; Retry-After on 429 and 503; on list pages (200) Link, and the watermark
+ * header where the list has a feed.
+ */
+function documentHeaders(doc: { paths?: Record<string, Record<string, Operation>> }): void {
+  for (const item of Object.values(doc.paths ?? {})) {
+    for (const op of Object.values(item)) {
+      const keyed = (op.security ?? []).length > 0;
+      const list = op.operationId?.startsWith('list_') === true;
+      const feed = list && (op.parameters ?? []).some((p) => p.name === 'updated_since');
+      for (const [status, response] of Object.entries(op.responses ?? {})) {
+        const names: (keyof typeof HEADERS)[] = ['X-Request-Id'];
+        if (keyed && status !== '401') names.push('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset');
+        if (status === '429' || status === '503') names.push('Retry-After');
+        if (status === '200' && list) names.push('Link');
+        if (status === '200' && feed) names.push('Svc-Consistent-Through');
+        response.headers = Object.fromEntries(names.map((n) => [n, HEADERS[n]]));
+      }
+    }
+  }
+}
+
 const DESCRIPTION = `Read-only access to a tenant's learning results, progress and artifacts.
 
 **Authentication**: a per-tenant API key (\`svc key create <tenant> --name …\`) in \`Authorization: Bearer svc_…\`
@@ -46,7 +86,12 @@ null (\`has_more\` false). The next page's URL is also in the \`Link: <…>; rel
 **Incremental sync**: add \`updated_since\` (RFC 3339) to any list to get the rows created or changed at or after
 that instant, ordered by (\`updated_at\`, \`id\`). Store the largest \`updated_at\` you received and pass it as
 \`updated_since\` next time; rows at that instant come again, so upsert by \`id\`. Rows of a transaction still in
-progress are held back until it commits, so none is skipped. Deleted rows are not reported.
+progress are held back until it commits, so none is skipped. Feed pages carry a watermark (\`consistent_through\`,
+header \`Svc-Consistent-Through\`): every change committed at or before it has been returned or comes at a later
+cursor; start the next sync there. The created order is a listing, not a feed: sync with \`updated_since\`.
+
+**Deletions**: \`GET /v1/deletions\` lists tombstones (\`{resource, id, deleted_at}\`) of results, artifacts, progress
+rows, learners and content removed from the tenant; a sync consumer drops what it lists.
 
 **Rate limits**: per key; every answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\`
 (seconds); over the limit the answer is 429 \`rate_limited\` with \`Retry-After\` (seconds).
@@ -60,8 +105,8 @@ export async function registerOpenApi(app: FastifyInstance, deps: Deps): Promise
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: `${SERVICE_NAME} — Results API`, version: VERSION, description: DESCRIPTION },
-      tags: [{ name: 'results', description: 'Results, progress and artifacts of one tenant' }],
+      info: { title: `${SERVICE_NAME} — Results API`, version: VERSION, description: DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+      tags: [{ name: 'results', description: 'Results, progress, artifacts, learners, content outlines and tombstones of one tenant' }],
       components: {
         securitySchemes: {
           bearerKey: { type: 'http', scheme: 'bearer', description: 'The API key: `Authorization: Bearer svc_…`' },
@@ -76,6 +121,7 @@ export async function registerOpenApi(app: FastifyInstance, deps: Deps): Promise
       const doc = transformObject(input);
       const schemas = ((doc as { components?: { schemas?: Record<string, unknown> } }).components?.schemas ?? {}) as Record<string, unknown>;
       for (const name of Object.keys(schemas)) if (name.endsWith('Input')) delete schemas[name];
+      documentHeaders(doc as Parameters<typeof documentHeaders>[0]);
       return doc;
     },
   });

@@ -37,14 +37,17 @@ import type { Endpoint, Order, Position } from './cursor.ts';
 const rfc3339 = (expr: string) => `to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
- * ActivityResult: id, activity_id, lesson_id, svc_user_id, status, score (0–100 or null),
- * completed_at, created_at, updated_at, artifact_ids (the result's artifacts in (created_at, id) order).
+ * ActivityResult: id, activity_id, lesson_id, svc_user_id, program_id, unit_id, status, score (0–100
+ * or null), completed_at, created_at, updated_at, artifact_ids (the result's artifacts in
+ * (created_at, id) order).
  */
 const activityResultJson = (t: string) => `json_build_object(
     'id', ${t}.id,
     'activity_id', ${t}.activity_id,
     'lesson_id', ${t}.lesson_id,
     'svc_user_id', ${t}.user_id,
+    'program_id', ${t}.program_id,
+    'unit_id', (select l.unit_id from lessons l where l.tenant_id = ${t}.tenant_id and l.id = ${t}.lesson_id),
     'status', ${t}.status,
     'score', ${t}.score::float8,
     'completed_at', ${rfc3339(`${t}.completed_at`)},
@@ -82,45 +85,125 @@ const artifactJson = (t: string) => `json_build_object(
     'created_at', ${rfc3339(`${t}.created_at`)},
     'updated_at', ${rfc3339(`${t}.updated_at`)})`;
 
+/**
+ * Learner: svc_user_id, external_ids [{issuer, subject}], email, created_at, updated_at — built by
+ * `svc.results_learner_json` (migration 0100), which alone may read the identity tables.
+ */
+const learnerJson = (t: string) => `svc.results_learner_json(${t}.user_id, ${t}.created_at, ${t}.updated_at)`;
+
+/** Program (in lists): id, title, description, created_at, updated_at. */
+const programJson = (t: string) => `json_build_object(
+    'id', ${t}.id,
+    'title', ${t}.title,
+    'description', ${t}.description,
+    'created_at', ${rfc3339(`${t}.created_at`)},
+    'updated_at', ${rfc3339(`${t}.updated_at`)})`;
+
+/**
+ * Program outline: the program's fields plus units → lessons → activities (each in (position, id)
+ * order) with ids, titles, positions; activities add kind, pass_threshold, rubric (the stored
+ * [{criterion, weight}]) and, with `withSpec`, spec.
+ */
+const outlineJson = (withSpec: boolean) => (t: string) => `json_build_object(
+    'id', ${t}.id,
+    'title', ${t}.title,
+    'description', ${t}.description,
+    'created_at', ${rfc3339(`${t}.created_at`)},
+    'updated_at', ${rfc3339(`${t}.updated_at`)},
+    'units', coalesce((select json_agg(json_build_object(
+        'id', u.id, 'title', u.title, 'position', u.position,
+        'lessons', coalesce((select json_agg(json_build_object(
+            'id', l.id, 'title', l.title, 'position', l.position,
+            'activities', coalesce((select json_agg(json_build_object(
+                'id', a.id, 'title', a.title, 'position', a.position, 'kind', a.kind,
+                'pass_threshold', a.pass_threshold, 'rubric', a.rubric${withSpec ? `, 'spec', a.spec` : ''}) order by a.position, a.id)
+              from activities a where a.tenant_id = l.tenant_id and a.lesson_id = l.id), '[]'::json)) order by l.position, l.id)
+          from lessons l where l.tenant_id = u.tenant_id and l.unit_id = u.id), '[]'::json)) order by u.position, u.id)
+      from units u where u.tenant_id = ${t}.tenant_id and u.program_id = ${t}.id), '[]'::json))`;
+
+/**
+ * Tombstone: resource, id, deleted_at, plus svc_user_id (results, artifacts, progress, learners)
+ * and program_id (progress and content) where they apply, else null.
+ */
+const deletionJson = (t: string) => `json_build_object(
+    'resource', ${t}.resource,
+    'id', ${t}.id,
+    'svc_user_id', ${t}.svc_user_id,
+    'program_id', ${t}.program_id,
+    'deleted_at', ${rfc3339(`${t}.deleted_at`)})`;
+
+/** A filter: the predicate comparing a row of alias `t` with the request's value `arg` (SQL text). */
+type Filter = (arg: (type: string) => string) => string;
+/** The filter `column = value`. */
+const equals = (column: string, type: 'uuid' | 'text'): Filter => (arg) => `t.${column} = ${arg(type)}`;
+
 interface ListStatement {
   /** Name for logs, pg_stat_statements and EXPLAIN sessions. */
   name: string;
   table: string;
   json: (alias: string) => string;
-  /** Filter parameter → `column::type` it compares with. */
-  filters: Record<string, { column: string; type: 'uuid' | 'text' }>;
+  /** The row's unique column, last in keyset order (default `id`). */
+  id?: string;
+  /** The orders the list has, and the column of each (created_at / updated_at by default). */
+  orders: Partial<Record<Order, string>>;
+  /** Filter parameter → its predicate. */
+  filters: Record<string, Filter>;
 }
+
+const BOTH = { created: 'created_at', updated: 'updated_at' } as const;
 
 const LISTS: Record<Endpoint, ListStatement> = {
   'activity-results': {
     name: 'results_list_activity_results',
     table: 'activity_results',
     json: activityResultJson,
-    filters: {
-      activity_id: { column: 'activity_id', type: 'uuid' },
-      user_id: { column: 'user_id', type: 'uuid' },
-      status: { column: 'status', type: 'text' },
-    },
+    orders: BOTH,
+    filters: { activity_id: equals('activity_id', 'uuid'), user_id: equals('user_id', 'uuid'), status: equals('status', 'text') },
   },
   progress: {
     name: 'results_list_progress',
     table: 'progress',
     json: progressJson,
-    filters: {
-      user_id: { column: 'user_id', type: 'uuid' },
-      program_id: { column: 'program_id', type: 'uuid' },
-    },
+    orders: BOTH,
+    filters: { user_id: equals('user_id', 'uuid'), program_id: equals('program_id', 'uuid') },
   },
   artifacts: {
     name: 'results_list_artifacts',
     table: 'artifacts',
     json: artifactJson,
+    orders: BOTH,
+    filters: { activity_id: equals('activity_id', 'uuid'), user_id: equals('user_id', 'uuid') },
+  },
+  learners: {
+    name: 'results_list_learners',
+    table: 'memberships',
+    json: learnerJson,
+    id: 'user_id',
+    orders: BOTH,
     filters: {
-      activity_id: { column: 'activity_id', type: 'uuid' },
-      user_id: { column: 'user_id', type: 'uuid' },
+      // At most one learner has a subject: read by primary key, then sorted (1 row).
+      external_id: (arg) => `t.user_id = any(array(select svc.results_learners_by_subject(${arg('text')})))`,
+      issuer: (arg) => `svc.results_learner_at_issuer(t.user_id, ${arg('text')})`,
     },
   },
+  programs: {
+    name: 'results_list_programs',
+    table: 'programs',
+    json: programJson,
+    orders: { created: 'created_at' },
+    filters: {},
+  },
+  deletions: {
+    name: 'results_list_deletions',
+    table: 'deletions',
+    json: deletionJson,
+    orders: { updated: 'deleted_at' },
+    filters: { resource: equals('resource', 'text') },
+  },
 };
+
+/** The orders `endpoint` can be listed in (programs: created only; deletions: the feed only). */
+export const ordersOf = (endpoint: Endpoint): Order[] => Object.keys(LISTS[endpoint].orders) as Order[];
 
 /** Filter values of a request, by name (undefined = not set). */
 type FilterValues = Readonly<Record<string, string | undefined>>;
@@ -144,6 +227,11 @@ export interface Page {
   hasMore: boolean;
   /** Position of the page's last row when `hasMore`, else undefined. */
   last?: Position;
+  /**
+   * In the updated order: the sync horizon as RFC 3339 text (every change committed at or before
+   * it has been served or lies after this page), or undefined when a writer hides its start.
+   */
+  consistentThrough?: string;
 }
 
 interface PageRow {
@@ -151,6 +239,7 @@ interface PageRow {
   has_more: boolean | null;
   last_ts: string | null;
   last_id: string | null;
+  consistent_through: string | null;
 }
 
 /** The position before every row: a first page starts "after" it. */
@@ -178,40 +267,46 @@ interface Shape {
 
 const shapes = new Map<string, Shape>();
 
+/** The watermark of a feed page: the sync horizon as RFC 3339, null while a writer hides its start. */
+const WATERMARK = `case when isfinite(horizon) then ${rfc3339('horizon')} end`;
+
 /** The page query of one shape, built once per process (requests only fill in `p_args`). */
 function shape(endpoint: Endpoint, order: Order, filterNames: readonly string[]): Shape {
-  const id = `${endpoint} ${order} ${filterNames.join(',')}`;
-  let found = shapes.get(id);
+  const shapeId = `${endpoint} ${order} ${filterNames.join(',')}`;
+  let found = shapes.get(shapeId);
   if (found) return found;
   const s = LISTS[endpoint];
   let n = 4;
   const arg = (type: string) => `p_args[${++n}]::${type}`;
-  const key = order === 'updated' ? 'updated_at' : 'created_at';
+  const key = s.orders[order];
+  if (!key) throw new Error(`results: /v1/${endpoint} has no ${order} order`);
+  const id = s.id ?? 'id';
   const where = ['t.tenant_id = p_args[1]::uuid'];
   const filters = Object.keys(s.filters).filter((name) => filterNames.includes(name));
-  for (const name of filters) where.push(`t.${s.filters[name]!.column} = ${arg(s.filters[name]!.type)}`);
+  for (const name of filters) where.push(s.filters[name]!(arg));
   if (order === 'updated') {
-    where.push(`t.updated_at >= ${arg('timestamptz')}`);
-    where.push('t.updated_at < horizon');
+    where.push(`t.${key} >= ${arg('timestamptz')}`);
+    where.push(`t.${key} < horizon`);
   }
-  where.push(`(t.${key}, t.id) > (p_args[3]::timestamptz, p_args[4]::uuid)`);
-  const name = `${s.name}${order === 'updated' ? '_since' : ''}`;
+  where.push(`(t.${key}, t.${id}) > (p_args[3]::timestamptz, p_args[4]::uuid)`);
+  const name = `${s.name}${order === 'updated' && s.orders.created ? '_since' : ''}`;
   const text = `/* ${name} */
 select coalesce(json_agg(p.obj order by p.n) filter (where p.n <= p_args[2]::int), '[]'::json)::text as data,
        count(*) > p_args[2]::int as has_more,
        max(p.position_ts) filter (where p.n = p_args[2]::int) as last_ts,
-       max(p.id::text) filter (where p.n = p_args[2]::int) as last_id
+       max(p.id::text) filter (where p.n = p_args[2]::int) as last_id,
+       ${order === 'updated' ? WATERMARK : 'null::text'} as consistent_through
 from (
   select ${s.json('t')} as obj,
          ${rfc3339(`t.${key}`)} as position_ts,
-         t.id,
-         row_number() over (order by t.${key}, t.id) as n
+         t.${id} as id,
+         row_number() over (order by t.${key}, t.${id}) as n
   from ${s.table} t
   where ${where.join('\n    and ')}
-  order by t.${key}, t.id
+  order by t.${key}, t.${id}
   limit p_args[2]::int + 1
 ) p`;
-  shapes.set(id, (found = { name, text, filters }));
+  shapes.set(shapeId, (found = { name, text, filters }));
   return found;
 }
 
@@ -230,18 +325,24 @@ export function listStatement(endpoint: Endpoint, tenantId: string, options: Lis
   return { name, text, sync: options.order === 'updated', args };
 }
 
+/** The single-object reads: table, object, the id column; `program+spec` is the outline with `include=spec`. */
 const ONE = {
-  'activity-results': { table: 'activity_results', json: activityResultJson },
-  artifacts: { table: 'artifacts', json: artifactJson },
+  'activity-results': { name: 'results_get_activity_result', table: 'activity_results', json: activityResultJson, id: 'id' },
+  artifacts: { name: 'results_get_artifact', table: 'artifacts', json: artifactJson, id: 'id' },
+  learners: { name: 'results_get_learner', table: 'memberships', json: learnerJson, id: 'user_id' },
+  programs: { name: 'results_get_program', table: 'programs', json: outlineJson(false), id: 'id' },
+  'programs+spec': { name: 'results_get_program_spec', table: 'programs', json: outlineJson(true), id: 'id' },
 } as const;
 
+/** A single-object read of `oneStatement`. */
+export type One = keyof typeof ONE;
+
 /** The query of one object of `endpoint` by id: `p_args` = [tenant, id]. */
-export function oneStatement(endpoint: keyof typeof ONE, tenantId: string, id: string): PageStatement {
-  const { table, json } = ONE[endpoint];
-  const name = `results_get_${table.replace(/s$/, '')}`;
+export function oneStatement(endpoint: One, tenantId: string, id: string): PageStatement {
+  const { name, table, json, id: column } = ONE[endpoint];
   const text = `/* ${name} */
-select ${json('t')}::text as data, false as has_more, null::text as last_ts, null::text as last_id
-from ${table} t where t.tenant_id = p_args[1]::uuid and t.id = p_args[2]::uuid`;
+select ${json('t')}::text as data, false as has_more, null::text as last_ts, null::text as last_id, null::text as consistent_through
+from ${table} t where t.tenant_id = p_args[1]::uuid and t.${column} = p_args[2]::uuid`;
   return { name, text, sync: false, args: [tenantId, id] };
 }
 
@@ -257,10 +358,10 @@ export function allStatements(): PageStatement[] {
   for (const endpoint of Object.keys(LISTS) as Endpoint[]) {
     for (const set of subsets(Object.keys(LISTS[endpoint].filters))) {
       const filters = Object.fromEntries(set.map((name) => [name, 'x']));
-      for (const order of ['created', 'updated'] as const) out.push(listStatement(endpoint, nil, { limit: 1, filters, order }));
+      for (const order of ordersOf(endpoint)) out.push(listStatement(endpoint, nil, { limit: 1, filters, order }));
     }
   }
-  out.push(oneStatement('activity-results', nil, nil), oneStatement('artifacts', nil, nil));
+  for (const one of Object.keys(ONE) as One[]) out.push(oneStatement(one, nil, nil));
   return out;
 }
 
@@ -278,7 +379,7 @@ ${statement.text};
 end`;
   // Everything after the name, so that any change to the function — body or settings — names a new one.
   const definition = `(p_args text[])
-  returns table (data text, has_more boolean, last_ts text, last_id text)
+  returns table (data text, has_more boolean, last_ts text, last_id text, consistent_through text)
   language plpgsql volatile
   set search_path = public, pg_temp
   set plan_cache_mode = force_generic_plan
@@ -331,7 +432,7 @@ export async function installStatements(db: Db): Promise<number> {
 /** Run `statement` for its tenant as svc_results: one statement, one round trip. */
 async function run(db: Queryable, statement: PageStatement): Promise<PageRow | undefined> {
   const [row] = await db.query<PageRow>(
-    `select data, has_more, last_ts, last_id from svc.${functionName(statement)}($1::text[])`,
+    `select data, has_more, last_ts, last_id, consistent_through from svc.${functionName(statement)}($1::text[])`,
     [statement.args],
   );
   return row;
@@ -345,6 +446,7 @@ export async function listPage(db: Queryable, endpoint: Endpoint, tenantId: stri
     data: row?.data ?? '[]',
     hasMore,
     last: hasMore && row!.last_ts && row!.last_id ? { at: row!.last_ts, id: row!.last_id } : undefined,
+    consistentThrough: row?.consistent_through ?? undefined,
   };
 }
 
@@ -352,6 +454,6 @@ export async function listPage(db: Queryable, endpoint: Endpoint, tenantId: stri
  * One object of `endpoint` by id as JSON text, or undefined when the tenant has no such row
  * (whether it does not exist or belongs to another tenant: the caller answers 404 either way).
  */
-export async function findOne(db: Queryable, endpoint: keyof typeof ONE, tenantId: string, id: string): Promise<string | undefined> {
+export async function findOne(db: Queryable, endpoint: One, tenantId: string, id: string): Promise<string | undefined> {
   return (await run(db, oneStatement(endpoint, tenantId, id)))?.data ?? undefined;
 }

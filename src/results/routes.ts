@@ -8,6 +8,15 @@
  *   GET /v1/progress                 {data: Progress[], next_cursor, has_more}
  *   GET /v1/artifacts                {data: Artifact[], next_cursor, has_more}
  *   GET /v1/artifacts/:id            Artifact
+ *   GET /v1/learners                 {data: Learner[], …}  (svc_user_id ↔ IdP subjects, issue #14)
+ *   GET /v1/learners/:id             Learner
+ *   GET /v1/programs                 {data: Program[], …}  (a listing: no updated_since)
+ *   GET /v1/programs/:id             ProgramOutline (units → lessons → activities; include=spec)
+ *   GET /v1/deletions                {data: Deletion[], …}  tombstones, always the feed
+ *
+ * Feed pages (`updated_since`, and every /v1/deletions page) carry the watermark: body
+ * `consistent_through` and header `Svc-Consistent-Through` (queries.ts). Other methods on these
+ * paths are 405 `method_not_allowed` with `Allow: GET, HEAD`.
  *
  * Lists take `limit` (1–200, default 50), `cursor` (a previous `next_cursor`), `updated_since`
  * (incremental sync, ordered by updated_at) and the filters of schemas.ts; `next_cursor` is
@@ -34,7 +43,7 @@ import { cursorCodec, type Endpoint } from './cursor.ts';
 import { ApiKeyCache } from './key-cache.ts';
 import { registerOpenApi } from './openapi.ts';
 import { strictValidatorCompiler } from './params.ts';
-import { findOne, installStatements, listPage } from './queries.ts';
+import { findOne, installStatements, listPage, ordersOf, type One } from './queries.ts';
 import { registerRateLimit } from './rate-limit.ts';
 import {
   ActivityResult,
@@ -43,9 +52,12 @@ import {
   ErrorBody,
   Health,
   ID_PARAMS,
+  Learner,
   LIST_QUERY,
   LIST_RESPONSE,
   NO_QUERY,
+  PROGRAM_QUERY,
+  ProgramOutline,
   type ListQuery,
 } from './schemas.ts';
 
@@ -53,6 +65,9 @@ import {
 export const MAX_URL_LENGTH = 4096;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** The watermark header of feed pages (see `consistent_through`). */
+export const WATERMARK_HEADER = 'svc-consistent-through';
 
 /** A documented JSON answer. */
 const json = (description: string, schema: unknown) => ({ description, content: { 'application/json': { schema } } });
@@ -81,15 +96,51 @@ const LIST_DOCS: Record<Endpoint, { summary: string; description: string }> = {
     summary: 'List artifacts',
     description: 'Submitted work with the grader’s verification.',
   },
+  learners: {
+    summary: 'List learners',
+    description: 'The tenant’s learners: svc_user_id with the identity-provider subjects and verified email, to join results to your users.',
+  },
+  programs: {
+    summary: 'List programs',
+    description: 'The tenant’s programs, in created order (a listing; watch /v1/deletions for removed content).',
+  },
+  deletions: {
+    summary: 'List deletions (tombstones)',
+    description:
+      'Records removed from the tenant — results, artifacts, progress rows, learners, content — ordered by (`deleted_at`, `id`): ' +
+      'always a feed, from `updated_since` (or the beginning). Drop what is listed here.',
+  },
 };
 
-/** The URL of the next page: this request's path and parameters with `cursor` replaced. */
+/**
+ * The URL of the next page: BASE_URL + this request's path and parameters with `cursor` replaced.
+ * The request target may be in origin form (`/v1/…`) or absolute form (`http://host/v1/…`,
+ * RFC 9112 §3.2.2, as some proxies send it): only its path and query are kept.
+ */
 function nextPageUrl(baseUrl: string, req: FastifyRequest, cursor: string): string {
-  const raw = req.raw.url ?? req.url;
-  const at = raw.indexOf('?');
-  const params = new URLSearchParams(at === -1 ? '' : raw.slice(at + 1));
-  params.set('cursor', cursor);
-  return `${baseUrl}${at === -1 ? raw : raw.slice(0, at)}?${params.toString()}`;
+  const target = new URL(req.raw.url ?? req.url, 'http://origin-form.invalid');
+  target.searchParams.set('cursor', cursor);
+  return `${baseUrl}${target.pathname}?${target.searchParams.toString()}`;
+}
+
+/** The read paths of this plugin (other methods on them are 405). */
+const READ_PATHS = [
+  '/activity-results',
+  '/activity-results/:id',
+  '/progress',
+  '/artifacts',
+  '/artifacts/:id',
+  '/learners',
+  '/learners/:id',
+  '/programs',
+  '/programs/:id',
+  '/deletions',
+];
+
+/** Handler of other methods on the read paths: 405 with `Allow`. */
+async function methodNotAllowed(req: FastifyRequest, reply: FastifyReply) {
+  reply.header('allow', 'GET, HEAD');
+  throw new ApiError('method_not_allowed', `${req.method} is not allowed here: the Results API is read-only (GET)`);
 }
 
 /**
@@ -118,6 +169,11 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
     if ((req.raw.url ?? req.url).length > MAX_URL_LENGTH) {
       throw new ApiError('invalid_request', `url: the request URL is longer than ${MAX_URL_LENGTH} characters`);
     }
+    // `/v1/activity-results/` would otherwise reach `/:id` with an empty id ("id: must be a uuid").
+    const path = req.url.split('?')[0]!;
+    if (path.length > 4 && path.endsWith('/')) {
+      throw new ApiError('not_found', `no such endpoint: ${req.method} ${path.slice(0, 200)} (paths take no trailing slash: ${path.slice(0, 200).replace(/\/+$/, '')})`);
+    }
   });
   app.setValidatorCompiler(strictValidatorCompiler);
   // Data answers are JSON text from PostgreSQL (sent untouched); objects (health, errors) are stringified.
@@ -127,9 +183,20 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
 
   app.get(
     '/health',
-    { schema: { summary: 'Liveness (no API key)', tags: ['results'], response: { 200: json('The service is up.', Health) } } },
+    {
+      schema: {
+        summary: 'Liveness (no API key)',
+        tags: ['results'],
+        operationId: 'get_health',
+        security: [],
+        response: { 200: json('The service is up.', Health), 400: json('`invalid_request`: the request URL is too long.', ErrorBody) },
+      },
+    },
     async () => ({ status: 'ok', service: SERVICE_NAME, version: VERSION }),
   );
+
+  // A read-only API: another method on a read path is 405 (before the key check), not "no such endpoint".
+  for (const url of ['/health', ...READ_PATHS]) app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url, schema: { hide: true }, handler: methodNotAllowed });
 
   await app.register(async (api: FastifyInstance) => {
     api.addHook('onRequest', apiKeyHook(keys));
@@ -138,7 +205,8 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
     const list = (endpoint: Endpoint) => async (req: FastifyRequest, reply: FastifyReply) => {
       const tenantId = tenantOf(req);
       const { limit = DEFAULT_LIMIT, cursor, updated_since: since, ...filters } = req.query as ListQuery;
-      const order = since === undefined ? 'created' : 'updated';
+      // The feed with updated_since; a list without a created order (deletions) is always the feed.
+      const order = since !== undefined || !ordersOf(endpoint).includes('created') ? 'updated' : 'created';
       const scope = { tenantId, endpoint, order, filters: { ...(filters as Record<string, string>), updated_since: since } } as const;
       const after = cursor === undefined ? undefined : cursors.decode(scope, cursor);
       const page = await listPage(deps.db, endpoint, tenantId, {
@@ -150,16 +218,22 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
       });
       const next = page.last ? cursors.encode(scope, page.last) : null;
       if (next) reply.header('link', `<${nextPageUrl(deps.config.baseUrl, req, next)}>; rel="next"`);
+      let watermark = '';
+      if (order === 'updated') {
+        if (page.consistentThrough) reply.header(WATERMARK_HEADER, page.consistentThrough);
+        watermark = `,"consistent_through":${JSON.stringify(page.consistentThrough ?? null)}`;
+      }
       return reply
         .type(JSON_TYPE)
         .header('cache-control', 'private, no-store')
-        .send(`{"data":${page.data},"next_cursor":${JSON.stringify(next)},"has_more":${page.hasMore}}`);
+        .send(`{"data":${page.data},"next_cursor":${JSON.stringify(next)},"has_more":${page.hasMore}${watermark}}`);
     };
 
-    const one = (endpoint: 'activity-results' | 'artifacts', noun: string) => async (req: FastifyRequest, reply: FastifyReply) => {
+    const one = (endpoint: One, noun: string) => async (req: FastifyRequest, reply: FastifyReply) => {
       const tenantId = tenantOf(req);
       const { id } = req.params as { id: string };
-      const body = await findOne(deps.db, endpoint, tenantId, id);
+      const include = (req.query as { include?: 'spec' }).include;
+      const body = await findOne(deps.db, include === 'spec' ? `${endpoint}+spec` as One : endpoint, tenantId, id);
       if (body === undefined) throw new ApiError('not_found', `no ${noun} with id ${id}`);
       return reply.type(JSON_TYPE).header('cache-control', 'private, no-store').send(body);
     };
@@ -172,13 +246,18 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
       querystring: LIST_QUERY[endpoint],
       response: { 200: json('One page, oldest first. `Link: <…>; rel="next"` when another page follows.', LIST_RESPONSE[endpoint]), ...ERRORS },
     });
-    const oneSchema = (operationId: string, summary: string, item: typeof ActivityResult | typeof Artifact): FastifySchema => ({
+    const oneSchema = (
+      operationId: string,
+      summary: string,
+      item: typeof ActivityResult | typeof Artifact | typeof Learner | typeof ProgramOutline,
+      querystring: typeof NO_QUERY | typeof PROGRAM_QUERY = NO_QUERY,
+    ): FastifySchema => ({
       summary,
       tags: ['results'],
       operationId,
       security: SECURITY,
       params: ID_PARAMS,
-      querystring: NO_QUERY,
+      querystring,
       response: { 200: json('The object.', item), ...ERRORS },
     });
 
@@ -191,5 +270,14 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
     api.get('/progress', { schema: listSchema('progress') }, list('progress'));
     api.get('/artifacts', { schema: listSchema('artifacts') }, list('artifacts'));
     api.get('/artifacts/:id', { schema: oneSchema('get_artifact', 'Get one artifact', Artifact) }, one('artifacts', 'artifact'));
+    api.get('/learners', { schema: listSchema('learners') }, list('learners'));
+    api.get('/learners/:id', { schema: oneSchema('get_learner', 'Get one learner', Learner) }, one('learners', 'learner'));
+    api.get('/programs', { schema: listSchema('programs') }, list('programs'));
+    api.get(
+      '/programs/:id',
+      { schema: oneSchema('get_program', 'Get a program’s outline', ProgramOutline, PROGRAM_QUERY) },
+      one('programs', 'program'),
+    );
+    api.get('/deletions', { schema: listSchema('deletions') }, list('deletions'));
   });
 }

@@ -98,7 +98,8 @@ describe.runIf(backend === 'postgres')('svc with DATABASE_URL', { timeout: 240_0
       expect((await svc(env, 'tenant', 'create', 'acme')).code).toBe(0);
       expect((await svc(env, 'user', 'create', '--email', 'a@acme.test', '--password', 'secret123')).code).toBe(0);
       expect((await svc(env, 'author', 'grant', 'acme', 'a@acme.test')).code).toBe(0);
-      expect(json(await svc(env, 'author', 'revoke', 'acme', 'a@acme.test', '--json')).role).toBe('learner');
+      const demoted = json(await svc(env, 'author', 'revoke', 'acme', 'a@acme.test', '--json'));
+      expect(demoted.role).toBe('learner');
       const key = json(await svc(env, 'key', 'create', 'acme', '--name', 'k', '--json'));
       const revoked = json(await svc(env, 'key', 'revoke', key.prefix, '--json'));
       expect(revoked.revoked_at).not.toBeNull();
@@ -112,6 +113,13 @@ describe.runIf(backend === 'postgres')('svc with DATABASE_URL', { timeout: 240_0
       const both = await svc(env, 'idp', 'set', 'acme', '--issuer', 'https://idp.example');
       expect(both.code).toBe(1);
       expect(both.stderr).toContain('exactly one of --jwks-url or --discovery');
+      // svc learner delete: the user (a learner member after the revoke) leaves acme; they keep their password account.
+      const learnerId = demoted.svc_user_id as string;
+      const erased = await svc(env, 'learner', 'delete', 'acme', learnerId);
+      expect(erased.stdout).toContain(`erased learner ${learnerId} from acme`);
+      const twice = await svc(env, 'learner', 'delete', 'acme', learnerId);
+      expect(twice.code).toBe(1);
+      expect(twice.stderr).toContain(`no learner ${learnerId} in "acme"`);
       const missing = await svc(env, 'key', 'list', 'nope');
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain('no tenant "nope"');

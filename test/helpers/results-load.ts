@@ -4,7 +4,9 @@
  * (slugs `bench-1` …) with one program → unit → lesson → `activitiesPerTenant` activities each; one
  * tenant's learners hold `bigShare` of the `rows` activity results (so a page 900,000 rows deep exists
  * in a 1M run), the other tenants share the rest; every learner has a result for each activity of
- * the tenant, one artifact per result, and one progress row per learner. Then `analyze`, so plans
+ * the tenant, one artifact per result, and one progress row per learner; each learner is a member
+ * of its tenant, each tenant has 50 more (empty) programs, and a tenth of the results have a
+ * tombstone beside them (listing shapes of issue #14). Then `analyze`, so plans
  * see the sizes. Run as the database owner on a migrated database.
  */
 import type { Db } from '../../src/db/index.ts';
@@ -50,6 +52,12 @@ export async function loadResults(db: Db, { rows, tenants, activitiesPerTenant =
     insert into progress (tenant_id, user_id, program_id, completed_count, last_activity_at)
       select r.tenant_id, r.user_id, r.program_id, count(*) filter (where r.status = 'completed'), max(r.created_at)
       from activity_results r join bench_tenants bt on bt.id = r.tenant_id group by 1, 2, 3;
+    insert into memberships (tenant_id, user_id, role)
+      select bt.id, u.id, 'learner' from bench_tenants bt join bench_users u on u.slot = bt.slot;
+    insert into programs (tenant_id, title) select bt.id, 'Empty ' || n from bench_tenants bt, generate_series(1, 50) n;
+    insert into deletions (tenant_id, id, resource, svc_user_id, program_id, deleted_at)
+      select r.tenant_id, gen_random_uuid(), 'activity_result', r.user_id, r.program_id, r.created_at
+      from activity_results r join bench_tenants bt on bt.id = r.tenant_id where random() < 0.1;
     drop table bench_auth_users, bench_users, bench_tenants;
     analyze;
   `);

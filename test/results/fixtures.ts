@@ -130,7 +130,7 @@ export interface SeededTenant {
 }
 
 /**
- * One tenant with a key and: a program of 3 activities (plus an empty program), 2 learners,
+ * One tenant with a key and: a program of 3 activities (plus an empty program), 2 learners (members),
  * 3 results (completed 92.5 / in_progress / failed), 3 artifacts, 3 progress rows.
  */
 export async function seedTenant(t: TestApp, slug: string): Promise<SeededTenant> {
@@ -139,6 +139,9 @@ export async function seedTenant(t: TestApp, slug: string): Promise<SeededTenant
   const { programId, lessonId, activityIds } = await newProgram(t.db, tenant.id, 3);
   const empty = await newProgram(t.db, tenant.id, 0);
   const userIds = [await newUser(t.db), await newUser(t.db)];
+  for (const userId of userIds) {
+    await t.db.query(`insert into memberships (tenant_id, user_id, role) values ($1, $2, 'learner')`, [tenant.id, userId]);
+  }
   const resultIds = [
     await newResult(t.db, { activityId: activityIds[0]!, userId: userIds[0]!, status: 'completed', score: 92.5, completedAt: '2026-03-01T10:00:00.123456Z', createdAt: nextCreatedAt() }),
     await newResult(t.db, { activityId: activityIds[1]!, userId: userIds[0]!, status: 'in_progress', createdAt: nextCreatedAt() }),

@@ -198,7 +198,9 @@ describe('the request itself', () => {
         headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
         body,
       });
-    await expectError(await post('{}'), 404, 'not_found');
+    const refused = await post('{}');
+    expect(refused.headers.get('allow')).toBe('GET, HEAD');
+    await expectError(refused, 405, 'method_not_allowed');
   });
 
   it('refuses a body that is not JSON with 400 in the error body', async () => {

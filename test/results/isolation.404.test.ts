@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asResultsTenant } from '../../src/db/index.ts';
+import { allStatements, statementFunction } from '../../src/results/queries.ts';
 import { startApp, type TestApp } from '../helpers/harness.ts';
 import { expectError, get, getJson, newArtifact, seedTenant, walk, type KeyStyle, type SeededTenant } from './fixtures.ts';
 
@@ -164,7 +165,7 @@ describe('isolation enforced by the database', () => {
     );
     expect(fn).toBeDefined();
     const installed = await t.db.query<{ n: number }>(`select count(*)::int as n from pg_proc where proname like 'results_q_%'`);
-    expect(installed[0]!.n).toBe(34);
+    expect(installed[0]!.n).toBe(new Set(allStatements().map((st) => statementFunction(st).name)).size);
     for (const role of ['authenticated', 'svc_results', 'anon']) {
       await expect(
         t.db.transaction(async (tx) => {
@@ -184,13 +185,35 @@ describe('isolation enforced by the database', () => {
     expect(rows).toEqual([]);
   });
 
+  it('confines learners, content and tombstones to the tenant in the database, whatever the WHERE clause', async () => {
+    await t.db.query('delete from progress where tenant_id = any($1::uuid[]) and program_id = any($2::uuid[])', [[a.id, b.id], [a.emptyProgramId, b.emptyProgramId]]);
+    for (const table of ['memberships', 'programs', 'units', 'lessons', 'deletions']) {
+      const tenants = await asResultsTenant(t.db, a.id, (tx) => tx.query<{ tenant_id: string }>(`select distinct tenant_id from ${table}`));
+      expect(tenants.map((r) => r.tenant_id), table).toEqual([a.id]);
+    }
+    // The learner object of another tenant's learner is null (not a member), and its identity filters find nothing.
+    const [row] = await asResultsTenant(t.db, a.id, (tx) =>
+      tx.query<{ j: unknown; n: number }>(
+        `select svc.results_learner_json($1, now(), now()) as j, (select count(*)::int from svc.results_learners_by_subject('x')) as n`,
+        [b.userIds[0]],
+      ),
+    );
+    expect(row).toEqual({ j: null, n: 0 });
+    await expectError(await get(t, `/v1/learners/${b.userIds[0]}`, a.key), 404, 'not_found');
+    await expectError(await get(t, `/v1/programs/${b.programId}`, a.key), 404, 'not_found');
+    const tombstones = (await getJson(t, '/v1/deletions', a.key)).data;
+    expect(tombstones.length).toBeGreaterThan(0);
+    expect(tombstones.every((d: any) => d.program_id === a.emptyProgramId)).toBe(true);
+  });
+
   it('lets svc_results read nothing else and write nothing', async () => {
     for (const sql of [
       'select * from api_keys',
       'select * from tenants',
       'select * from users',
       'select * from auth.users',
-      'select * from programs',
+      'select * from auth.identities',
+      'select * from tenant_idps',
       `update activity_results set score = 0`,
       `delete from artifacts`,
       `insert into progress (tenant_id, user_id, program_id) values ('${a.id}', '${a.userIds[0]}', '${a.programId}')`,

@@ -7,6 +7,12 @@
  */
 // Ajv comes with Fastify (its JSON Schema validator); the 2020-12 build validates OpenAPI 3.1 schemas.
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/harness.ts';
 import { get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
@@ -26,12 +32,17 @@ afterAll(() => t.close());
 
 /** The routes of the contract (DESIGN §6) and what each answers. */
 const ROUTES: Record<string, number[]> = {
-  '/v1/health': [200],
+  '/v1/health': [200, 400],
   '/v1/activity-results': [200, 400, 401, 404, 429, 500, 503],
   '/v1/activity-results/{id}': [200, 400, 401, 404, 429, 500, 503],
   '/v1/progress': [200, 400, 401, 404, 429, 500, 503],
   '/v1/artifacts': [200, 400, 401, 404, 429, 500, 503],
   '/v1/artifacts/{id}': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/learners': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/learners/{id}': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/programs': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/programs/{id}': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/deletions': [200, 400, 401, 404, 429, 500, 503],
 };
 
 /** Resolve a local `#/…` reference in the document. */
@@ -60,7 +71,7 @@ function refs(node: unknown, out: string[] = []): string[] {
  * components available: `#/components/schemas/X` references become `#/$defs/X` of the root.
  */
 function validatorFor(schema: unknown) {
-  const ajv = new Ajv2020({ strict: true, allErrors: true });
+  const ajv = new Ajv2020({ strict: true, allErrors: true, formats: { uuid: true, 'date-time': true } });
   const rewrite = (node: unknown): unknown =>
     Array.isArray(node)
       ? node.map(rewrite)
@@ -76,6 +87,23 @@ function validatorFor(schema: unknown) {
 }
 
 describe('the document', () => {
+  it('is valid for swagger-parser and clean under `redocly lint` (recommended rules)', async () => {
+    await SwaggerParser.validate(structuredClone(doc));
+    const dir = await mkdtemp(join(tmpdir(), 'svc-openapi-'));
+    try {
+      const file = join(dir, 'openapi.json');
+      await writeFile(file, JSON.stringify(doc));
+      const { stdout } = await promisify(execFile)('npx', ['redocly', 'lint', file, '--extends', 'recommended', '--format', 'json'], {
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      });
+      const report = JSON.parse(stdout);
+      expect(report.problems.map((p: any) => `${p.ruleId}: ${p.message}`)).toEqual([]);
+      expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('is OpenAPI 3.1 with info, servers and the API-key security schemes', () => {
     expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
     expect(doc.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
@@ -98,10 +126,12 @@ describe('the document', () => {
         expect(response.description, `${path} ${status}`).toEqual(expect.any(String));
         expect(Object.keys(response.content), `${path} ${status}`).toEqual(['application/json']);
       }
-      if (path !== '/v1/health') {
-        expect(op.security).toEqual([{ bearerKey: [] }, { headerKey: [] }]);
-        expect(operationIds.has(op.operationId)).toBe(false);
-        operationIds.add(op.operationId);
+      expect(operationIds.has(op.operationId), path).toBe(false);
+      operationIds.add(op.operationId);
+      expect(op.security).toEqual(path === '/v1/health' ? [] : [{ bearerKey: [] }, { headerKey: [] }]);
+      for (const [status, response] of Object.entries<any>(op.responses)) {
+        expect(Object.keys(response.headers ?? {}), `${path} ${status}`).toContain('X-Request-Id');
+        if (status === '429') expect(Object.keys(response.headers)).toContain('Retry-After');
       }
       for (const p of op.parameters ?? []) {
         expect(p).toMatchObject({ name: expect.any(String), in: expect.stringMatching(/^(query|path)$/), schema: expect.any(Object) });
@@ -119,13 +149,42 @@ describe('the document', () => {
     expect(names('/v1/artifacts')).toEqual([...list, 'query:activity_id', 'query:user_id'].sort());
     expect(names('/v1/activity-results/{id}')).toEqual(['path:id']);
     expect(names('/v1/artifacts/{id}')).toEqual(['path:id']);
+    expect(names('/v1/learners')).toEqual([...list, 'query:external_id', 'query:issuer'].sort());
+    expect(names('/v1/programs')).toEqual(['query:cursor', 'query:limit']);
+    expect(names('/v1/programs/{id}')).toEqual(['path:id', 'query:include']);
+    expect(names('/v1/deletions')).toEqual([...list, 'query:resource'].sort());
+  });
+
+  it('types parameters and fields: limit an integer, ids uuid, timestamps date-time, feed headers', () => {
+    const param = (path: string, name: string) => doc.paths[path].get.parameters.find((p: any) => p.name === name).schema;
+    expect(param('/v1/activity-results', 'limit')).toMatchObject({ type: 'integer', minimum: 1, maximum: 200 });
+    expect(param('/v1/activity-results', 'user_id')).toMatchObject({ type: 'string', format: 'uuid' });
+    expect(param('/v1/artifacts/{id}', 'id')).toMatchObject({ type: 'string', format: 'uuid' });
+    expect(param('/v1/progress', 'updated_since')).toMatchObject({ type: 'string', format: 'date-time' });
+    const result = doc.components.schemas.ActivityResult.properties;
+    expect(result.id).toMatchObject({ format: 'uuid' });
+    expect(result.unit_id).toMatchObject({ format: 'uuid' });
+    expect(result.created_at).toMatchObject({ format: 'date-time' });
+    const ok = doc.paths['/v1/deletions'].get.responses['200'].headers;
+    expect(Object.keys(ok).sort()).toEqual(['Link', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Svc-Consistent-Through', 'X-Request-Id']);
+    expect(Object.keys(doc.paths['/v1/programs'].get.responses['200'].headers)).not.toContain('Svc-Consistent-Through');
   });
 
   it('resolves every reference, and every schema compiles as JSON Schema 2020-12', () => {
     const all = refs(doc);
     expect(all.length).toBeGreaterThan(10);
     for (const ref of all) expect(resolve(ref), ref).toBeDefined();
-    expect(Object.keys(doc.components.schemas).sort()).toEqual(['ActivityResult', 'Artifact', 'Error', 'Progress']);
+    expect(Object.keys(doc.components.schemas).sort()).toEqual([
+      'ActivityResult',
+      'Artifact',
+      'Deletion',
+      'Error',
+      'Learner',
+      'OutlineActivity',
+      'Program',
+      'ProgramOutline',
+      'Progress',
+    ]);
     for (const path of Object.keys(ROUTES)) {
       const op = doc.paths[path].get;
       for (const response of Object.values<any>(op.responses)) validatorFor(response.content['application/json'].schema);
@@ -154,6 +213,15 @@ describe('the document matches the answers', () => {
     await check('/v1/progress', '/v1/progress', 200, a.key);
     await check('/v1/artifacts', '/v1/artifacts', 200, a.key);
     await check('/v1/artifacts/{id}', `/v1/artifacts/${a.artifactIds[0]}`, 200, a.key);
+    await check('/v1/learners', '/v1/learners', 200, a.key);
+    await check('/v1/learners', '/v1/learners?updated_since=2000-01-01T00:00:00Z', 200, a.key);
+    await check('/v1/learners/{id}', `/v1/learners/${a.userIds[0]}`, 200, a.key);
+    await check('/v1/programs', '/v1/programs', 200, a.key);
+    await check('/v1/programs/{id}', `/v1/programs/${a.programId}`, 200, a.key);
+    await check('/v1/programs/{id}', `/v1/programs/${a.programId}?include=spec`, 200, a.key);
+    await t.db.query('delete from progress where tenant_id = $1 and program_id = $2', [a.id, a.emptyProgramId]);
+    const deletions = await check('/v1/deletions', '/v1/deletions', 200, a.key);
+    expect(deletions.data.length).toBeGreaterThan(0);
   });
 
   it('for every error answer', async () => {

@@ -15,7 +15,8 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const LIST_KEYS = ['data', 'has_more', 'next_cursor'];
-const RESULT_KEYS = ['activity_id', 'artifact_ids', 'completed_at', 'created_at', 'id', 'lesson_id', 'score', 'status', 'svc_user_id', 'updated_at'];
+// DESIGN §6's fields plus updated_at (issue #4) and program_id, unit_id (issue #14).
+const RESULT_KEYS = ['activity_id', 'artifact_ids', 'completed_at', 'created_at', 'id', 'lesson_id', 'program_id', 'score', 'status', 'svc_user_id', 'unit_id', 'updated_at'];
 const PROGRESS_KEYS = ['completed_count', 'last_activity_at', 'percent', 'program_id', 'svc_user_id', 'total_count', 'updated_at'];
 const ARTIFACT_KEYS = ['created_at', 'id', 'kind', 'ref_url', 'repo_url', 'result_id', 'updated_at', 'verification'];
 
@@ -37,6 +38,8 @@ describe('GET /v1/activity-results', () => {
       expect(Object.keys(r).sort()).toEqual(RESULT_KEYS);
       expect(r.id).toMatch(UUID);
       expect(r.lesson_id).toBe(a.lessonId);
+      expect(r.program_id).toBe(a.programId);
+      expect(r.unit_id).toBe((await t.db.query<{ unit_id: string }>('select unit_id from lessons where id = $1', [a.lessonId]))[0]!.unit_id);
       expect(r.created_at).toMatch(RFC3339_MICROS);
       expect(Array.isArray(r.artifact_ids)).toBe(true);
     }
@@ -46,6 +49,8 @@ describe('GET /v1/activity-results', () => {
       activity_id: a.activityIds[0],
       lesson_id: a.lessonId,
       svc_user_id: a.userIds[0],
+      program_id: a.programId,
+      unit_id: done.unit_id,
       status: 'completed',
       score: 92.5,
       completed_at: '2026-03-01T10:00:00.123456Z',

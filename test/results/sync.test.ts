@@ -236,6 +236,40 @@ describe.skipIf(backend !== 'postgres')('a transaction that commits late (Postgr
     expect(heldBack).toBe(true); // how: Y waited while the older writer was still running
   });
 
+  it('never moves its watermark past an uncommitted change, and moves on when it commits', async () => {
+    const since = (await getJson(t, `/v1/activity-results?updated_since=${EPOCH}`, a.key)).consistent_through as string;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let wrote!: (at: string) => void;
+    const written = new Promise<string>((r) => (wrote = r));
+    const slow = t.db.transaction(async (tx) => {
+      const [row] = await tx.query<{ at: string }>(
+        `update activity_results set score = 33 where id = $1
+         returning to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`,
+        [a.resultIds[1]],
+      );
+      wrote(row!.at);
+      await gate;
+    });
+    const changedAt = await written;
+    // Other writers commit meanwhile; the watermark stays before the open change on every list.
+    await t.db.query(`update artifacts set verification = '{"n":2}' where id = $1`, [a.artifactIds[1]]);
+    for (const path of ['/v1/activity-results', '/v1/artifacts', '/v1/progress', '/v1/learners', '/v1/deletions']) {
+      const res = await get(t, `${path}?updated_since=${since}`, a.key);
+      const body = await res.json();
+      expect(body.consistent_through < changedAt, path).toBe(true);
+      expect(res.headers.get('svc-consistent-through')).toBe(body.consistent_through);
+    }
+    const held = await getJson(t, `/v1/activity-results?updated_since=${since}`, a.key);
+    expect(held.data.map((r: any) => r.id)).not.toContain(a.resultIds[1]);
+    release();
+    await slow;
+    // Committed: the watermark passes it and the next sync from the old watermark brings it.
+    const after = await getJson(t, `/v1/activity-results?updated_since=${held.consistent_through}`, a.key);
+    expect(after.consistent_through > changedAt).toBe(true);
+    expect(after.data.map((r: any) => r.id)).toContain(a.resultIds[1]);
+  });
+
   it('holds the feed only while a writer is open, not for readers', async () => {
     const since = (await t.db.query<{ at: string }>(`select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`))[0]!.at;
     await t.db.query(`update artifacts set verification = '{"n":1}' where id = $1`, [a.artifactIds[0]]);

@@ -1,0 +1,49 @@
+/**
+ * `svc-results`, the analysts' command of the Results API client (commander):
+ *
+ *   svc-results export <activity-results|progress|artifacts|learners> --format csv|jsonl
+ *               [--updated-since <RFC 3339>] [--out <file>] [--resume] [--base-url <url>] [--limit <n>]
+ *
+ * The API key comes from `SVC_API_KEY`, the service's address from `--base-url` or `SVC_BASE_URL`.
+ * Progress goes to stderr; errors print `svc-results: <code>: <message> (request <id>)` and exit 1.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { createResultsClient, ResultsApiError } from './index.ts';
+import { runExport, type ExportFormat } from './export.ts';
+
+const RESOURCES = ['activity-results', 'progress', 'artifacts', 'learners'] as const;
+
+const program = new Command('svc-results').description('Export data of the learning-content service’s Results API').showHelpAfterError();
+
+program
+  .command('export')
+  .description('write every row of a list (or those changed since an instant) as CSV or JSON Lines')
+  .addArgument(program.createArgument('<resource>', 'what to export').choices(RESOURCES))
+  .addOption(new Option('--format <format>', 'output format').choices(['csv', 'jsonl']).makeOptionMandatory())
+  .option('--updated-since <instant>', 'only rows created or changed at or after this RFC 3339 instant')
+  .option('--out <file>', 'write to this file (default: stdout)')
+  .option('--resume', 'continue an interrupted export into --out')
+  .option('--base-url <url>', 'the service’s address (default: SVC_BASE_URL)')
+  .option('--limit <n>', 'rows per request, 1–200', (v: string) => {
+    if (!/^[1-9]\d*$/.test(v) || Number(v) > 200) throw new InvalidArgumentError('an integer from 1 to 200');
+    return Number(v);
+  })
+  .action(async (resource: (typeof RESOURCES)[number], o: { format: ExportFormat; updatedSince?: string; out?: string; resume?: boolean; baseUrl?: string; limit?: number }) => {
+    const baseUrl = o.baseUrl ?? process.env.SVC_BASE_URL;
+    const apiKey = process.env.SVC_API_KEY;
+    if (!baseUrl) return program.error('svc-results: set SVC_BASE_URL or pass --base-url');
+    if (!apiKey) return program.error('svc-results: set SVC_API_KEY to a results API key (svc_…)');
+    const client = createResultsClient({ baseUrl, apiKey });
+    await runExport(client, { resource, format: o.format, updatedSince: o.updatedSince, out: o.out, resume: o.resume, limit: o.limit });
+  });
+
+try {
+  await program.parseAsync();
+} catch (err) {
+  const message =
+    err instanceof ResultsApiError
+      ? `${err.code}: ${err.message}${err.requestId ? ` (request ${err.requestId})` : ''}`
+      : (err as Error).message;
+  process.stderr.write(`svc-results: ${message}\n`);
+  process.exitCode = 1;
+}
