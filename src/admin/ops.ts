@@ -15,6 +15,7 @@ import { createUser, findUserByEmail, userJson } from '../identity/users.ts';
 import { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from '../embed/author-grants.ts';
 import { decide, listHeld } from '../embed/review.ts';
 import { callsOf, requestBody } from '../embed/ledger.ts';
+import { addOrigin, listOrigins, normalizeOrigin, removeOrigin } from '../embed/origins.ts';
 import { deleteUser, getUserByIdOrEmail, listParams, listUsers, updateUser, type UserUpdate } from '../identity/admin-users.ts';
 
 export class AdminError extends Error {
@@ -221,6 +222,29 @@ export const ops = {
       return { tenant: a.tenant, ...row };
     },
   },
+  // svc embed origins add|remove|list: who may frame the tenant's player (src/embed/origins.ts).
+  'embed.origins.add': {
+    args: z.object({ tenant: slug, origin: z.string().min(1).max(300) }),
+    run: async (q: Queryable, a: { tenant: string; origin: string }) => {
+      const id = await tenantId(q, a.tenant);
+      const origin = embedOrigin(a.origin);
+      const added = await addOrigin(q, id, origin);
+      return { tenant: a.tenant, origin, added, origins: await listOrigins(q, id) };
+    },
+  },
+  'embed.origins.remove': {
+    args: z.object({ tenant: slug, origin: z.string().min(1).max(300) }),
+    run: async (q: Queryable, a: { tenant: string; origin: string }) => {
+      const id = await tenantId(q, a.tenant);
+      const origin = embedOrigin(a.origin);
+      if (!(await removeOrigin(q, id, origin))) throw new AdminError('not_found', `${origin} is not an allowed origin of "${a.tenant}"`);
+      return { tenant: a.tenant, origin, origins: await listOrigins(q, id) };
+    },
+  },
+  'embed.origins.list': {
+    args: z.object({ tenant: slug }),
+    run: async (q: Queryable, a: { tenant: string }) => ({ tenant: a.tenant, origins: await listOrigins(q, await tenantId(q, a.tenant)) }),
+  },
   'review.list': {
     args: z.object({ tenant: slug }),
     run: async (q: Queryable, a: { tenant: string }) => listHeld(q, await tenantId(q, a.tenant)),
@@ -266,6 +290,13 @@ async function viaIdentity<T>(fn: () => Promise<T>): Promise<T> {
     if (!(err instanceof AuthError)) throw err;
     throw new AdminError(err.status === 404 ? 'not_found' : err.code === 'email_exists' ? 'conflict' : 'invalid', err.message);
   }
+}
+
+/** An origin for `svc embed origins`, normalised; AdminError `invalid` when it is not one. */
+function embedOrigin(input: string): string {
+  const parsed = normalizeOrigin(input);
+  if ('error' in parsed) throw new AdminError('invalid', parsed.error);
+  return parsed.origin;
 }
 
 async function tenantId(q: Queryable, tenantSlug: string): Promise<string> {
