@@ -3,6 +3,7 @@
  *
  *   /auth/v1   identity platform      /mcp       authoring (MCP)
  *   /v1        results API + embed    /admin/v1  the CLI's door into a running server
+ *   /embed/v1  the embeddable player (page, loader, assets)
  *   /.well-known/oauth-protected-resource  where MCP clients learn how to authenticate
  *   /livez, /readyz                        probes (src/http/probes.ts; surfaces add readiness checks)
  *
@@ -23,6 +24,7 @@ import { addReadiness, probeRoutes } from './http/probes.ts';
 import { AuthError, sendAuthError } from './identity/errors.ts';
 import { jsonRpcError } from './authoring/auth.ts';
 import embedRoutes from './embed/routes.ts';
+import playerRoutes from './player/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 
 /** `Config.trustProxy` as Fastify takes it: a hop count as a function of the hop (proxy-addr's rule). */
@@ -64,6 +66,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(resultsRoutes, { prefix: '/v1', ...deps });
   await app.register(resultsDocs, { ...deps }); // GET /docs: the Results API reference page
   await app.register(embedRoutes, { prefix: '/v1/embed', ...deps });
+  await app.register(playerRoutes, { prefix: '/embed/v1', ...deps });
   await app.register(authoringRoutes, { prefix: '/mcp', ...deps });
   await app.register(protectedResourceMetadata, { ...deps });
   return app;
