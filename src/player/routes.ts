@@ -73,7 +73,10 @@ export default async function playerRoutes(app: FastifyInstance, deps: Deps) {
       config.error = { code, message };
       return page(reply.code(status), config, ancestors);
     };
-    // 1. The tenant decides who may frame the page.
+    // 1. The embedding page's origin (the loader's `host`): where messages, errors included, go.
+    const host = typeof q.host === 'string' ? normalizeOrigin(q.host) : undefined;
+    if (host && 'origin' in host && !host.origin.includes('*')) config.host = host.origin;
+    // 2. The tenant decides who may frame the page.
     if (!tenantSlug.safeParse(config.tenant).success) {
       return fail(400, 'invalid_request', 'The player was not told which organisation (tenant) this activity belongs to.', '*');
     }
@@ -81,15 +84,13 @@ export default async function playerRoutes(app: FastifyInstance, deps: Deps) {
     if (!tenant) return fail(404, 'not_found', `There is no organisation "${config.tenant}" on this service.`, '*');
     config.origins = tenant.origins;
     const ancestors = frameAncestors(tenant.origins);
-    // 2. The activity and the embedding page's origin.
+    // 3. The activity.
     if (!activityId.safeParse(config.activity).success) {
       return fail(400, 'invalid_request', 'The player was not given a valid activity id.', ancestors);
     }
-    const host = typeof q.host === 'string' ? normalizeOrigin(q.host) : undefined;
-    if (!host || 'error' in host || host.origin.includes('*')) {
+    if (!config.host) {
       return fail(400, 'invalid_request', 'The player must be mounted with svc-embed.js (it names the embedding page).', ancestors);
     }
-    config.host = host.origin;
     return page(reply, config, ancestors);
   });
 

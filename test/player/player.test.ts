@@ -17,7 +17,7 @@ let partner: Partner;
 let browser: Browser;
 
 beforeAll(async () => {
-  [w, browser] = await Promise.all([startEmbedWorld({ embed: { judgeWaitMs: 500 } }), launchBrowser()]);
+  [w, browser] = await Promise.all([startEmbedWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 } }), launchBrowser()]);
   await w.t.db.query('update activities set spec = $2 where id = $1', [
     w.doc.activityId,
     'Write a **one-page** design note for a URL shortener.\n\n- the problem it solves\n- two designs and their trade-offs',
@@ -107,7 +107,7 @@ describe('the player in a partner page', () => {
   });
 
   it('a pending grade keeps polling, also after the learner leaves and comes back', async () => {
-    w.model.setDelay(4000);
+    w.model.setDelay(10_000); // long enough to leave and come back before the verdict
     try {
       const { page, frame } = await open('linus');
       await submitText(frame, 'A design note without gaps.');
@@ -118,7 +118,7 @@ describe('the player in a partner page', () => {
 
       const back = await open('linus');
       await back.frame.getByText('Grading…').waitFor();
-      await back.frame.getByRole('heading', { name: 'Passed' }).waitFor({ timeout: 20_000 });
+      await back.frame.getByRole('heading', { name: 'Passed' }).waitFor({ timeout: 30_000 });
       await received(back.page, 'svc:verdict', { status: 'passed' });
       expect(await back.frame.locator('#history').innerText()).toContain('passed, score 100');
       await back.page.context().close();

@@ -53,8 +53,12 @@ let pollTimer: ReturnType<typeof setTimeout> | undefined;
 // ---------------------------------------------------------------------------------------------
 // Messages and DOM helpers
 
+/**
+ * Tell the host: to its origin only, when it is allowed; an `svc:error` (which holds no data) also
+ * when it is not, so a page that may not embed the player learns why.
+ */
 function post(message: PlayerMessage) {
-  if (hostAllowed || message.type === 'svc:error') window.parent.postMessage(message, config.host);
+  if (config.host && window.parent !== window && (hostAllowed || message.type === 'svc:error')) window.parent.postMessage(message, config.host);
 }
 
 type Child = Node | string | null | undefined | false;
