@@ -95,7 +95,9 @@ export const asLocalhost = (url: string) => url.replace('://127.0.0.1:', '://loc
 
 /** A fresh page (own context: no shared storage) of `browser`. */
 export async function newPage(browser: Browser): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
+  // Tall enough for the whole player: chromium paints a cross-site frame only within the viewport,
+  // so a full-page screenshot of a taller page would cut it.
+  const context = await browser.newContext({ viewport: { width: 900, height: 1600 } });
   return context.newPage();
 }
 
@@ -120,7 +122,7 @@ export async function expectHeightFollows(page: Page, frame: Frame) {
     .poll(async () => {
       const [outer, inner] = await Promise.all([
         page.locator('iframe[title="Activity"]').evaluate((f) => (f as HTMLIFrameElement).getBoundingClientRect().height),
-        frame.evaluate(() => document.documentElement.scrollHeight),
+        frame.evaluate(() => document.body.getBoundingClientRect().height),
       ]);
       return Math.abs(outer - inner);
     }, { timeout: 10_000 })

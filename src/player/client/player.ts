@@ -82,10 +82,16 @@ function announce(text: string) {
   live.textContent = text;
 }
 
-function showError(err: PlayerError) {
+/** Show `err` in words — after the title, or before `near` (the submit button) — and tell the host. */
+function showError(err: PlayerError, near?: Element) {
+  if (!activity && !document.querySelector('h1')) {
+    app.setAttribute('aria-busy', 'false');
+    fill(app, h('h1', {}, 'This activity cannot be shown'));
+  }
   const box = document.getElementById('error') ?? h('div', { id: 'error', class: 'error', role: 'alert' });
-  box.replaceChildren(h('strong', {}, 'Something went wrong. '), err.message);
-  if (!box.isConnected) app.prepend(box);
+  fill(box, h('strong', {}, 'Something went wrong. '), err.message);
+  if (near) near.before(box);
+  else app.querySelector('h1')!.after(box);
   post({ type: 'svc:error', v: PROTOCOL_VERSION, code: err.code, message: err.message });
 }
 
@@ -343,7 +349,7 @@ async function submit(f: HTMLFormElement) {
   } catch (err) {
     button.disabled = false;
     hideOutcome();
-    showError(asPlayerError(err));
+    showError(asPlayerError(err), button);
     return;
   }
   await followGrade(answer.result_id, answer.artifact_id);
@@ -426,19 +432,10 @@ function showVerdict(result: Result, t: Attempt) {
 // Boot
 
 function boot() {
-  new ResizeObserver(() => post({ type: 'svc:resize', v: PROTOCOL_VERSION, height: document.documentElement.scrollHeight })).observe(document.body);
-  if (config.error) {
-    app.setAttribute('aria-busy', 'false');
-    app.replaceChildren(h('h1', {}, 'This activity cannot be shown'));
-    showError(new PlayerError(config.error.code, config.error.message));
-    return;
-  }
-  if (!hostAllowed) {
-    app.setAttribute('aria-busy', 'false');
-    app.replaceChildren(h('h1', {}, 'This activity cannot be shown'));
-    showError(new PlayerError('origin_not_allowed', `This page (${config.host}) is not allowed to embed this player.`));
-    return;
-  }
+  // The body's own height: the document's never drops below the frame's, so it could not shrink.
+  new ResizeObserver(() => post({ type: 'svc:resize', v: PROTOCOL_VERSION, height: Math.ceil(document.body.getBoundingClientRect().height) })).observe(document.body);
+  if (config.error) return showError(new PlayerError(config.error.code, config.error.message));
+  if (!hostAllowed) return showError(new PlayerError('origin_not_allowed', `This page (${config.host}) is not allowed to embed this player.`));
   window.addEventListener('message', (event) => {
     if (event.source !== window.parent || event.origin !== config.host || !isProtocolMessage(event.data)) return;
     const data = event.data as { type: string; idp_token?: unknown };
