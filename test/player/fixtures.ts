@@ -103,8 +103,9 @@ export async function newPage(browser: Browser): Promise<Page> {
 
 /** The player's frame of `page` (waits for it to be attached and loaded from the service). */
 export async function playerFrame(page: Page): Promise<Frame> {
-  await expect.poll(() => page.frames().some((f) => f.url().includes('/embed/v1/play')), { timeout: 15_000 }).toBe(true);
-  return page.frames().find((f) => f.url().includes('/embed/v1/play'))!;
+  const frame = await (await page.waitForSelector('iframe[title="Activity"]', { state: 'attached', timeout: 15_000 })).contentFrame();
+  await frame!.waitForURL(/\/embed\/v1\/play/, { waitUntil: 'domcontentloaded', timeout: 15_000 });
+  return frame!;
 }
 
 /** The messages the partner page received from the player, so far. */

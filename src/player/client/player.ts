@@ -187,6 +187,7 @@ async function loadActivity() {
   announce('Loading the activity…');
   activity = await api<Activity>(`/v1/embed/activities/${config.activity}`);
   render();
+  performance.mark('svc-activity-shown'); // for partners' performance tools (and bench/player.ts)
   announce(`Activity loaded: ${activity.title}`);
   void loadProgress();
   const latest = activity.result?.attempts[0];
