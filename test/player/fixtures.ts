@@ -23,8 +23,11 @@ export interface Partner {
   close(): Promise<void>;
 }
 
-/** Start a partner site that mounts the player of `serviceUrl`, with tokens signed by `idp`. */
-export async function startPartner(serviceUrl: string, idp: TestIdp): Promise<Partner> {
+/**
+ * Start a partner site that mounts the player of `serviceUrl`, with tokens signed by `idp`, on
+ * 127.0.0.1:`port` (default: a free port; `npm run demo` asks for a fixed one).
+ */
+export async function startPartner(serviceUrl: string, idp: TestIdp, port = 0): Promise<Partner> {
   const served = new Map<string, number>();
   const server: Server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://partner');
@@ -71,7 +74,10 @@ SvcEmbed.mount(document.getElementById('player'), Object.assign(${JSON.stringify
 ${q.get('evil') ? '<iframe src="/evil" title="Advert" style="height:40px;border:0"></iframe>' : ''}
 </body></html>`);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     origin,
