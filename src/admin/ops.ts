@@ -15,7 +15,7 @@ import { createUser, findUserByEmail, userJson } from '../identity/users.ts';
 import { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from '../embed/author-grants.ts';
 import { decide, listHeld } from '../embed/review.ts';
 import { callsOf, requestBody } from '../embed/ledger.ts';
-import { addOrigin, listOrigins, normalizeOrigin, removeOrigin } from '../embed/origins.ts';
+import { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin } from '../embed/origins.ts';
 import { deleteUser, getUserByIdOrEmail, listParams, listUsers, updateUser, type UserUpdate } from '../identity/admin-users.ts';
 
 export class AdminError extends Error {
@@ -243,7 +243,10 @@ export const ops = {
   },
   'embed.origins.list': {
     args: z.object({ tenant: slug }),
-    run: async (q: Queryable, a: { tenant: string }) => ({ tenant: a.tenant, origins: await listOrigins(q, await tenantId(q, a.tenant)) }),
+    run: async (q: Queryable, a: { tenant: string }) => {
+      const origins = await listOrigins(q, await tenantId(q, a.tenant));
+      return { tenant: a.tenant, origins, frame_ancestors: frameAncestors(origins) };
+    },
   },
   'review.list': {
     args: z.object({ tenant: slug }),

@@ -121,7 +121,7 @@ describe('refusals', () => {
 
 describe('svc embed origins', () => {
   it('adds (normalised), lists and removes origins; refuses what is not an origin', async () => {
-    expect(await w.t.op('embed.origins.list', { tenant: 'acme' })).toEqual({ tenant: 'acme', origins: [] });
+    expect(await w.t.op('embed.origins.list', { tenant: 'acme' })).toEqual({ tenant: 'acme', origins: [], frame_ancestors: "'none'" });
     expect(await w.t.op('embed.origins.add', { tenant: 'acme', origin: 'HTTPS://Learn.Example.com:443/' })).toMatchObject({ origin: 'https://learn.example.com', added: true });
     expect(await w.t.op('embed.origins.add', { tenant: 'acme', origin: 'https://*.example.org' })).toMatchObject({ added: true });
     expect((await w.t.op('embed.origins.list', { tenant: 'acme' })).origins).toEqual(['https://*.example.org', 'https://learn.example.com']);
