@@ -3,13 +3,14 @@
  * the player served by the app on http://localhost:<q> — two sites, so third-party rules apply.
  * Handshake, the activity, a document submitted and graded per criterion, the host's messages,
  * the frame's height, a pending grade finished by polling (after leaving and coming back),
- * keyboard-only use, no cookies; axe-core and a screenshot in the ready, grading, passed and
+ * keyboard-only use, no cookies, the session refreshed before it expires (sessions last 66 s
+ * here, so the player refreshes after 6 s); axe-core and a screenshot in the ready, grading, passed and
  * failed states.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Frame, Page } from 'playwright-core';
 import { launchBrowser } from '../helpers/browser.ts';
-import { startEmbedWorld, type EmbedWorld } from '../embed/fixtures.ts';
+import { countRows, startEmbedWorld, type EmbedWorld } from '../embed/fixtures.ts';
 import { asLocalhost, expectAccessible, expectHeightFollows, messages, newPage, playerFrame, received, startPartner, type Partner } from './fixtures.ts';
 
 let w: EmbedWorld;
@@ -17,7 +18,7 @@ let partner: Partner;
 let browser: Browser;
 
 beforeAll(async () => {
-  [w, browser] = await Promise.all([startEmbedWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 } }), launchBrowser()]);
+  [w, browser] = await Promise.all([startEmbedWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 }, config: { accessTokenTtl: 66 } }), launchBrowser()]);
   await w.t.db.query('update activities set spec = $2 where id = $1', [
     w.doc.activityId,
     'Write a **one-page** design note for a URL shortener.\n\n- the problem it solves\n- two designs and their trade-offs',
@@ -145,6 +146,17 @@ describe('the player in a partner page', () => {
     await frame.getByRole('heading', { name: 'Passed' }).waitFor();
     expect(await focused()).toBe('outcome-h'); // focus moves to the verdict
     expect((await messages(page)).filter((m) => m.type === 'svc:submitted')).toHaveLength(1);
+    await page.context().close();
+  });
+
+  it('refreshes its session before it expires, without asking the host', async () => {
+    const { page, frame } = await open('kept');
+    const tokensOf = () => countRows(w.t, 'auth.refresh_tokens rt join auth.identities i on i.user_id = rt.user_id', `i.provider_id = 'kept'`);
+    expect(await tokensOf()).toBe(1);
+    await expect.poll(tokensOf, { timeout: 15_000 }).toBe(2);
+    await submitText(frame, 'A complete note, after a refresh.');
+    await frame.getByRole('heading', { name: 'Passed' }).waitFor();
+    expect((await messages(page)).filter((m) => m.type === 'svc:auth-expiring' || m.type === 'svc:error')).toEqual([]);
     await page.context().close();
   });
 });

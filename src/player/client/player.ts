@@ -189,7 +189,7 @@ async function loadActivity() {
   render();
   performance.mark('svc-activity-shown'); // for partners' performance tools (and bench/player.ts)
   announce(`Activity loaded: ${activity.title}`);
-  void loadProgress();
+  loadProgress().catch(() => undefined); // progress is a side note: the activity works without it
   const latest = activity.result?.attempts[0];
   if (latest?.status === 'pending') showGrading(activity.result!.id, latest.artifact_id);
 }
@@ -395,7 +395,7 @@ async function followGrade(resultId: string, artifactId: string, delay = POLL_FI
   }
   activity!.result = result;
   showVerdict(result, attempt);
-  void loadProgress();
+  loadProgress().catch(() => undefined); // progress is a side note: the activity works without it
   post({ type: 'svc:verdict', v: PROTOCOL_VERSION, activity_id: activity!.id, result_id: result.id, status: attempt.status, score: attempt.score ?? null });
 }
 
