@@ -45,7 +45,7 @@ import { recall, remember, requestHash } from './idempotency.ts';
 import { findOrCreateIdpLearner, sessionTenantId, trySessionToken } from './learner.ts';
 import type { GradingQueue, JobOutcome } from './queue.ts';
 import { tenantSlug } from './session.ts';
-import { criterionResult } from './verdict-view.ts';
+import { criterionResult, verdictFields } from './verdict-view.ts';
 
 /** Largest `artifact.content`, in UTF-8 bytes. */
 export const MAX_CONTENT_BYTES = 256 * 1024;
@@ -214,15 +214,4 @@ export async function submitForJudgement(
 }
 
 /** The answer for `outcome` of the submission `pending` names. */
-function fromOutcome(pending: JudgeResponse, outcome: JobOutcome): JudgeResponse {
-  switch (outcome.kind) {
-    case 'graded':
-      return { ...pending, status: outcome.status, score: outcome.score, passed: outcome.status === 'passed', criteria: outcome.criteria, feedback: outcome.feedback };
-    case 'final':
-      return { ...pending, status: outcome.status, reason: outcome.reason, feedback: outcome.feedback };
-    case 'pending':
-      return { ...pending, reason: outcome.reason };
-    default:
-      return pending;
-  }
-}
+const fromOutcome = (pending: JudgeResponse, outcome: JobOutcome): JudgeResponse => ({ ...pending, ...verdictFields(outcome) });

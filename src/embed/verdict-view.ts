@@ -1,10 +1,13 @@
 /**
- * The learner-facing view of a stored verification (`artifacts.verification`): what the judge's
- * answer, `GET /v1/embed/results/{id}` and the player show of a grading — the status, the score
- * against the threshold, and per criterion whether it was met, its score and the grader's words.
- * Provenance (model, hashes, ledger ids, what was read) stays internal (`svc verdict show`).
+ * What a stored verification (`artifacts.verification`) means, in one place: for a waiting
+ * request (`outcomeOf` → the queue's `JobOutcome`), and for the learner (`verdictFields`) — what
+ * the judge's answer, `GET /v1/embed/results/{id}` and the player show of a grading: the status,
+ * the score against the threshold, and per criterion whether it was met, its score and the
+ * grader's words. Provenance (model, hashes, ledger ids, what was read) stays internal
+ * (`svc verdict show`).
  */
 import { z } from 'zod';
+import type { JobOutcome } from './queue.ts';
 
 export const criterionResult = z.object({
   id: z.string().describe('The criterion id (the rubric entry\'s `id`, or c1, c2… by position).'),
@@ -44,23 +47,36 @@ export const attemptView = z.object({
 });
 export type AttemptView = z.infer<typeof attemptView>;
 
-/** The view of one attempt: artifact `artifactId`, submitted at `submittedAt`, with its stored `verification`. */
-export function attemptOf(artifactId: string, submittedAt: string, verification: Record<string, unknown> | null): AttemptView {
-  const v = verification ?? {};
-  const base = { artifact_id: artifactId, submitted_at: submittedAt };
-  const graded = (v.status === 'passed' || v.status === 'failed') && typeof v.score === 'number';
-  if (v.review === 'required' || (!graded && v.status !== 'failed' && v.status !== 'not_gradable')) {
-    return { ...base, status: 'pending', reason: String(v.review === 'required' ? 'review_required' : (v.reason ?? 'queued')) };
+/** What the stored verification `v` means: graded, ended without a verdict, or still pending. */
+export function outcomeOf(v: Record<string, unknown> | null): JobOutcome {
+  const status = v?.status;
+  if (v?.review === 'required') return { kind: 'pending', reason: 'review_required' };
+  if ((status === 'passed' || status === 'failed') && typeof v!.score === 'number') {
+    return { kind: 'graded', status, score: v!.score, feedback: String(v!.feedback ?? ''), criteria: criteriaOf(v) };
   }
-  if (graded) {
-    return {
-      ...base,
-      status: v.status as 'passed' | 'failed',
-      score: v.score as number,
-      passed: v.status === 'passed',
-      criteria: criteriaOf(v),
-      feedback: String(v.feedback ?? ''),
-    };
+  if (status === 'failed' || status === 'not_gradable') {
+    return { kind: 'final', status, reason: String(v!.reason ?? 'unknown'), feedback: String(v!.feedback ?? '') };
   }
-  return { ...base, status: v.status as 'failed' | 'not_gradable', reason: String(v.reason ?? 'unknown'), feedback: String(v.feedback ?? '') };
+  return { kind: 'pending', reason: String(v?.reason ?? v?.error ?? 'queued') };
 }
+
+/** The learner-facing fields of outcome `o` (shared by the judge's answer and `attemptOf`). */
+export function verdictFields(o: JobOutcome): Omit<AttemptView, 'artifact_id' | 'submitted_at'> {
+  switch (o.kind) {
+    case 'graded':
+      return { status: o.status, score: o.score, passed: o.status === 'passed', criteria: o.criteria, feedback: o.feedback };
+    case 'final':
+      return { status: o.status, reason: o.reason, feedback: o.feedback };
+    case 'pending':
+      return { status: 'pending', reason: o.reason };
+    default:
+      return { status: 'pending' };
+  }
+}
+
+/** The view of one attempt: artifact `artifactId`, submitted at `submittedAt`, with its stored `verification`. */
+export const attemptOf = (artifactId: string, submittedAt: string, verification: Record<string, unknown> | null): AttemptView => ({
+  artifact_id: artifactId,
+  submitted_at: submittedAt,
+  ...verdictFields(outcomeOf(verification)),
+});
