@@ -5,6 +5,10 @@
  * provider and, on 127.0.0.1:8788, a loopback OpenAI-compatible model; the service grades
  * only if it was started with SVC_JUDGE_BASE_URL=http://127.0.0.1:8788/v1 SVC_JUDGE_MODEL=demo.
  * Each run makes new tenants (demo-<time>), so it can be run again and again.
+ *
+ * At the end, a partner's page on http://127.0.0.1:8790 (another origin than the service) embeds
+ * the player (`SvcEmbed.mount`, docs/embed.md) with the loopback IdP: open it in a browser to work
+ * on an activity as a learner. The demo then keeps serving until Ctrl-C (when run in a terminal).
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -14,9 +18,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { callTool, importOdin, loadOdin, ODIN_MISSING, odinAvailable } from '../test/helpers/odin.ts';
 import { startTestIdp } from '../test/helpers/test-idp.ts';
 import { startTestModel } from '../test/helpers/test-model.ts';
+import { startPartner } from '../test/player/fixtures.ts';
 
 const BASE_URL = (process.env.BASE_URL ?? `http://127.0.0.1:${process.env.PORT ?? 8787}`).replace(/\/$/, '');
 const MODEL_PORT = 8788;
+const PARTNER_PORT = 8790;
 const run = promisify(execFile);
 const say = (text: string) => console.log(`\n▸ ${text}`);
 const show = (text: string) => console.log(`  ${text}`);
@@ -152,7 +158,22 @@ async function main() {
     }
   }
 
-  await Promise.all([mcp.close(), rival.close(), idp.close(), model?.close()]);
+  say('A partner\'s page on another origin embeds the player for a learner (two lines: docs/embed.md)');
+  const partner = await startPartner(BASE_URL, idp, PARTNER_PORT).catch(() => undefined);
+  if (partner) {
+    await svc('embed', 'origins', 'add', tenant, partner.origin);
+    show(`svc embed origins add ${tenant} ${partner.origin}  (the player's frame-ancestors)`);
+    show(`open in a browser: ${partner.url({ activity: imported.activityIds.get(documents[3]!.id)!, tenant, sub: `learner-${stamp}` })}`);
+  } else {
+    show(`(port ${PARTNER_PORT} is busy: no partner page this time)`);
+  }
+
+  await Promise.all([mcp.close(), rival.close()]);
+  if (partner && process.stdin.isTTY) {
+    console.log('\nThe partner page is served until Ctrl-C.');
+    await new Promise((resolve) => process.once('SIGINT', resolve));
+  }
+  await Promise.all([partner?.close(), idp.close(), model?.close()]);
   console.log('\nDone.');
 }
 

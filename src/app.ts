@@ -3,6 +3,7 @@
  *
  *   /auth/v1   identity platform      /mcp       authoring (MCP)
  *   /v1        results API + embed    /admin/v1  the CLI's door into a running server
+ *   /embed/v1  the embeddable player (page, loader, assets)
  *   /.well-known/oauth-protected-resource  where MCP clients learn how to authenticate
  *   /.well-known/{oauth-authorization-server,openid-configuration}/auth/v1  the OAuth server's metadata
  *   /livez, /readyz                        probes (src/http/probes.ts; surfaces add readiness checks)
@@ -25,6 +26,7 @@ import { addReadiness, probeRoutes } from './http/probes.ts';
 import { AuthError, sendAuthError } from './identity/errors.ts';
 import { jsonRpcError } from './authoring/auth.ts';
 import embedRoutes from './embed/routes.ts';
+import playerRoutes from './player/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 import { oauthDiscoveryRoutes } from './identity/oauth/metadata.ts';
 
@@ -77,6 +79,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(resultsRoutes, { prefix: '/v1', ...deps });
   await app.register(resultsDocs, { ...deps }); // GET /docs: the Results API reference page
   await app.register(embedRoutes, { prefix: '/v1/embed', ...deps });
+  await app.register(playerRoutes, { prefix: '/embed/v1', ...deps });
   await app.register(authoringRoutes, { prefix: '/mcp', ...deps });
   await app.register(protectedResourceMetadata, { ...deps });
   await app.register(async (root) => oauthDiscoveryRoutes(root, deps));

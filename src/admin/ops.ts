@@ -17,6 +17,7 @@ import { decide, listHeld } from '../embed/review.ts';
 import { callsOf, requestBody } from '../embed/ledger.ts';
 import { listClients, revokeClient } from '../identity/oauth/clients.ts';
 import { listGrants, revokeGrant } from '../identity/oauth/grants.ts';
+import { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin } from '../embed/origins.ts';
 import { deleteUser, getUserByIdOrEmail, listParams, listUsers, updateUser, type UserUpdate } from '../identity/admin-users.ts';
 
 export class AdminError extends Error {
@@ -227,6 +228,32 @@ export const ops = {
       return { tenant: a.tenant, ...row };
     },
   },
+  // svc embed origins add|remove|list: who may frame the tenant's player (src/embed/origins.ts).
+  'embed.origins.add': {
+    args: z.object({ tenant: slug, origin: z.string().min(1).max(300) }),
+    run: async (q: Queryable, a: { tenant: string; origin: string }) => {
+      const id = await tenantId(q, a.tenant);
+      const origin = embedOrigin(a.origin);
+      const added = await addOrigin(q, id, origin);
+      return { tenant: a.tenant, origin, added, origins: await listOrigins(q, id) };
+    },
+  },
+  'embed.origins.remove': {
+    args: z.object({ tenant: slug, origin: z.string().min(1).max(300) }),
+    run: async (q: Queryable, a: { tenant: string; origin: string }) => {
+      const id = await tenantId(q, a.tenant);
+      const origin = embedOrigin(a.origin);
+      if (!(await removeOrigin(q, id, origin))) throw new AdminError('not_found', `${origin} is not an allowed origin of "${a.tenant}"`);
+      return { tenant: a.tenant, origin, origins: await listOrigins(q, id) };
+    },
+  },
+  'embed.origins.list': {
+    args: z.object({ tenant: slug }),
+    run: async (q: Queryable, a: { tenant: string }) => {
+      const origins = await listOrigins(q, await tenantId(q, a.tenant));
+      return { tenant: a.tenant, origins, frame_ancestors: frameAncestors(origins) };
+    },
+  },
   'review.list': {
     args: z.object({ tenant: slug }),
     run: async (q: Queryable, a: { tenant: string }) => listHeld(q, await tenantId(q, a.tenant)),
@@ -322,10 +349,18 @@ async function viaIdentity<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The user with email `address`; AdminError `not_found` when there is none. */
 async function userByEmail(q: Queryable, address: string) {
   const user = await findUserByEmail(q, address);
   if (!user) throw new AdminError('not_found', `no user with email ${address}`);
   return user;
+}
+
+/** An origin for `svc embed origins`, normalised; AdminError `invalid` when it is not one. */
+function embedOrigin(input: string): string {
+  const parsed = normalizeOrigin(input);
+  if ('error' in parsed) throw new AdminError('invalid', parsed.error);
+  return parsed.origin;
 }
 
 async function tenantId(q: Queryable, tenantSlug: string): Promise<string> {

@@ -172,6 +172,21 @@ opCommand(idp, 'refresh <tenant-slug>', "fetch the provider's keys again now, in
   `keys of ${r.tenant}'s identity provider (${r.issuer}) will be fetched again on the next token (version ${r.keys_version})`,
 );
 
+const embed = program.command('embed').description("the embeddable player: who may frame a tenant's player");
+const origins = embed.command('origins').description('partner origins allowed to embed the player (Content-Security-Policy frame-ancestors)');
+/** The allowed origins, or why the player cannot be framed. */
+const originList = (r: { tenant: string; origins: string[] }) =>
+  r.origins.length
+    ? `origins allowed to embed ${r.tenant}'s player:\n${r.origins.map((o) => `  ${o}`).join('\n')}`
+    : `no origins: ${r.tenant}'s player cannot be framed by any page (frame-ancestors 'none'); add one with svc embed origins add ${r.tenant} <origin>`;
+opCommand(origins, 'add <tenant-slug> <origin>', 'allow an origin (https://learn.example.com, or https://*.example.com) to embed the player', 'embed.origins.add', ([t, o]) => ({ tenant: t, origin: o }), (r) =>
+  `${r.added ? 'added' : 'already allowed:'} ${r.origin}\n${originList(r)}`,
+);
+opCommand(origins, 'remove <tenant-slug> <origin>', 'stop allowing an origin to embed the player', 'embed.origins.remove', ([t, o]) => ({ tenant: t, origin: o }), (r) =>
+  `removed ${r.origin}\n${originList(r)}`,
+);
+opCommand(origins, 'list <tenant-slug>', 'list the origins allowed to embed the player', 'embed.origins.list', ([t]) => ({ tenant: t }), originList);
+
 const review = program.command('review').description('decide on passes held for review (possible prompt injection)');
 opCommand(review, 'list <tenant-slug>', 'list submissions awaiting review, oldest first', 'review.list', ([t]) => ({ tenant: t }), (rows) =>
   table(rows.map((r: Record<string, unknown>) => ({ ...r, signals: (r.signals as string[]).join('; ') })), ['result_id', 'activity_title', 'svc_user_id', 'score', 'submitted_at', 'signals']),

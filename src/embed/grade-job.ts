@@ -35,6 +35,7 @@ import { PROMPT_VERSION, rubricCriteria, rubricHash, type CallRecord, type Grade
 import { completeCall, reserveCall } from './ledger.ts';
 import type { GradingJob, JobControl, JobOutcome } from './queue.ts';
 import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from './read/index.ts';
+import { outcomeOf } from './verdict-view.ts';
 import { recordOutcome, type Effect, type RecordedOutcome } from './verdict.ts';
 
 /** Longest wait between two model attempts within a run, in milliseconds. */
@@ -295,19 +296,6 @@ async function finish(
   });
   if (!recorded) return storedOutcome(deps, tenantId, artifactId);
   return outcomeOf(verification);
-}
-
-/** What a stored verification means for a waiting request. */
-function outcomeOf(v: Record<string, unknown> | null): JobOutcome {
-  const status = v?.status;
-  if (v?.review === 'required') return { kind: 'pending', reason: 'review_required' };
-  if ((status === 'passed' || status === 'failed') && typeof v!.score === 'number') {
-    return { kind: 'graded', status, score: v!.score, feedback: String(v!.feedback ?? '') };
-  }
-  if (status === 'failed' || status === 'not_gradable') {
-    return { kind: 'final', status, reason: String(v!.reason ?? 'unknown'), feedback: String(v!.feedback ?? '') };
-  }
-  return { kind: 'pending', reason: String(v?.reason ?? v?.error ?? 'queued') };
 }
 
 /** The outcome stored in the artifact's verification (graded, ended, or still pending). */

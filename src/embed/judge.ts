@@ -5,7 +5,8 @@
  *   Authorization: Bearer <IdP token of the tenant | session access_token>
  *   body {tenant, activity_id, artifact: {kind, ref_url?, repo_url?, content?}}
  *   Idempotency-Key: <key> (optional)
- *   → 200 {status: passed | failed | not_gradable | pending, result_id, artifact_id, score?, feedback?, reason?}
+ *   → 200 {status: passed | failed | not_gradable | pending, result_id, artifact_id, score?, passed?, criteria?, feedback?, reason?}
+ *   (`criteria`: per-criterion met / score / feedback, verdict-view.ts — the same view as GET /results/{id})
  *
  * 1. Authenticate: a session token of this service whose user is a member of the tenant, or
  *    else an IdP token of the tenant (learner created on first sight). Any failure → 401. A
@@ -44,6 +45,7 @@ import { recall, remember, requestHash } from './idempotency.ts';
 import { findOrCreateIdpLearner, sessionTenantId, trySessionToken } from './learner.ts';
 import type { GradingQueue, JobOutcome } from './queue.ts';
 import { tenantSlug } from './session.ts';
+import { criterionResult, verdictFields } from './verdict-view.ts';
 
 /** Largest `artifact.content`, in UTF-8 bytes. */
 export const MAX_CONTENT_BYTES = 256 * 1024;
@@ -82,6 +84,8 @@ export const judgeResponse = z.object({
   result_id: z.uuid().describe("The learner's ActivityResult for the activity."),
   artifact_id: z.uuid().describe('The stored artifact of this submission.'),
   score: z.number().min(0).max(100).optional().describe('0–100, weighted by the rubric; only with a verdict (passed, failed).'),
+  passed: z.boolean().optional().describe('Whether the score reached the pass threshold; only with a verdict.'),
+  criteria: z.array(criterionResult).optional().describe('Per-criterion results (met, score, feedback); only with a verdict.'),
   feedback: z.string().optional().describe("The grader's feedback, or why there is no verdict; absent when pending."),
   reason: z
     .string()
@@ -210,15 +214,4 @@ export async function submitForJudgement(
 }
 
 /** The answer for `outcome` of the submission `pending` names. */
-function fromOutcome(pending: JudgeResponse, outcome: JobOutcome): JudgeResponse {
-  switch (outcome.kind) {
-    case 'graded':
-      return { ...pending, status: outcome.status, score: outcome.score, feedback: outcome.feedback };
-    case 'final':
-      return { ...pending, status: outcome.status, reason: outcome.reason, feedback: outcome.feedback };
-    case 'pending':
-      return { ...pending, reason: outcome.reason };
-    default:
-      return pending;
-  }
-}
+const fromOutcome = (pending: JudgeResponse, outcome: JobOutcome): JudgeResponse => ({ ...pending, ...verdictFields(outcome) });

@@ -41,6 +41,7 @@
 import PgBoss from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Queryable } from '../db/index.ts';
+import type { CriterionResult } from './verdict-view.ts';
 
 export const GRADING_QUEUE = 'embed-grading';
 /** Retries of a job whose runs keep failing: practically unlimited ("graded when the model is back"). */
@@ -73,7 +74,7 @@ export interface GradingJob {
  * (`pending`: the model is down, the tenant's budget is spent, a review is required), or gone.
  */
 export type JobOutcome =
-  | { kind: 'graded'; status: 'passed' | 'failed'; score: number; feedback: string }
+  | { kind: 'graded'; status: 'passed' | 'failed'; score: number; feedback: string; criteria?: CriterionResult[] }
   | { kind: 'final'; status: 'failed' | 'not_gradable'; reason: string; feedback: string }
   | { kind: 'pending'; reason: string }
   | { kind: 'gone' };

@@ -5,6 +5,8 @@
  *   POST /judge     submit an artifact; store it, queue and await its grading
  *                   (judge.ts, learner-rate.ts, idempotency.ts; queue.ts → grade-job.ts →
  *                   read/, grader.ts, ledger.ts, verdict.ts)
+ *   GET /activities/{id}, /results/{id}, /progress
+ *                   the learner's reads, as the learner under RLS (reads.ts, verdict-view.ts)
  *
  * The plugin owns the grading queue of its process: started on `onReady` (pg-boss schema, the
  * workers when a model is configured) and stopped on `onClose`, so every process that serves
@@ -29,6 +31,7 @@ import { judgeBody, judgeResponse, submitForJudgement } from './judge.ts';
 import { forgetExpired, idempotencyKey } from './idempotency.ts';
 import { learnerLimiter } from './learner-rate.ts';
 import { GradingQueue } from './queue.ts';
+import { activityView, idParams, progressQuery, progressView, readActivity, readProgress, readResult, resultView } from './reads.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
 
 const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -105,5 +108,23 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
       if (replayed) reply.header('idempotent-replayed', 'true');
       return answer;
     },
+  );
+
+  r.get(
+    '/activities/:id',
+    { schema: { summary: 'The activity, its rubric and place, and the learner\'s result on it', params: idParams, response: { 200: activityView } } },
+    async (req) => readActivity(deps, bearer(req), req.params.id),
+  );
+
+  r.get(
+    '/results/:id',
+    { schema: { summary: "One of the learner's results with each attempt's verdict (poll while pending)", params: idParams, response: { 200: resultView } } },
+    async (req) => readResult(deps, bearer(req), req.params.id),
+  );
+
+  r.get(
+    '/progress',
+    { schema: { summary: "The learner's progress per program", querystring: progressQuery, response: { 200: progressView } } },
+    async (req) => readProgress(deps, bearer(req), req.query.program_id),
   );
 }

@@ -1,7 +1,7 @@
 /** Shared fixtures of the embed tests: seeding content, calling the endpoints, error-body checks. */
 import { deflateSync } from 'node:zlib';
 import { expect } from 'vitest';
-import type { Config, EmbedConfig } from '../../src/config.ts';
+import type { Config, EmbedConfig, JudgeConfig } from '../../src/config.ts';
 import { startApp, testConfig, testJudge, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel, type TestModelMode } from '../helpers/test-model.ts';
@@ -47,10 +47,12 @@ export interface EmbedWorld {
   close(): Promise<void>;
 }
 
-/** Start an `EmbedWorld`: the model in `mode` (default `grade`), `embed` settings over the harness's. */
-export async function startEmbedWorld(options: { mode?: TestModelMode; embed?: Partial<EmbedConfig>; config?: Partial<Config> } = {}): Promise<EmbedWorld> {
+/** Start an `EmbedWorld`: the model in `mode` (default `grade`), `embed` and `judge` settings over the harness's. */
+export async function startEmbedWorld(
+  options: { mode?: TestModelMode; embed?: Partial<EmbedConfig>; judge?: Partial<JudgeConfig>; config?: Partial<Config> } = {},
+): Promise<EmbedWorld> {
   const [idp, model] = await Promise.all([startTestIdp(), startTestModel({ mode: options.mode })]);
-  const t = await startApp({ judge: testJudge(model.baseUrl), embed: embedSettings(options.embed), ...options.config });
+  const t = await startApp({ judge: testJudge(model.baseUrl, options.judge), embed: embedSettings(options.embed), ...options.config });
   await t.op('tenant.create', { slug: 'acme' });
   await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
   const doc = await seedActivity(t, 'acme');

@@ -78,7 +78,9 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
   it('passes good work: result completed, progress counted, verdict stored', async () => {
     const res = await submitDoc('pass-1', 'Problem: long URLs. Trade-offs: hashing vs counters.');
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['artifact_id', 'feedback', 'result_id', 'score', 'status']);
+    expect(Object.keys(res.body).sort()).toEqual(['artifact_id', 'criteria', 'feedback', 'passed', 'result_id', 'score', 'status']);
+    expect(res.body.passed).toBe(true);
+    expect(res.body.criteria.map((c: { id: string; met: boolean }) => [c.id, c.met])).toEqual([['c1', true], ['c2', true]]);
     expect(res.body).toMatchObject({ status: 'passed', score: 100 });
 
     const result = await resultOf(res.body.result_id);

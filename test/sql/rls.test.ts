@@ -65,7 +65,16 @@ describe('reads', () => {
     expect(seen).toEqual({ tenants: ['a'], memberships: ['learner'], users: [f.subs.learnerA] });
   });
 
-  it.each(['activity_results', 'artifacts', 'progress', 'api_keys', 'tenant_idps', 'auth.users', 'auth.sessions', 'auth.refresh_tokens'])(
+  it("learners' work (results, artifacts, progress): read-only, the caller's own rows only (migration 0090)", async () => {
+    const results = (who: Who) => as(f, who, (tx) => tx.query<{ user_id: string }>('select user_id from activity_results'));
+    expect((await results('learnerA')).map((r) => r.user_id)).toEqual([f.subs.learnerA]);
+    expect(await results('authorA')).toEqual([]);
+    expect(await results('authorB')).toEqual([]);
+    expect(await results('noClaims')).toEqual([]);
+    await expectSqlState(as(f, 'learnerA', (tx) => tx.query(`update activity_results set status = 'failed'`)), '42501');
+  });
+
+  it.each(['api_keys', 'tenant_idps', 'auth.users', 'auth.sessions', 'auth.refresh_tokens'])(
     '%s is not readable at all (no grant)',
     async (table) => {
       await expectSqlState(as(f, 'authorA', (tx) => tx.query(`select 1 from ${table} limit 1`)), '42501');

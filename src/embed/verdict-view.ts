@@ -1,0 +1,82 @@
+/**
+ * What a stored verification (`artifacts.verification`) means, in one place: for a waiting
+ * request (`outcomeOf` → the queue's `JobOutcome`), and for the learner (`verdictFields`) — what
+ * the judge's answer, `GET /v1/embed/results/{id}` and the player show of a grading: the status,
+ * the score against the threshold, and per criterion whether it was met, its score and the
+ * grader's words. Provenance (model, hashes, ledger ids, what was read) stays internal
+ * (`svc verdict show`).
+ */
+import { z } from 'zod';
+import type { JobOutcome } from './queue.ts';
+
+export const criterionResult = z.object({
+  id: z.string().describe('The criterion id (the rubric entry\'s `id`, or c1, c2… by position).'),
+  criterion: z.string().describe('What the criterion asks.'),
+  weight: z.number().describe('Its weight in the score.'),
+  met: z.boolean().describe('Whether the work meets it.'),
+  score: z.number().min(0).max(100).describe('0–100.'),
+  feedback: z.string().describe("The grader's evidence for this criterion."),
+});
+export type CriterionResult = z.infer<typeof criterionResult>;
+
+/** The per-criterion results of a stored verification (`criteria` written by grader.ts), or undefined. */
+export function criteriaOf(verification: Record<string, unknown> | null | undefined): CriterionResult[] | undefined {
+  const list = verification?.criteria;
+  if (!Array.isArray(list)) return undefined;
+  return list.map((c: Record<string, unknown>) => ({
+    id: String(c.id ?? ''),
+    criterion: String(c.criterion ?? ''),
+    weight: typeof c.weight === 'number' ? c.weight : 1,
+    met: c.met === true,
+    score: typeof c.score === 'number' ? c.score : 0,
+    feedback: String(c.evidence ?? ''),
+  }));
+}
+
+export const attemptView = z.object({
+  artifact_id: z.uuid().describe('The artifact of this attempt.'),
+  status: z
+    .enum(['pending', 'passed', 'failed', 'not_gradable'])
+    .describe('pending until graded (also while held for review); passed / failed with a score; not_gradable when the grader could not grade it.'),
+  score: z.number().min(0).max(100).optional().describe('0–100, weighted by the rubric (graded attempts).'),
+  passed: z.boolean().optional().describe('Whether the score reached the pass threshold (graded attempts).'),
+  criteria: z.array(criterionResult).optional().describe('Per-criterion results (graded attempts).'),
+  feedback: z.string().optional().describe("The grader's overall feedback, or why there is no verdict."),
+  reason: z.string().optional().describe('Why there is no verdict (yet), as in the judge\'s answer.'),
+  submitted_at: z.string().describe('RFC 3339.'),
+});
+export type AttemptView = z.infer<typeof attemptView>;
+
+/** What the stored verification `v` means: graded, ended without a verdict, or still pending. */
+export function outcomeOf(v: Record<string, unknown> | null): JobOutcome {
+  const status = v?.status;
+  if (v?.review === 'required') return { kind: 'pending', reason: 'review_required' };
+  if ((status === 'passed' || status === 'failed') && typeof v!.score === 'number') {
+    return { kind: 'graded', status, score: v!.score, feedback: String(v!.feedback ?? ''), criteria: criteriaOf(v) };
+  }
+  if (status === 'failed' || status === 'not_gradable') {
+    return { kind: 'final', status, reason: String(v!.reason ?? 'unknown'), feedback: String(v!.feedback ?? '') };
+  }
+  return { kind: 'pending', reason: String(v?.reason ?? v?.error ?? 'queued') };
+}
+
+/** The learner-facing fields of outcome `o` (shared by the judge's answer and `attemptOf`). */
+export function verdictFields(o: JobOutcome): Omit<AttemptView, 'artifact_id' | 'submitted_at'> {
+  switch (o.kind) {
+    case 'graded':
+      return { status: o.status, score: o.score, passed: o.status === 'passed', criteria: o.criteria, feedback: o.feedback };
+    case 'final':
+      return { status: o.status, reason: o.reason, feedback: o.feedback };
+    case 'pending':
+      return { status: 'pending', reason: o.reason };
+    default:
+      return { status: 'pending' };
+  }
+}
+
+/** The view of one attempt: artifact `artifactId`, submitted at `submittedAt`, with its stored `verification`. */
+export const attemptOf = (artifactId: string, submittedAt: string, verification: Record<string, unknown> | null): AttemptView => ({
+  artifact_id: artifactId,
+  submitted_at: submittedAt,
+  ...verdictFields(outcomeOf(verification)),
+});

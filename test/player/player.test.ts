@@ -1,0 +1,162 @@
+/**
+ * The player in a real browser (Debian's chromium): a partner page on http://127.0.0.1:<p> mounts
+ * the player served by the app on http://localhost:<q> — two sites, so third-party rules apply.
+ * Handshake, the activity, a document submitted and graded per criterion, the host's messages,
+ * the frame's height, a pending grade finished by polling (after leaving and coming back),
+ * keyboard-only use, no cookies, the session refreshed before it expires (sessions last 66 s
+ * here, so the player refreshes after 6 s); axe-core and a screenshot in the ready, grading, passed and
+ * failed states.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Frame, Page } from 'playwright-core';
+import { launchBrowser } from '../helpers/browser.ts';
+import { countRows, startEmbedWorld, type EmbedWorld } from '../embed/fixtures.ts';
+import { asLocalhost, expectAccessible, expectHeightFollows, messages, newPage, playerFrame, received, startPartner, type Partner } from './fixtures.ts';
+
+let w: EmbedWorld;
+let partner: Partner;
+let browser: Browser;
+
+beforeAll(async () => {
+  [w, browser] = await Promise.all([startEmbedWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 }, config: { accessTokenTtl: 66 } }), launchBrowser()]);
+  await w.t.db.query('update activities set spec = $2 where id = $1', [
+    w.doc.activityId,
+    'Write a **one-page** design note for a URL shortener.\n\n- the problem it solves\n- two designs and their trade-offs',
+  ]);
+  partner = await startPartner(asLocalhost(w.t.url), w.idp);
+  await w.t.op('embed.origins.add', { tenant: 'acme', origin: partner.origin });
+});
+afterAll(async () => {
+  await browser?.close();
+  await partner?.close();
+  await w?.close();
+});
+
+/** Open the partner page for learner `sub` and wait for the activity in the player. */
+async function open(sub: string): Promise<{ page: Page; frame: Frame }> {
+  const page = await newPage(browser);
+  await page.goto(partner.url({ activity: w.doc.activityId, sub }));
+  const frame = await playerFrame(page);
+  await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor();
+  return { page, frame };
+}
+
+async function submitText(frame: Frame, text: string) {
+  await frame.getByLabel('Pasted text').check();
+  await frame.getByLabel('Your text (Markdown welcome)').fill(text);
+  await frame.getByRole('button', { name: /Submit/ }).click();
+}
+
+describe('the player in a partner page', () => {
+  it('hands off, shows the activity, grades a document per criterion and tells the host; no cookies', async () => {
+    const page = await newPage(browser);
+    const serviceResponses: { url: string; cookie: string | null }[] = [];
+    page.on('response', (r) => {
+      if (r.url().startsWith(asLocalhost(w.t.url))) serviceResponses.push({ url: r.url(), cookie: r.headers()['set-cookie'] ?? null });
+    });
+    await page.goto(partner.url({ activity: w.doc.activityId, sub: 'ada' }));
+    const frame = await playerFrame(page);
+    await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor();
+    expect(await page.locator('iframe').first().getAttribute('title')).toBe('Activity');
+    const crumbs = frame.getByRole('navigation', { name: 'Breadcrumb' });
+    expect(await crumbs.getByRole("listitem").allInnerTexts()).toEqual(["Program", "Unit", "Lesson"]);
+    expect(await frame.locator('.spec strong').innerText()).toBe('one-page');
+    expect(await frame.locator('.rubric').innerText()).toMatch(/States the problem \(weight 1\)\s*Discusses trade-offs \(weight 2\)/);
+    expect(await frame.getByText('at least 70 out of 100').count()).toBe(1);
+    await expect.poll(() => frame.locator('#progress').innerText()).toBe('Progress in Program: 0 of 1 activities');
+    await received(page, 'svc:ready');
+    await received(page, 'svc:progress', { completed_count: 0, total_count: 1 });
+    await expectHeightFollows(page, frame);
+    const before = await page.locator('iframe').first().evaluate((f) => f.getBoundingClientRect().height);
+    await expectAccessible(page, frame, 'ready');
+
+    await submitText(frame, '# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.');
+    await frame.getByRole('heading', { name: 'Passed' }).waitFor();
+    const verdict = await frame.locator('#outcome').innerText();
+    expect(verdict).toContain('Score 100 out of 100 — the pass mark is 70. This submission passes.');
+    expect(verdict).toContain('Met: States the problem');
+    expect(verdict).toContain('Met: Discusses trade-offs');
+    expect(await frame.locator('#status').innerText()).toMatch(/^Passed: score 100 out of 100/);
+    expect(await frame.locator('#progress').innerText()).toBe('Progress in Program: 1 of 1 activities');
+    await received(page, 'svc:submitted', { activity_id: w.doc.activityId });
+    const v = await received(page, 'svc:verdict', { activity_id: w.doc.activityId });
+    expect(v).toMatchObject({ v: 1, status: 'passed', score: 100, result_id: expect.any(String) });
+    await received(page, 'svc:progress', { completed_count: 1, total_count: 1 });
+    await expectHeightFollows(page, frame);
+    expect(await page.locator('iframe').first().evaluate((f) => f.getBoundingClientRect().height)).toBeGreaterThan(before);
+    await expectAccessible(page, frame, 'passed');
+
+    expect(await frame.evaluate(() => document.cookie)).toBe('');
+    expect(await page.context().cookies()).toEqual([]);
+    expect(serviceResponses.map((r) => r.url)).toEqual(expect.arrayContaining([expect.stringContaining('/embed/v1/play'), expect.stringContaining('/v1/embed/judge')]));
+    expect(serviceResponses.filter((r) => r.cookie !== null)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('shows a failed verdict per criterion in words', async () => {
+    const { page, frame } = await open('grace');
+    await submitText(frame, 'TODO: write the note');
+    await frame.getByRole('heading', { name: 'Not passed yet' }).waitFor();
+    const verdict = await frame.locator('#outcome').innerText();
+    expect(verdict).toContain('Score 0 out of 100 — the pass mark is 70. This submission does not pass.');
+    expect(verdict).toContain('Not met: States the problem');
+    expect(verdict).toContain('Finish the parts marked TODO');
+    expect(await frame.locator('#history').innerText()).toContain('not passed, score 0');
+    await received(page, 'svc:verdict', { status: 'failed', score: 0 });
+    await expectAccessible(page, frame, 'failed');
+    await page.context().close();
+  });
+
+  it('a pending grade keeps polling, also after the learner leaves and comes back', async () => {
+    w.model.setDelay(10_000); // long enough to leave and come back before the verdict
+    try {
+      const { page, frame } = await open('linus');
+      await submitText(frame, 'A design note without gaps.');
+      await frame.getByText('Grading…').waitFor();
+      await expect.poll(() => frame.locator('#status').innerText()).toBe('Grading your submission…');
+      await expectAccessible(page, frame, 'grading');
+      await page.context().close();
+
+      const back = await open('linus');
+      await back.frame.getByText('Grading…').waitFor();
+      await back.frame.getByRole('heading', { name: 'Passed' }).waitFor({ timeout: 30_000 });
+      await received(back.page, 'svc:verdict', { status: 'passed' });
+      expect(await back.frame.locator('#history').innerText()).toContain('passed, score 100');
+      await back.page.context().close();
+    } finally {
+      w.model.setDelay(0);
+    }
+  });
+
+  it('works with the keyboard alone', async () => {
+    const { page, frame } = await open('margaret');
+    const focused = () => frame.evaluate(() => (document.activeElement as HTMLElement | null)?.id || (document.activeElement as HTMLInputElement | null)?.value || '');
+    await page.keyboard.press('Tab'); // into the frame: the first choice, "A link"
+    expect(await focused()).toBe('url');
+    await page.keyboard.press('ArrowRight'); // "Pasted text"
+    expect(await focused()).toBe('text');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('f-text');
+    await page.keyboard.type('A complete note: the problem, two designs, their trade-offs.');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('submit');
+    const outline = await frame.locator('#submit').evaluate((b) => getComputedStyle(b).outlineStyle);
+    expect(outline).toBe('solid'); // visible focus
+    await page.keyboard.press('Enter');
+    await frame.getByRole('heading', { name: 'Passed' }).waitFor();
+    expect(await focused()).toBe('outcome-h'); // focus moves to the verdict
+    expect((await messages(page)).filter((m) => m.type === 'svc:submitted')).toHaveLength(1);
+    await page.context().close();
+  });
+
+  it('refreshes its session before it expires, without asking the host', async () => {
+    const { page, frame } = await open('kept');
+    const tokensOf = () => countRows(w.t, 'auth.refresh_tokens rt join auth.identities i on i.user_id = rt.user_id', `i.provider_id = 'kept'`);
+    expect(await tokensOf()).toBe(1);
+    await expect.poll(tokensOf, { timeout: 15_000 }).toBe(2);
+    await submitText(frame, 'A complete note, after a refresh.');
+    await frame.getByRole('heading', { name: 'Passed' }).waitFor();
+    expect((await messages(page)).filter((m) => m.type === 'svc:auth-expiring' || m.type === 'svc:error')).toEqual([]);
+    await page.context().close();
+  });
+});
