@@ -181,8 +181,8 @@ const LISTS: Record<Endpoint, ListStatement> = {
     id: 'user_id',
     orders: BOTH,
     filters: {
-      // At most one learner has a subject: read by primary key, then sorted (1 row).
-      external_id: (arg) => `t.user_id = any(array(select svc.results_learners_by_subject(${arg('text')})))`,
+      // One identity per (issuer, subject), so at most one learner: read by primary key (tenant_id, user_id).
+      external_id: (arg) => `t.user_id = (select svc.results_learners_by_subject(${arg('text')}) limit 1)`,
       issuer: (arg) => `svc.results_learner_at_issuer(t.user_id, ${arg('text')})`,
     },
   },
