@@ -3,30 +3,17 @@
  * Embedded runs cover both paths: a free data folder (the CLI opens it) and a folder held by a
  * running server (the CLI sends the command to the server). The PostgreSQL run uses DATABASE_URL.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { createClient } from '@supabase/supabase-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { backend, freshDb } from '../helpers/harness.ts';
+import { runSvc } from '../helpers/svc-cli.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
-const run = promisify(execFile);
-
-async function svc(env: Record<string, string>, ...args: string[]) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [join(root, 'bin/svc.js'), ...args], {
-      env: { PATH: process.env.PATH, LOG_LEVEL: 'silent', ...env },
-      cwd: root,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const svc = runSvc;
 const json = (r: { stdout: string }) => JSON.parse(r.stdout);
 
 // Each command is a process that opens the embedded database: slow on a busy 2-core machine.

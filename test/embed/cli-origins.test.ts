@@ -2,43 +2,23 @@
  * `svc embed origins add|remove|list` as an admin types it: the real `bin/svc.js` process on the
  * suite's backend (an embedded data folder the CLI opens itself, or DATABASE_URL).
  */
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backend, freshDb } from '../helpers/harness.ts';
+import { cliStore, runSvc } from '../helpers/svc-cli.ts';
 
-const root = new URL('../../', import.meta.url).pathname;
-const run = promisify(execFile);
 let env: Record<string, string>;
 let cleanup: () => Promise<void>;
 
 beforeAll(async () => {
-  if (backend === 'postgres') {
-    const store = await freshDb();
-    await store.db.close().catch(() => {});
-    env = { DATABASE_URL: store.url! };
-    cleanup = store.drop;
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-cli-origins-'));
-    env = { SVC_DATA_DIR: dir };
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  }
+  ({ env, cleanup } = await cliStore('cli-origins'));
 });
 afterAll(async () => {
   await cleanup?.().catch(() => {});
 });
 
+/** `svc …args`: exit code, and stdout (with stderr when it failed). */
 async function svc(...args: string[]) {
-  try {
-    const { stdout } = await run(process.execPath, [join(root, 'bin/svc.js'), ...args], { env: { PATH: process.env.PATH!, LOG_LEVEL: 'silent', ...env }, cwd: root });
-    return { code: 0, out: stdout };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, out: e.stdout + e.stderr };
-  }
+  const r = await runSvc(env, ...args);
+  return { code: r.code, out: r.code === 0 ? r.stdout : r.stdout + r.stderr };
 }
 
 describe('svc embed origins', () => {

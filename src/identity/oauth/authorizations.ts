@@ -14,6 +14,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from '../../db/index.ts';
 import type { Deps } from '../../deps.ts';
+import { UUID_RE } from '../admin-users.ts';
 import { issuer } from '../jwt.ts';
 import { sha256Hex } from '../sessions.ts';
 import { scopesCover } from './scopes.ts';
@@ -63,7 +64,7 @@ export async function createAuthorization(deps: Pick<Deps, 'db' | 'now'>, r: Aut
 
 /** The pending, unexpired authorization `id`, or undefined (malformed id, unknown, expired, decided). */
 export async function pendingAuthorization(deps: Pick<Deps, 'db' | 'now'>, id: string): Promise<Authorization | undefined> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return undefined;
+  if (!UUID_RE.test(id)) return undefined;
   const [row] = await deps.db.query<Authorization>(
     `select ${COLUMNS} from auth.oauth_authorizations where id = $1 and status = 'pending' and expires_at > $2::timestamptz`,
     [id, deps.now().toISOString()],

@@ -6,6 +6,7 @@
  * from another authorization, refresh tokens crossing between clients and first-party sign-in,
  * and the pages' anti-framing headers (the browser test shows chromium refusing the frame).
  */
+import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedAuthor, startApp, type TestApp } from '../../helpers/harness.ts';
 import { auth, mcpInitialize, signIn } from '../helpers.ts';
@@ -174,6 +175,17 @@ describe('tokens are bound to their audience, client and grant', () => {
       body: JSON.stringify({ tenant: 'attacks', activity_id: '00000000-0000-4000-8000-000000000000', artifact: { kind: 'document', content: 'x' } }),
     });
     expect(judge.status).toBe(401);
+    expect(await mcpStatus(String(body.access_token))).toBe(200);
+  });
+
+  it('an OAuth token without the authoring scope is 403 insufficient_scope on /mcp', async () => {
+    const { body } = await rawFlow(t, author.email, author.password);
+    const claims = decodeJwt(String(body.access_token));
+    // The same live session and client, re-signed (as only the server could) without the scope.
+    const narrowed = await new SignJWT({ ...claims, scope: 'other' }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode(t.deps.config.jwtSecret));
+    const res = await mcpInitialize(t, narrowed);
+    expect(res.status).toBe(403);
+    expect(res.headers.get('www-authenticate')).toContain('error="insufficient_scope"');
     expect(await mcpStatus(String(body.access_token))).toBe(200);
   });
 

@@ -3,26 +3,13 @@
  * the real bin against PostgreSQL (DATABASE_URL), beside a running app where an MCP host
  * connected. (On PGlite the same operations run through `t.op` in attacks.test.ts.)
  */
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { backend, freshDb, seedAuthor, startApp } from '../../helpers/harness.ts';
+import { runSvc } from '../../helpers/svc-cli.ts';
 import { mcpInitialize } from '../helpers.ts';
 import { rawFlow } from './helpers.ts';
 
-const root = new URL('../../../', import.meta.url).pathname;
-const run = promisify(execFile);
-
-async function svc(env: Record<string, string>, ...args: string[]) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [join(root, 'bin/svc.js'), ...args], { env: { PATH: process.env.PATH, LOG_LEVEL: 'silent', ...env }, cwd: root });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const svc = runSvc;
 
 describe.runIf(backend === 'postgres')('svc oauth', { timeout: 240_000 }, () => {
   it('lists clients and grants, revokes a grant and a client; their tokens stop working', async () => {
