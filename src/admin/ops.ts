@@ -19,6 +19,7 @@ import { listClients, revokeClient } from '../identity/oauth/clients.ts';
 import { listGrants, revokeGrant } from '../identity/oauth/grants.ts';
 import { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin } from '../embed/origins.ts';
 import { deleteUser, getUserByIdOrEmail, listParams, listUsers, updateUser, type UserUpdate } from '../identity/admin-users.ts';
+import { slugSchema } from '../lib/ids.ts';
 
 export class AdminError extends Error {
   constructor(
@@ -29,9 +30,7 @@ export class AdminError extends Error {
   }
 }
 
-const slug = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a tenant slug is 1–63 lower-case letters, digits and dashes, starting with a letter or digit');
+const slug = slugSchema('a tenant slug is 1–63 lower-case letters, digits and dashes, starting with a letter or digit');
 const email = z.string().min(3).max(320);
 const url = z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
 
