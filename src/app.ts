@@ -16,19 +16,17 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from './deps.ts';
-import identityRoutes from './identity/routes.ts';
+import { AuthError, identityRoutes, oauthDiscoveryRoutes, sendAuthError } from './identity/index.ts';
 import adminRoutes from './admin/routes.ts';
 import resultsRoutes from './results/routes.ts';
 import { resultsDocs } from './results/openapi.ts';
 import { errorBody } from './http/api-errors.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { addReadiness, probeRoutes } from './http/probes.ts';
-import { AuthError, sendAuthError } from './identity/errors.ts';
 import { jsonRpcError } from './authoring/auth.ts';
 import embedRoutes from './embed/routes.ts';
 import playerRoutes from './player/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
-import { oauthDiscoveryRoutes } from './identity/oauth/metadata.ts';
 
 /** A client's X-Request-Id we echo: 1–128 characters, no spaces or control characters. */
 const REQUEST_ID_RE = /^[A-Za-z0-9._:\/+=@-]{1,128}$/;

@@ -8,7 +8,7 @@
 import type { FastifyInstance } from 'fastify';
 import { DB_RETRY_AFTER_SECONDS, isBadInput, isDbUnavailable, isUniqueViolation } from '../db/errors.ts';
 import type { Deps } from '../deps.ts';
-import { safeEqual } from '../identity/routes.ts';
+import { safeEqual } from '../lib/safe-equal.ts';
 import { AdminError, isOpName, runOp } from './ops.ts';
 import { bearerToken } from '../http/bearer.ts';
 

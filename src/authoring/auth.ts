@@ -14,10 +14,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { AuthError } from '../identity/errors.ts';
-import { AUDIENCE, mcpResource } from '../identity/jwt.ts';
-import { DEFAULT_SCOPE, SUPPORTED_SCOPES } from '../identity/oauth/scopes.ts';
-import { TokenError, verifySession, type VerifiedSession } from '../identity/sessions.ts';
+import { AUDIENCE, AuthError, DEFAULT_SCOPE, mcpResource, SUPPORTED_SCOPES, TokenError, verifySession, type VerifiedSession } from '../identity/index.ts';
 import { bearerToken } from '../http/bearer.ts';
 
 export const UNAUTHORIZED = -32001;

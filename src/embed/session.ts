@@ -18,7 +18,7 @@
  */
 import { z } from 'zod';
 import type { Deps } from '../deps.ts';
-import { startSession } from '../identity/sessions.ts';
+import { startSession } from '../identity/index.ts';
 import { unauthorized } from './errors.ts';
 import { findTenantIdp, type IdpVerifier } from './idp.ts';
 import { findOrCreateIdpLearner } from './learner.ts';

@@ -24,7 +24,7 @@ import { PG_TIMESTAMP_RE, UUID_RE } from '../lib/ids.ts';
 import { parseGoDuration } from './duration.ts';
 import { AuthError } from './errors.ts';
 import { hashPassword, validatePassword } from './passwords.ts';
-import { findUserById, metadataPatchParams, metadataPatchSql, USER_COLUMNS, userJson, validEmail, type UserRow } from './users.ts';
+import { findUserById, metadataPatchParams, metadataPatchSql, normaliseEmail, USER_COLUMNS, userJson, validEmail, type UserRow } from './users.ts';
 
 export const DEFAULT_PER_PAGE = 50;
 export const MAX_PER_PAGE = 1000;
@@ -89,7 +89,7 @@ const likeLiteral = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /** One page of users, newest first. */
 export async function listUsers(q: Queryable, params: ListParams): Promise<UserPage> {
-  const pattern = params.filter ? `%${likeLiteral(params.filter.trim().toLowerCase())}%` : null;
+  const pattern = params.filter ? `%${likeLiteral(normaliseEmail(params.filter))}%` : null;
   const from = `auth.users u join public.users su on su.auth_user_id = u.id where ($1::text is null or u.email like $1)`;
   if (params.mode === 'page') {
     const [{ total }] = (await q.query<{ total: number }>(`select count(*)::int as total from ${from}`, [pattern])) as [{ total: number }];
@@ -125,7 +125,7 @@ export async function getUser(q: Queryable, id: string): Promise<UserRow> {
 /** The user with this email (normalised), for the CLI; throws 404 `user_not_found`. */
 export async function getUserByIdOrEmail(q: Queryable, idOrEmail: string): Promise<UserRow> {
   if (UUID_RE.test(idOrEmail)) return getUser(q, idOrEmail);
-  const [row] = await q.query<{ id: string }>('select id from auth.users where email = $1', [idOrEmail.trim().toLowerCase()]);
+  const [row] = await q.query<{ id: string }>('select id from auth.users where email = $1', [normaliseEmail(idOrEmail)]);
   if (!row) throw new AuthError(404, 'user_not_found', 'User not found');
   return getUser(q, row.id);
 }

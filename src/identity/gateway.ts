@@ -11,18 +11,11 @@
  *   key, otherwise 403 `not_admin` "User not allowed" (GoTrue `requireAdmin`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import { AuthError } from './errors.ts';
 import { verifySession, type VerifiedSession } from './sessions.ts';
 import { bearerToken } from '../http/bearer.ts';
-
-/** Constant-time string comparison (lengths may leak; the contents do not). */
-export function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
+import { safeEqual } from '../lib/safe-equal.ts';
 
 /** `onRequest` hook: the gateway's `apikey` check. Sends the 401 itself. */
 export function apiKeyCheck(deps: Pick<Deps, 'config'>) {
