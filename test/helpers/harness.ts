@@ -6,6 +6,7 @@
  * whole suite once per backend.
  */
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import postgres from 'postgres';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
@@ -151,6 +152,29 @@ export async function startApp(
       await owned?.drop();
     },
   };
+}
+
+/**
+ * The app fixture of a test file or `describe` block, instead of a `beforeAll`/`afterAll` pair:
+ * starts the app with `start` before the block's tests (and before the hooks registered after
+ * this call) and closes it after them. The handle it returns forwards to the started app, so
+ * tests and later hooks use it as a `TestApp` (`t.url`, `t.db`, `t.op(…)`). `start` runs in the
+ * hook, so it may use what earlier hooks set up (a loopback model's URL).
+ */
+export function useApp(start: () => Promise<TestApp> = () => startApp()): TestApp {
+  let started: TestApp | undefined;
+  beforeAll(async () => {
+    started = await start();
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  return new Proxy({} as TestApp, {
+    get(_, key) {
+      if (!started) throw new Error('the app fixture is used before its beforeAll hook ran');
+      return started[key as keyof TestApp];
+    },
+  });
 }
 
 /** Create a tenant, a user with a password, and make the user an author of the tenant. */
