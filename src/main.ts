@@ -9,8 +9,11 @@ import { ConfigError, loadConfig } from './config.ts';
 import { DataDirBusyError, lockDataDir, writeServerInfo } from './db/data-dir-lock.ts';
 import { migrate, openDb } from './db/index.ts';
 import { shutdownOnSignal } from './http/shutdown.ts';
+import { unsupportedRuntime } from './runtime.ts';
 
 async function main() {
+  const runtime = unsupportedRuntime();
+  if (runtime) throw new ConfigError(runtime);
   const config = loadConfig();
   const unlock = config.dataDir ? await lockDataDir(config.dataDir) : async () => {};
   const db = await openDb(config);
@@ -19,7 +22,7 @@ async function main() {
   const address = await app.listen({ port: config.port, host: config.host });
   if (config.dataDir) writeServerInfo(config.dataDir, { url: address, pid: process.pid });
   app.log.info(
-    { backend: db.kind, dataDir: config.dataDir, judge: config.judge ? config.judge.model : 'off' },
+    { backend: db.kind, node: process.version, dataDir: config.dataDir, judge: config.judge ? config.judge.model : 'off' },
     `service listening on ${address}`,
   );
   if (config.fetchAllowPrivate) {
