@@ -179,6 +179,10 @@ export interface Config extends Secrets {
    */
   trustProxy: boolean | number | string;
   logLevel: string;
+  /** One `info` line per request (method, route template, status, duration, request id); `SVC_ACCESS_LOG=off` stops it. */
+  accessLog: boolean;
+  /** Prometheus text at `/metrics` on this port (`SVC_METRICS_PORT`; unset: no metrics listener), on `metricsHost`. */
+  metrics?: { port: number; host: string };
   /** Largest accepted request body in bytes. */
   bodyLimit: number;
   /** Largest accepted body of `POST /mcp` in bytes (import_program carries whole programs); default 16 MiB. */
@@ -257,6 +261,9 @@ const env = z.object({
   SVC_FETCH_ALLOW_PRIVATE: z.enum(['0', '1', 'true', 'false']).optional(),
   SVC_MCP_BODY_LIMIT: z.coerce.number().int().min(65_536).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   REDIS_URL: z.string().optional(),
+  SVC_ACCESS_LOG: z.enum(['on', 'off', '1', '0', 'true', 'false']).default('on'),
+  SVC_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  SVC_METRICS_HOST: z.string().min(1).optional(),
   SVC_TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d{1,2}|[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*)$/, 'true, false, a number of hops, or comma-separated addresses / CIDR ranges')
@@ -412,6 +419,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
     redisUrl: e.REDIS_URL,
     trustProxy: parseTrustProxy(e.SVC_TRUST_PROXY),
     logLevel: e.LOG_LEVEL,
+    accessLog: ['on', '1', 'true'].includes(e.SVC_ACCESS_LOG),
+    ...(e.SVC_METRICS_PORT !== undefined && { metrics: { port: e.SVC_METRICS_PORT, host: e.SVC_METRICS_HOST ?? e.HOST } }),
     bodyLimit: 1024 * 1024,
     mcpBodyLimit: e.SVC_MCP_BODY_LIMIT,
     identity: {

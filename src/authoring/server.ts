@@ -20,6 +20,7 @@ import { programTools } from './programs.ts';
 import { callTool, invoke, type AnyTool, type ToolContext } from './tool.ts';
 import { unitTools } from './units.ts';
 import { whoamiTools } from './whoami.ts';
+import { observeToolCall } from '../telemetry/instrument.ts';
 
 /** Every tool of the surface, in the order `tools/list` shows them. */
 export const TOOLS: readonly AnyTool[] = [
@@ -61,6 +62,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     );
     byName.set(tool.name, tool);
   }
-  server.server.setRequestHandler(CallToolRequestSchema, (request) => callTool(byName, ctx, request.params));
+  server.server.setRequestHandler(CallToolRequestSchema, (request) =>
+    observeToolCall(byName.has(request.params.name) ? request.params.name : 'unknown', () => callTool(byName, ctx, request.params)),
+  );
   return server;
 }

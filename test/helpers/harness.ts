@@ -56,6 +56,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       judgeInputBytes: 200_000,
     },
     logLevel: 'silent',
+    accessLog: true,
     bodyLimit: 1024 * 1024,
     // Identity: limits high enough that no other suite meets them (test/identity lowers them),
     // and a cheap argon2id cost so sign-ins are fast (the bench measures the real cost).
