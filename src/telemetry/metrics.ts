@@ -132,6 +132,8 @@ export function surfaceOf(route: string | undefined): string {
  * series; HEAD/OPTIONS left out) and the 429 counter on `app`. Call before the routes are added.
  */
 export async function httpMetrics(app: FastifyInstance): Promise<void> {
+  // One app per process exports it; a later app (tests) takes the histogram over.
+  registry.removeSingleMetric('http_request_duration_seconds');
   await app.register(fastifyMetrics, {
     endpoint: null,
     defaultMetrics: { enabled: false },
