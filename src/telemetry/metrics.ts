@@ -17,7 +17,7 @@
  *   svc_rate_limited_total{surface}                           429 answers, by surface
  *   svc_mcp_tool_calls_total{tool,outcome}, svc_mcp_tool_call_duration_seconds{tool}
  *   svc_db_pool_connections{pool,state}                       in_use | idle | waiting | max
- * plus the client's default process metrics (CPU, RSS, heap, event-loop lag, GC).
+ * plus the client's default process metrics (CPU, RSS, heap, event-loop lag, GC) when metrics are on.
  */
 import client from '@prometheus-io/client';
 import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
@@ -28,7 +28,6 @@ import type { Db } from '../db/index.ts';
 const fastifyMetrics = (fastifyMetricsModule as unknown as { default: FastifyPluginCallback<Partial<IMetricsPluginOptions>> }).default;
 
 export const registry = new client.Registry();
-client.collectDefaultMetrics({ register: registry });
 
 /** Seconds; request latencies of this service are milliseconds to a few seconds (imports, grading). */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -132,6 +131,8 @@ export function surfaceOf(route: string | undefined): string {
  * series; HEAD/OPTIONS left out) and the 429 counter on `app`. Call before the routes are added.
  */
 export async function httpMetrics(app: FastifyInstance): Promise<void> {
+  // The process metrics (CPU, memory, event-loop lag, GC) only when someone scrapes: they run timers and observers.
+  if (!registry.getSingleMetric('process_cpu_seconds_total')) client.collectDefaultMetrics({ register: registry });
   // One app per process exports it; a later app (tests) takes the histogram over.
   registry.removeSingleMetric('http_request_duration_seconds');
   await app.register(fastifyMetrics, {
