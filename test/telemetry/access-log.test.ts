@@ -41,7 +41,7 @@ beforeAll(async () => {
     startServerProcess({ ...databases[1]!.env, LOG_LEVEL: 'info', SVC_ACCESS_LOG: 'off' }),
   ]);
   await Promise.all([traffic(on.url), traffic(off.url)]);
-}, 90_000);
+}, 180_000);
 
 afterAll(async () => {
   killAll([on, off].filter(Boolean));
