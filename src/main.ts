@@ -1,6 +1,6 @@
 /**
  * Start the service: load config, open the database (embedded PGlite folder unless
- * DATABASE_URL is set), apply migrations, listen. In embedded mode the data folder is locked
+ * DATABASE_URL is set; with DATABASE_READ_URL also its read replica), apply migrations, listen. In embedded mode the data folder is locked
  * for the life of the process and its address is published for the `svc` CLI. Signals shut it
  * down within a deadline (src/http/shutdown.ts).
  */
@@ -15,17 +15,21 @@ async function main() {
   const unlock = config.dataDir ? await lockDataDir(config.dataDir) : async () => {};
   const db = await openDb(config);
   await migrate(db);
-  const app = await buildApp({ config, db, now: () => new Date() });
+  // The read replica (PostgreSQL only, config.ts refuses it on PGlite): opened without a check, as
+  // reads fall back to the primary while it cannot serve (src/db/replica.ts).
+  const readDb = config.databaseReadUrl ? await openDb({ ...config, databaseUrl: config.databaseReadUrl }) : undefined;
+  const app = await buildApp({ config, db, readDb, now: () => new Date() });
   const address = await app.listen({ port: config.port, host: config.host });
   if (config.dataDir) writeServerInfo(config.dataDir, { url: address, pid: process.pid });
   app.log.info(
-    { backend: db.kind, dataDir: config.dataDir, judge: config.judge ? config.judge.model : 'off' },
+    { backend: db.kind, readReplica: readDb !== undefined, dataDir: config.dataDir, judge: config.judge ? config.judge.model : 'off' },
     `service listening on ${address}`,
   );
   if (config.fetchAllowPrivate) {
     app.log.warn('SVC_FETCH_ALLOW_PRIVATE is set: the judge may fetch private and loopback addresses (tests only)');
   }
   shutdownOnSignal(app, config.shutdown, async () => {
+    await readDb?.close();
     await db.close();
     await unlock();
   });
