@@ -9,7 +9,6 @@
  */
 import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runOp } from '../../src/admin/ops.ts';
 import { openDb } from '../../src/db/index.ts';
 import { backend, startApp, type TestApp } from '../helpers/harness.ts';
 import { killAll, serverDatabase, spawnServer, type ServerDatabase, type SpawnedServer } from '../helpers/server-process.ts';
@@ -68,7 +67,7 @@ describe.skipIf(skip !== undefined)(`two server processes on one database${skip 
   const get = (url: string, key: string) => fetch(`${url}/v1/progress`, { headers: { authorization: `Bearer ${key}` } });
 
   it(`spends one rate budget per key across processes (Redis): ${LIMIT} answers in all, then 429 on both`, async () => {
-    const { key } = await runOp(admin.db, 'key.create', { tenant: 'acme', name: 'rate' });
+    const { key } = await admin.op('key.create', { tenant: 'acme', name: 'rate' });
     const statuses: number[] = [];
     for (let i = 0; i < LIMIT + 2; i++) statuses.push((await get(urls[i % 2]!, key)).status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
@@ -76,9 +75,9 @@ describe.skipIf(skip !== undefined)(`two server processes on one database${skip 
   });
 
   it('refuses a revoked key in every process within a second', async () => {
-    const { key, prefix } = await runOp(admin.db, 'key.create', { tenant: 'acme', name: 'revoked' });
+    const { key, prefix } = await admin.op('key.create', { tenant: 'acme', name: 'revoked' });
     for (const url of urls) expect((await get(url, key)).status).toBe(200); // cached in both
-    await runOp(admin.db, 'key.revoke', { prefix });
+    await admin.op('key.revoke', { prefix });
     await new Promise((r) => setTimeout(r, 1000));
     for (const url of urls) expect((await get(url, key)).status).toBe(401);
   });
