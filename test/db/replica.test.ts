@@ -13,6 +13,8 @@ import { migrate, openDb, type Db } from '../../src/db/index.ts';
 import { startApp, type TestApp } from '../helpers/harness.ts';
 import { clusterUnavailable, createCluster, createReplica, type Cluster } from '../helpers/pg-cluster.ts';
 import { getJson, newResult, newUser, seedTenant, type SeededTenant } from '../results/fixtures.ts';
+import { post, seedActivity } from '../embed/fixtures.ts';
+import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A little more than the horizon's publishing interval (src/results/replica-horizon.ts). */
@@ -36,10 +38,14 @@ describe.skipIf(clusterUnavailable !== undefined)(`read replica on a streaming s
   let replicaApp: TestApp;
   let primaryApp: TestApp;
   let acme: SeededTenant;
+  let idp: TestIdp;
 
-  /** Wait until the replica has replayed everything the primary has written so far. */
+  /**
+   * Wait until the replica has replayed everything the primary has written so far (its insert
+   * position: the throwaway primary commits with synchronous_commit off, so its write position lags).
+   */
   async function caughtUp() {
-    const [{ lsn }] = (await db.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn')) as [{ lsn: string }];
+    const [{ lsn }] = (await db.query<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn')) as [{ lsn: string }];
     for (const end = Date.now() + 30_000; ; await sleep(50)) {
       const [row] = await readDb.query<{ done: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as done', [lsn]);
       if (row?.done) return;
@@ -84,6 +90,8 @@ describe.skipIf(clusterUnavailable !== undefined)(`read replica on a streaming s
     replicaApp = await startApp({}, { db, readDb });
     primaryApp = await startApp({ jwtSecret: replicaApp.deps.config.jwtSecret }, { db });
     acme = await seedTenant(primaryApp, 'acme');
+    idp = await startTestIdp();
+    await primaryApp.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
     await caughtUp();
     await sleep(PUBLISHED);
   }, 180_000);
@@ -93,6 +101,7 @@ describe.skipIf(clusterUnavailable !== undefined)(`read replica on a streaming s
     await primaryApp?.close().catch(() => {});
     await readDb?.close().catch(() => {});
     await db?.close().catch(() => {});
+    await idp?.close();
     replica?.drop();
     primary?.drop();
   }, 60_000);
@@ -176,6 +185,35 @@ describe.skipIf(clusterUnavailable !== undefined)(`read replica on a streaming s
     const later = await feed(replicaApp, '&limit=200');
     expect(ids(later)).toEqual([...ids(before), d!.id, e!.id]);
     expect(later.consistent_through > e!.updatedAt).toBe(true);
+  });
+
+  it('serves the learner reads from the replica; a result just submitted is read on the primary', async () => {
+    const { activityId } = await seedActivity(primaryApp, 'acme'); // a document to write
+    const token = (await post(replicaApp, '/v1/embed/session', { tenant: 'acme', idp_token: await idp.sign({ sub: 'replica-learner' }) })).body
+      .access_token as string;
+    const read = async (path: string) => {
+      const res = await fetch(`${replicaApp.url}/v1/embed${path}`, { headers: { authorization: `Bearer ${token}` } });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    await caughtUp();
+    await pauseReplay();
+    try {
+      // No model configured: the submission is stored (on the primary) and pending.
+      const judged = await post(replicaApp, '/v1/embed/judge', { tenant: 'acme', activity_id: activityId, artifact: { kind: 'document', content: 'my work' } }, {
+        authorization: `Bearer ${token}`,
+      });
+      expect(judged.body.status).toBe('pending');
+      // The activity view is the replica's: it has not replayed the result yet.
+      expect((await read(`/activities/${activityId}`)).body.result).toBeNull();
+      // The result by id (the player polls it) is not there yet either: the primary answers.
+      const result = await read(`/results/${judged.body.result_id}`);
+      expect(result.status).toBe(200);
+      expect(result.body).toMatchObject({ id: judged.body.result_id, activity_id: activityId, status: 'in_progress' });
+    } finally {
+      await resumeReplay();
+    }
+    await caughtUp();
+    expect((await read(`/activities/${activityId}`)).body.result).toMatchObject({ status: 'in_progress' });
   });
 
   it('reads on the primary while the replica is down', async () => {
