@@ -1,8 +1,8 @@
 /**
  * Start the service: load config, open the database (embedded PGlite folder unless
- * DATABASE_URL is set; with DATABASE_READ_URL also its read replica), apply migrations, listen. In embedded mode the data folder is locked
- * for the life of the process and its address is published for the `svc` CLI. Signals shut it
- * down within a deadline (src/http/shutdown.ts).
+ * DATABASE_URL is set; with DATABASE_READ_URL also its read replica), apply migrations, listen.
+ * In embedded mode the data folder is locked for the life of the process and its address is
+ * published for the `svc` CLI. Signals shut it down within a deadline (src/http/shutdown.ts).
  */
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';

@@ -33,6 +33,9 @@
  * Every data request reads: authenticate (hook, cached key) → rate-limit (hook) → validate
  * (route schema) → authorize (RLS: the statement runs as svc_results with the key's tenant)
  * → query (one SQL statement, one round trip, cached plan) → respond (JSON text from PostgreSQL).
+ * With a read replica (`deps.readDb`, DATABASE_READ_URL) the query runs there, or on the primary
+ * when the replica is behind (src/db/replica.ts); this plugin then publishes the primary's sync
+ * horizon for it (replica-horizon.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 import type { Db } from '../db/index.ts';

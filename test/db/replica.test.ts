@@ -11,7 +11,7 @@ import pg from 'pg';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { migrate, openDb, type Db } from '../../src/db/index.ts';
 import { startApp, type TestApp } from '../helpers/harness.ts';
-import { clusterUnavailable, createCluster, createReplica, type Cluster } from '../helpers/pg-cluster.ts';
+import { createCluster, createReplica, replicaUnavailable, type Cluster } from '../helpers/pg-cluster.ts';
 import { getJson, newResult, newUser, seedTenant, type SeededTenant } from '../results/fixtures.ts';
 import { post, seedActivity } from '../embed/fixtures.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
@@ -30,7 +30,7 @@ describe('DATABASE_READ_URL on the embedded database', () => {
   });
 });
 
-describe.skipIf(clusterUnavailable !== undefined)(`read replica on a streaming standby${clusterUnavailable ? ` (skipped: ${clusterUnavailable})` : ''}`, () => {
+describe.skipIf(replicaUnavailable !== undefined)(`read replica on a streaming standby${replicaUnavailable ? ` (skipped: ${replicaUnavailable})` : ''}`, () => {
   let primary: Cluster;
   let replica: Cluster;
   let db: Db;
@@ -214,6 +214,20 @@ describe.skipIf(clusterUnavailable !== undefined)(`read replica on a streaming s
     }
     await caughtUp();
     expect((await read(`/activities/${activityId}`)).body.result).toMatchObject({ status: 'in_progress' });
+  });
+
+  it('checks API keys on the primary: a key revoked while replay is paused is refused at once', async () => {
+    const { key, prefix } = await primaryApp.op('key.create', { tenant: 'acme', name: 'revoked-on-primary' });
+    expect((await fetch(`${replicaApp.url}/v1/progress`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    await caughtUp();
+    await pauseReplay();
+    try {
+      await primaryApp.op('key.revoke', { prefix });
+      await sleep(1100); // the longest a checked key is trusted from memory
+      expect((await fetch(`${replicaApp.url}/v1/progress`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
+    } finally {
+      await resumeReplay();
+    }
   });
 
   it('reads on the primary while the replica is down', async () => {

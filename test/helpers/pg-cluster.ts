@@ -36,6 +36,10 @@ export const clusterUnavailable: string | undefined = !existsSync('/usr/bin/pg_c
       ? 'making a throwaway cluster needs root (pg_createcluster)'
       : undefined;
 
+/** Why a streaming replica cannot be made here (`createReplica`), or undefined when it can. */
+export const replicaUnavailable: string | undefined =
+  clusterUnavailable ?? (!existsSync('/usr/bin/pg_basebackup') ? 'pg_basebackup (postgresql-client) is not installed' : undefined);
+
 /** A free TCP port on loopback. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -105,7 +109,9 @@ export async function createCluster(): Promise<Cluster> {
 /** The `Cluster` of an existing cluster `version`/`name` on `port`. */
 function handle(version: string, name: string, port: number): Cluster {
   let dropped = false;
-  const ctl = async (action: string, ...extra: string[]) => void (await runAsync('pg_ctlcluster', [version, name, action, ...extra]));
+  // Without systemd's redirect: the cluster is this test's, started and stopped by pg_ctl directly.
+  const ctl = async (action: string, ...extra: string[]) =>
+    void (await runAsync('pg_ctlcluster', ['--skip-systemctl-redirect', version, name, action, ...extra]));
   return {
     name,
     port,
