@@ -43,7 +43,7 @@ const trustProxy = (value: boolean | number | string) =>
 
 export async function buildApp(given: Deps): Promise<FastifyInstance> {
   const traced = tracingEnabled();
-  const deps: Deps = traced ? { ...given, db: tracedDb(given.db) } : given;
+  const deps: Deps = traced ? { ...given, db: tracedDb(given.db), readDb: given.readDb && tracedDb(given.readDb) } : given;
   const app = Fastify({
     logger: { level: deps.config.logLevel },
     bodyLimit: deps.config.bodyLimit,
@@ -77,8 +77,8 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   if (traced) await fastifyTracing(app);
   if (deps.config.metrics) await httpMetrics(app);
   if (deps.config.accessLog) accessLog(app);
-  const unobserve = observeDatabase(given.db, 'primary', GRADING_QUEUE);
-  app.addHook('onClose', async () => unobserve());
+  const unobserve = [observeDatabase(given.db, 'primary', GRADING_QUEUE), given.readDb && observeDatabase(given.readDb, 'replica')];
+  app.addHook('onClose', async () => unobserve.forEach((stop) => stop && stop()));
   addReadiness(app, deps.db);
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);

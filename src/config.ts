@@ -142,6 +142,11 @@ export interface Config extends Secrets {
   baseUrl: string;
   /** PostgreSQL server URL; undefined → embedded PGlite in `dataDir`. */
   databaseUrl?: string;
+  /**
+   * A streaming read replica of `databaseUrl` (`DATABASE_READ_URL`, PostgreSQL only): the results
+   * API and the learner reads run there (src/db/replica.ts, docs/scaling.md). Undefined → the primary.
+   */
+  databaseReadUrl?: string;
   /** PGlite data folder; undefined with no databaseUrl → in memory (tests only). */
   dataDir?: string;
   /**
@@ -214,6 +219,7 @@ const env = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   BASE_URL: z.url().optional(),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  DATABASE_READ_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
   SVC_DATA_DIR: z.string().min(1).default('.svc-data'),
   SVC_JWT_SECRET: z.string().optional(),
   SVC_ANON_KEY: z.string().optional(),
@@ -364,6 +370,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
   if (e.SVC_JUDGE_RETRY_MAX_DELAY < e.SVC_JUDGE_RETRY_DELAY) {
     throw new ConfigError('SVC_JUDGE_RETRY_MAX_DELAY must be at least SVC_JUDGE_RETRY_DELAY');
   }
+  if (e.DATABASE_READ_URL && !e.DATABASE_URL) {
+    throw new ConfigError('DATABASE_READ_URL needs DATABASE_URL: read replicas are for a PostgreSQL server; the embedded database (PGlite) has none');
+  }
   if (e.SVC_SHUTDOWN_DELAY >= e.SVC_SHUTDOWN_TIMEOUT) {
     throw new ConfigError('SVC_SHUTDOWN_DELAY must be less than SVC_SHUTDOWN_TIMEOUT (both are seconds from the signal)');
   }
@@ -373,6 +382,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
     host: e.HOST,
     baseUrl: (e.BASE_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`).replace(/\/$/, ''),
     databaseUrl: e.DATABASE_URL,
+    databaseReadUrl: e.DATABASE_READ_URL,
     dataDir,
     dbPoolSize: e.SVC_DB_POOL_SIZE ?? DEFAULT_POOL_SIZE,
     dbAcquireTimeoutMs: Math.round(e.SVC_DB_ACQUIRE_TIMEOUT * 1000),

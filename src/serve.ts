@@ -1,6 +1,6 @@
 /**
  * Serve (src/main.ts calls this once telemetry is set up): load config, open the database (embedded PGlite folder unless
- * DATABASE_URL is set), apply migrations, listen. In embedded mode the data folder is locked
+ * DATABASE_URL is set; with DATABASE_READ_URL also its read replica), apply migrations, listen. In embedded mode the data folder is locked
  * for the life of the process and its address is published for the `svc` CLI. Signals shut it
  * down within a deadline (src/http/shutdown.ts).
  */
@@ -16,11 +16,14 @@ async function main(stopTracing?: () => Promise<void>) {
   const unlock = config.dataDir ? await lockDataDir(config.dataDir) : async () => {};
   const db = await openDb(config);
   await migrate(db);
-  const app = await buildApp({ config, db, now: () => new Date() });
+  // The read replica (PostgreSQL only, config.ts refuses it on PGlite): opened without a check, as
+  // reads fall back to the primary while it cannot serve (src/db/replica.ts).
+  const readDb = config.databaseReadUrl ? await openDb({ ...config, databaseUrl: config.databaseReadUrl }) : undefined;
+  const app = await buildApp({ config, db, readDb, now: () => new Date() });
   const address = await app.listen({ port: config.port, host: config.host });
   if (config.dataDir) writeServerInfo(config.dataDir, { url: address, pid: process.pid });
   app.log.info(
-    { backend: db.kind, node: process.version, dataDir: config.dataDir, judge: config.judge ? config.judge.model : 'off' },
+    { backend: db.kind, node: process.version, readReplica: readDb !== undefined, dataDir: config.dataDir, judge: config.judge ? config.judge.model : 'off' },
     `service listening on ${address}`,
   );
   const metrics = config.metrics ? await startMetricsServer(config.metrics) : undefined;
@@ -30,6 +33,7 @@ async function main(stopTracing?: () => Promise<void>) {
   }
   shutdownOnSignal(app, config.shutdown, async () => {
     await metrics?.close();
+    await readDb?.close();
     await db.close();
     await unlock();
     await stopTracing?.();

@@ -17,11 +17,14 @@
  *    content of the tenants the learner is a member of (the session's tenant only, for an embed
  *    session), and only their own results, artifacts and progress (migration 0090). Another
  *    tenant's or another learner's id is therefore simply not there: 404 `not_found`, never 403.
+ *    With DATABASE_READ_URL these reads run on the read replica (`asLearner`).
  */
 import { z } from 'zod';
 import { asUser, type Queryable } from '../db/index.ts';
+import { fromReplica } from '../db/replica.ts';
 import type { Deps } from '../deps.ts';
 import { rubricCriteria } from './grader.ts';
+import { ApiError } from '../http/api-errors.ts';
 import { notFound, unauthorized } from './errors.ts';
 import { trySessionToken } from './learner.ts';
 import { markdownToSafeHtml } from './markdown.ts';
@@ -72,11 +75,16 @@ export const progressView = z.object({
 export const idParams = z.object({ id: z.uuid('must be a uuid') });
 export const progressQuery = z.object({ program_id: z.uuid('must be a uuid').optional() }).strict();
 
-/** Run `fn` as the learner of session token `token`; 401 when it is not a valid session token. */
+/**
+ * Run `fn` as the learner of session token `token`; 401 when it is not a valid session token. The
+ * session is checked on the primary (a logout holds at once); `fn` reads on the read replica when
+ * there is one, and on the primary when the replica does not have the record yet (404: a result
+ * just submitted) or cannot serve (src/db/replica.ts).
+ */
 async function asLearner<T>(deps: Deps, token: string | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   const session = token === undefined ? undefined : await trySessionToken(deps, token);
   if (!session) throw unauthorized(token === undefined ? 'no bearer token' : 'not a session token of this service');
-  return asUser(deps.db, session.claims, fn);
+  return fromReplica(deps, (db) => asUser(db, session.claims, fn), { error: (err) => err instanceof ApiError && err.code === 'not_found' });
 }
 
 interface ResultRow {
