@@ -16,6 +16,8 @@ import { activityTools } from './activities.ts';
 import { importTools } from './import.ts';
 import { instantiateTools } from './instantiate.ts';
 import { lessonTools } from './lessons.ts';
+import { lifecycleTools } from './lifecycle.ts';
+import { moveTools } from './moves.ts';
 import { programTools } from './programs.ts';
 import { callTool, invoke, type AnyTool, type ToolContext } from './tool.ts';
 import { unitTools } from './units.ts';
@@ -30,6 +32,8 @@ export const TOOLS: readonly AnyTool[] = [
   ...activityTools,
   ...instantiateTools,
   ...importTools,
+  ...lifecycleTools,
+  ...moveTools,
 ];
 
 const INSTRUCTIONS =
