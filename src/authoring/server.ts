@@ -1,7 +1,7 @@
 /**
  * The MCP server of the authoring surface: one `McpServer` per HTTP request (stateless),
- * bound to the verified caller, with the 17 tools of DESIGN §6 and import_program (issue #5: bulk
- * content injection).
+ * bound to the verified caller, with the 17 tools of DESIGN §6, import_program (issue #5: bulk
+ * content injection), and archive_X / unarchive_X / move_X (issue #16: content lifecycle).
  *
  * Tools are registered with the SDK (so `tools/list` shows their JSON schemas and annotations);
  * `tools/call` is then dispatched by `callTool` (tool.ts) instead of the SDK's default handler,

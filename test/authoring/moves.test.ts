@@ -133,6 +133,8 @@ describe('learners\' results follow a move within the program', () => {
     expect(await fails(x.author, 'move_unit', { id: p.units[0].id, program_id: other.id })).toBe(
       `unit ${p.units[0].id} cannot move to another program: learners have results on an activity in it; move it within its program, or archive it`,
     );
+    // the rule is the database's: the service's own role (CLI, console) is refused too
+    await expect(x.w.t.db.query('update units set program_id = $1 where id = $2', [other.id, p.units[0].id])).rejects.toMatchObject({ code: 'SVP03' });
     expect(await contentSnapshot(x.w.t)).toEqual(snapshot);
   });
 });
