@@ -11,7 +11,10 @@
  * P0002 (the parent-not-found trigger; its HINT names what the id really is, if the caller can
  * see it) → "<record> <id> not found"; 23001/23503 (a learner's activity_results row restricts the
  * delete; PostgreSQL reports either) → "has learner results"; SVP01 (migration 0030: a position
- * outside 1..n) → the trigger's own message, which names the allowed range; 23505 on an external
+ * outside 1..n), SVP02 / SVP03 (migration 0110: a move to another tenant, or to another program
+ * of content with learner results) → the trigger's own message, which names the allowed range or
+ * the reason; 23503 on a parent's foreign key (the parent was deleted while an insert or a move
+ * waited for the order lock) → "<parent> <id> not found"; 23505 on an external
  * id index → "external_id already used"; the bad-input states of db/errors.ts (a value breaks a
  * column rule the input schema did not catch, a NUL character, an impossible date in a cursor)
  * → invalid value. An unavailable database (db/errors.ts `DbUnavailableError`: the connection
@@ -76,7 +79,9 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
     case 'P0002':
       return subject ? notFound(subject.record, subject.id, dbField(err, 'hint')) : new ToolFailure('not found');
     case 'SVP01':
-      // raised by the order triggers of migration 0030 with a message written for the caller
+    case 'SVP02':
+    case 'SVP03':
+      // raised by the order triggers of migrations 0030 / 0110 with a message written for the caller
       return new ToolFailure((err as Error).message);
     case '23505': {
       const table = /^(programs|units|lessons|activities)_external_id_key$/.exec(constraintOf(err))?.[1];
@@ -87,17 +92,28 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
           : `external_id already used: another ${EXTERNAL_ID_SCOPE[table]} of this program has it`,
       );
     }
-    case '23001':
     case '23503':
-      return new ToolFailure(
-        subject
-          ? `${subject.record} ${subject.id} cannot be deleted: ${subject.record === 'activity' ? 'it has' : 'an activity in it has'} learner results`
-          : 'cannot be deleted: it has learner results',
-      );
+      // A parent deleted while this insert or move waited for the program's order lock; any
+      // other foreign key is a learner's result restricting a delete.
+      if (PARENT_KEYS.has(constraintOf(err))) return subject ? notFound(subject.record, subject.id) : new ToolFailure('not found');
+      return hasLearnerResults(subject);
+    case '23001':
+      return hasLearnerResults(subject);
     default:
       return err;
   }
 }
+
+/** "<record> <id> cannot be deleted: … has learner results". */
+const hasLearnerResults = (subject?: Subject) =>
+  new ToolFailure(
+    subject
+      ? `${subject.record} ${subject.id} cannot be deleted: ${subject.record === 'activity' ? 'it has' : 'an activity in it has'} learner results`
+      : 'cannot be deleted: it has learner results',
+  );
+
+/** The foreign keys from a content record to its parent (PostgreSQL's default names, migration 0001). */
+const PARENT_KEYS = new Set(['units_program_id_fkey', 'lessons_unit_id_fkey', 'activities_lesson_id_fkey']);
 
 const EXTERNAL_ID_SCOPE: Record<string, string> = { units: 'unit', lessons: 'lesson', activities: 'activity' };
 

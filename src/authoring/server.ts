@@ -1,7 +1,7 @@
 /**
  * The MCP server of the authoring surface: one `McpServer` per HTTP request (stateless),
- * bound to the verified caller, with the 17 tools of DESIGN §6 and import_program (issue #5: bulk
- * content injection).
+ * bound to the verified caller, with the 17 tools of DESIGN §6, import_program (issue #5: bulk
+ * content injection), and archive_X / unarchive_X / move_X (issue #16: content lifecycle).
  *
  * Tools are registered with the SDK (so `tools/list` shows their JSON schemas and annotations);
  * `tools/call` is then dispatched by `callTool` (tool.ts) instead of the SDK's default handler,
@@ -16,6 +16,8 @@ import { activityTools } from './activities.ts';
 import { importTools } from './import.ts';
 import { instantiateTools } from './instantiate.ts';
 import { lessonTools } from './lessons.ts';
+import { lifecycleTools } from './lifecycle.ts';
+import { moveTools } from './moves.ts';
 import { programTools } from './programs.ts';
 import { callTool, invoke, type AnyTool, type ToolContext } from './tool.ts';
 import { unitTools } from './units.ts';
@@ -31,6 +33,8 @@ export const TOOLS: readonly AnyTool[] = [
   ...activityTools,
   ...instantiateTools,
   ...importTools,
+  ...lifecycleTools,
+  ...moveTools,
 ];
 
 const INSTRUCTIONS =

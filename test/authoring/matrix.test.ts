@@ -68,7 +68,7 @@ const TOOLS: Record<string, ToolCase> = {
   list_tenants: { read: true, args: () => ({}), effect: async () => {}, invisible: () => '' },
   list_programs: {
     read: true,
-    args: () => ({ tenant: 'acme' }),
+    args: () => ({ tenant: 'acme', limit: 200 }),
     effect: async (x, r) => expect(r.programs.map((p: Structured) => p.id)).toContain(x.program),
     invisible: () => 'tenant not found: acme',
   },
@@ -156,7 +156,37 @@ const TOOLS: Record<string, ToolCase> = {
     },
     invisible: () => 'tenant not found: acme',
   },
+  ...lifecycleCases(),
 };
+
+/** archive_X / unarchive_X of each record of the tree, and move_X within its own parent (issue #16). */
+function lifecycleCases(): Record<string, ToolCase> {
+  const records = { program: 'programs', unit: 'units', lesson: 'lessons', activity: 'activities' } as const;
+  const archivedOf = async (table: string, id: string) =>
+    (await t.db.query<{ archived: boolean }>(`select archived from ${table} where id = $1`, [id]))[0]?.archived;
+  const cases: Record<string, ToolCase> = {};
+  for (const [name, table] of Object.entries(records) as [keyof Tree, string][]) {
+    cases[`archive_${name}`] = {
+      args: (x) => ({ id: x[name] }),
+      effect: async (x) => expect(await archivedOf('activities', x.activity)).toBe(true),
+      invisible: (x) => `${name} ${x[name]} not found`,
+    };
+    cases[`unarchive_${name}`] = {
+      args: (x) => ({ id: x[name] }),
+      effect: async (x, r) => expect([r.archived, await archivedOf(table, x[name])]).toEqual([false, false]),
+      invisible: (x) => `${name} ${x[name]} not found`,
+    };
+  }
+  const parents = { unit: 'program', lesson: 'unit', activity: 'lesson' } as const;
+  for (const [name, parent] of Object.entries(parents) as [keyof Tree, keyof Tree][]) {
+    cases[`move_${name}`] = {
+      args: (x) => ({ id: x[name], [`${parent}_id`]: x[parent], position: 1 }),
+      effect: async (x, r) => expect(r).toMatchObject({ id: x[name], [`${parent}_id`]: x[parent], position: 1 }),
+      invisible: (x) => `${name} ${x[name]} not found`,
+    };
+  }
+  return cases;
+}
 
 beforeAll(async () => {
   t = await startApp();

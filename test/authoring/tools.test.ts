@@ -25,10 +25,13 @@ const ALL_TOOLS = [
   'create_lesson', 'update_lesson', 'delete_lesson',
   'create_activity', 'update_activity', 'delete_activity',
   'instantiate_program', 'import_program',
+  'archive_program', 'archive_unit', 'archive_lesson', 'archive_activity',
+  'unarchive_program', 'unarchive_unit', 'unarchive_lesson', 'unarchive_activity',
+  'move_unit', 'move_lesson', 'move_activity',
 ];
 
 describe('tools/list', () => {
-  it('shows the 18 tools with schemas, descriptions and annotations', async () => {
+  it('shows the 29 tools with schemas, descriptions and annotations', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([...ALL_TOOLS].sort());
     for (const tool of tools) {
@@ -42,9 +45,9 @@ describe('tools/list', () => {
       const a = tool.annotations!;
       if (/^(whoami|list_|get_)/.test(tool.name)) expect(a.readOnlyHint, tool.name).toBe(true);
       else expect(a.readOnlyHint, tool.name).toBe(false);
-      if (tool.name.startsWith('delete_')) expect(a.destructiveHint, tool.name).toBe(true);
+      if (/^(delete_|move_)/.test(tool.name)) expect(a.destructiveHint, tool.name).toBe(true);
       else if (!a.readOnlyHint) expect(a.destructiveHint, tool.name).toBe(false);
-      if (/^(update_|delete_|import_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(true);
+      if (/^(update_|delete_|import_|archive_|unarchive_|move_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(true);
       if (/^(create_|instantiate_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(false);
     }
     const create = tools.find((x) => x.name === 'create_activity')!;
