@@ -63,11 +63,11 @@ describe('resources', () => {
     const uri = `svc://programs/${x.program.id}`;
     const program = await a.readResource({ uri });
     expect(program.contents).toEqual([{ uri, mimeType: 'application/json', text: expect.any(String) }]);
-    expect(JSON.parse(program.contents[0]!.text as string)).toEqual(await ok(a, 'get_program', { id: x.program.id }));
+    expect(JSON.parse((program.contents[0] as { text: string }).text)).toEqual(await ok(a, 'get_program', { id: x.program.id }));
 
     const activityUri = `svc://activities/${x.activity.id}`;
     const activity = await a.readResource({ uri: activityUri });
-    expect(JSON.parse(activity.contents[0]!.text as string)).toEqual(x.activity);
+    expect(JSON.parse((activity.contents[0] as { text: string }).text)).toEqual(x.activity);
   });
 
   it('answers -32002 for what the caller cannot read: unknown ids, other tenants, malformed ids', async () => {
