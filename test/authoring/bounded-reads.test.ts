@@ -2,7 +2,7 @@
  * Bounded reads on a real course (issue #16): The Odin Project's full-stack path (34 units, 151
  * lessons, 146 activities; ../shared/data/odin, not copied here), imported with import_program and
  * read back with the SDK client through every read at its default settings — get_program, every
- * unit, lesson and activity, search_content, list_programs, the resources — measuring every
+ * unit, lesson and activity, search_content, list_programs, the resources and prompts — measuring every
  * answer: each fits in 100,000 characters. get_program at depth full is refused with a message
  * naming the narrower reads; get_unit / get_lesson at depth full answer what fits.
  */
@@ -10,7 +10,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend, startApp, type TestApp } from '../helpers/harness.ts';
-import { importOdinBulk, loadOdin, ODIN_MISSING, odinAvailable, type OdinProgram } from '../helpers/odin.ts';
+import { loadOdin, odinImportArgs, ODIN_MISSING, odinAvailable, type OdinProgram } from '../helpers/odin.ts';
 import { authorClient, contentShape, fails, ok, type Structured } from './helpers.ts';
 
 const FILE = 'odin-full-stack-javascript.json';
@@ -42,8 +42,7 @@ describe.skipIf(!present)(`bounded reads of the Odin full-stack path (${present 
     source = loadOdin(FILE);
     t = await startApp();
     client = (await authorClient(t, 'acme')).client;
-    program = await importOdinBulk(client, 'acme', source);
-    record('import_program', { structuredContent: program, content: [{ type: 'text', text: JSON.stringify(program) }] });
+    program = await call('import_program', odinImportArgs('acme', source)); // its answer is measured too
   });
   afterAll(async () => {
     await client?.close();
@@ -58,6 +57,7 @@ describe.skipIf(!present)(`bounded reads of the Odin full-stack path (${present 
 
     // walk the outline down to every record, reading each in full with the narrower tools
     const units: Structured[] = [];
+    const activityIds: string[] = [];
     for (const u of outline.units) {
       const unit = await call('get_unit', { id: u.id });
       expect(unit).toMatchObject({ id: u.id, title: u.title, position: u.position, depth: 'outline' });
@@ -65,7 +65,10 @@ describe.skipIf(!present)(`bounded reads of the Odin full-stack path (${present 
       for (const l of unit.lessons) {
         const lesson = await call('get_lesson', { id: l.id });
         const activities: Structured[] = [];
-        for (const a of lesson.activities) activities.push(await call('get_activity', { id: a.id }));
+        for (const a of lesson.activities) {
+          activities.push(await call('get_activity', { id: a.id }));
+          activityIds.push(a.id);
+        }
         lessons.push({ ...lesson, activities });
       }
       units.push({ ...unit, lessons });
@@ -78,6 +81,12 @@ describe.skipIf(!present)(`bounded reads of the Odin full-stack path (${present 
     await call('list_programs', {});
     await call('whoami', {});
     await call('list_tenants', {});
+    // the resources and prompts that embed them
+    record('resources/list', await client.listResources());
+    record('resources/read program', await client.readResource({ uri: `svc://programs/${program.id}` }));
+    for (const a of activityIds) record('resources/read activity', await client.readResource({ uri: `svc://activities/${a}` }));
+    record('prompts/get draft_unit', await client.getPrompt({ name: 'draft_unit', arguments: { program_id: program.id, outline: 'Testing with Jest' } }));
+    record('prompts/get write_rubric', await client.getPrompt({ name: 'write_rubric', arguments: { activity_id: activityIds[0]! } }));
 
     const reads = [...sizes].map(([name, s]) => `${name}: ${s.length} answer(s), largest ${Math.max(...s).toLocaleString('en')} chars`);
     console.log(`[bounded reads, ${backend}] ${reads.join('; ')}`);
