@@ -51,15 +51,18 @@ export class ToolFailure extends Error {}
  */
 export const invalidArguments = (message: string) => new ToolFailure(message);
 
+/** A failure that says the record (or tenant) named does not exist for the caller. */
+export class NotFound extends ToolFailure {}
+
 /**
  * "<record> <id> not found"; `actually` is the kind of record the id belongs to when the caller
  * can see it (svc.record_kind, under RLS), so a program id given as a lesson id says so.
  */
 export const notFound = (record: string, id: string, actually?: string | null) =>
-  new ToolFailure(`${record} ${id} not found${actually && actually !== record ? ` (that id is ${article(actually)} ${actually})` : ''}`);
+  new NotFound(`${record} ${id} not found${actually && actually !== record ? ` (that id is ${article(actually)} ${actually})` : ''}`);
 /** "a" or "an" before a record name ("an activity"). */
 export const article = (record: string) => (record === 'activity' ? 'an' : 'a');
-export const tenantNotFound = (slug: string) => new ToolFailure(`tenant not found: ${slug}`);
+export const tenantNotFound = (slug: string) => new NotFound(`tenant not found: ${slug}`);
 
 /** What the subject of a statement was, so a database error can name it. */
 export interface Subject {

@@ -53,20 +53,20 @@ const LessonNode = z.looseObject({ ...outlineNode, activities: z.array(ActivityN
 const UnitNode = z.looseObject({ ...outlineNode, lessons: z.array(LessonNode).describe('Lessons in order') }).describe('A unit and its lessons');
 const count = (what: string) => z.number().int().describe(`Number of ${what} below`);
 
-type ParentRead = { name: Parent; level: 'units' | 'lessons' | 'activities'; below: readonly ('units' | 'lessons' | 'activities')[] };
-const PARENTS: Record<Parent, ParentRead> = {
-  program: { name: 'program', level: 'units', below: ['units', 'lessons', 'activities'] },
-  unit: { name: 'unit', level: 'lessons', below: ['lessons', 'activities'] },
-  lesson: { name: 'lesson', level: 'activities', below: ['activities'] },
+type Level = 'units' | 'lessons' | 'activities';
+/** Per record with children: the key of its children, the levels below it, the reads of its parts. */
+const PARENTS: Record<Parent, { level: Level; below: readonly Level[]; next: string; reads: string }> = {
+  program: { level: 'units', below: ['units', 'lessons', 'activities'], next: 'get_unit', reads: 'get_unit, get_lesson and get_activity' },
+  unit: { level: 'lessons', below: ['lessons', 'activities'], next: 'get_lesson', reads: 'get_lesson and get_activity' },
+  lesson: { level: 'activities', below: ['activities'], next: 'get_activity', reads: 'get_activity' },
 };
 
 /** What to read instead of a too-large answer of `name` at `depth`. */
 function narrower(name: Parent, d: Depth): string {
-  const next = { program: 'get_unit', unit: 'get_lesson', lesson: 'get_activity' }[name];
-  const reads = { program: 'get_unit, get_lesson and get_activity', unit: 'get_lesson and get_activity', lesson: 'get_activity' }[name];
+  const { next, reads } = PARENTS[name];
   return d === 'full'
     ? `read it with depth "outline" (the default) and then one part at a time with ${reads}`
-    : `read its parts one at a time with ${next}, using the ids of search_content or of the ${name}'s parent`;
+    : `find its parts with search_content (it answers their ids) and read them one at a time with ${next}`;
 }
 
 /** get_program, get_unit or get_lesson. */

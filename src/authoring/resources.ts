@@ -16,7 +16,7 @@ import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/serv
 import { ListResourcesRequestSchema, McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { asUser } from '../db/index.ts';
 import { UUID_RE } from './cursor.ts';
-import { INVALID_PARAMS, ToolFailure } from './errors.ts';
+import { INVALID_PARAMS, NotFound, ToolFailure } from './errors.ts';
 import { listPrograms } from './programs.ts';
 import { getProgram } from './reads.ts';
 import { findRecord } from './records.ts';
@@ -42,7 +42,7 @@ export async function readProgram(ctx: ToolContext, id: string): Promise<Json | 
   try {
     return (await asUser(ctx.deps.db, ctx.session.claims, (tx) => getProgram.run({ id, depth: 'outline' }, tx, ctx))).structured;
   } catch (err) {
-    if (err instanceof ToolFailure && /not found/.test(err.message)) return undefined;
+    if (err instanceof NotFound) return undefined;
     throw err;
   }
 }
