@@ -192,6 +192,11 @@ export interface Config extends Secrets {
   bodyLimit: number;
   /** Largest accepted body of `POST /mcp` in bytes (import_program carries whole programs); default 16 MiB. */
   mcpBodyLimit?: number;
+  /**
+   * Origins besides the base URL's own that browsers may call `/mcp` from (DNS-rebinding
+   * protection, `SVC_MCP_ALLOWED_ORIGINS`); default none.
+   */
+  mcpAllowedOrigins?: string[];
   identity: IdentityConfig;
   results: ResultsConfig;
   shutdown: ShutdownConfig;
@@ -265,6 +270,7 @@ const env = z.object({
   SVC_FETCH_TIMEOUT: z.coerce.number().min(1).max(300).default(15),
   SVC_FETCH_MAX_BYTES: z.coerce.number().int().min(65_536).max(1024 * 1024 * 1024).default(20 * 1024 * 1024),
   SVC_FETCH_ALLOW_PRIVATE: z.enum(['0', '1', 'true', 'false']).optional(),
+  SVC_MCP_ALLOWED_ORIGINS: z.string().default(''),
   SVC_MCP_BODY_LIMIT: z.coerce.number().int().min(65_536).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   REDIS_URL: z.string().optional(),
   SVC_ACCESS_LOG: z.enum(['on', 'off', '1', '0', 'true', 'false']).default('on'),
@@ -433,6 +439,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
     ...(e.SVC_METRICS_PORT !== undefined && { metrics: { port: e.SVC_METRICS_PORT, host: e.SVC_METRICS_HOST ?? e.HOST } }),
     bodyLimit: 1024 * 1024,
     mcpBodyLimit: e.SVC_MCP_BODY_LIMIT,
+    mcpAllowedOrigins: originList('SVC_MCP_ALLOWED_ORIGINS', e.SVC_MCP_ALLOWED_ORIGINS),
     identity: {
       sessionMaxLifetime: e.SVC_SESSION_MAX_LIFETIME,
       sessionInactivityTimeout: e.SVC_SESSION_INACTIVITY_TIMEOUT,
@@ -444,7 +451,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
         registerPerIp: e.SVC_OAUTH_REGISTER_PER_IP,
       },
       argon2: { memoryKib: e.SVC_ARGON2_MEMORY_KIB, timeCost: e.SVC_ARGON2_TIME_COST, parallelism: e.SVC_ARGON2_PARALLELISM },
-      corsOrigins: parseOrigins(e.SVC_AUTH_CORS_ORIGINS),
+      corsOrigins: e.SVC_AUTH_CORS_ORIGINS.trim() === '*' ? '*' : originList('SVC_AUTH_CORS_ORIGINS', e.SVC_AUTH_CORS_ORIGINS),
     },
     results: {
       rateLimit: { max: e.SVC_RATE_LIMIT, windowMs: e.SVC_RATE_LIMIT_WINDOW * 1000 },
@@ -463,9 +470,8 @@ function parseTrustProxy(value: string | undefined): boolean | number | string {
   return value.replace(/\s+/g, '');
 }
 
-/** `*` or a comma-separated list of origins (`https://app.example.com`); throws `ConfigError`. */
-function parseOrigins(value: string): '*' | string[] {
-  if (value.trim() === '*') return '*';
+/** A comma-separated list of origins (`https://app.example.com`) in variable `name`; throws `ConfigError`. */
+function originList(name: string, value: string): string[] {
   const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
   for (const origin of origins) {
     let url: URL | undefined;
@@ -475,7 +481,7 @@ function parseOrigins(value: string): '*' | string[] {
       url = undefined;
     }
     if (!url || !/^https?:$/.test(url.protocol) || url.origin !== origin) {
-      throw new ConfigError(`SVC_AUTH_CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+      throw new ConfigError(`${name}: "${origin}" is not an origin like https://app.example.com`);
     }
   }
   return origins;

@@ -5,9 +5,9 @@
  * `[created_at, id]` (created_at as PostgreSQL's text, microseconds kept), for list_tenants
  * `[slug]`. It is not signed: it only says where to resume, and every row read after it still
  * goes through the caller's RLS. A cursor that does not decode to the tool's key shape is an
- * invalid argument (JSON-RPC -32602), never a database error.
+ * invalid argument (an `isError` result naming it), never a database error.
  */
-import { invalidParams } from './errors.ts';
+import { invalidArguments } from './errors.ts';
 
 export const TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:\d{2})?|Z)$/;
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -20,7 +20,7 @@ export function encodeCursor(key: readonly string[]): string {
 
 /**
  * Decode a cursor of `tool` whose key parts must match `shape` (one pattern per part).
- * Throws a -32602 protocol error when it does not.
+ * Throws a `ToolFailure` (an `isError` result) when it does not.
  */
 export function decodeCursor(tool: string, cursor: string, shape: readonly RegExp[]): string[] {
   try {
@@ -35,7 +35,7 @@ export function decodeCursor(tool: string, cursor: string, shape: readonly RegEx
   } catch {
     // fall through
   }
-  throw invalidParams(`Invalid arguments for tool ${tool}: malformed cursor`);
+  throw invalidArguments(`Invalid arguments for tool ${tool}: malformed cursor`);
 }
 
 export const DEFAULT_LIMIT = 50;

@@ -2,9 +2,9 @@
  * Failures of the authoring domain, and how a failed tool call is told to the client.
  *
  * A domain failure (not allowed, not found, has learner results) is a tool result with
- * `isError: true` and a short text; the transaction of the call has rolled back. Protocol
- * errors (`ProtocolError`, `McpError`: unknown tool, invalid arguments, bad cursor) pass through and
- * reach the client as JSON-RPC errors. Anything else is logged and answered "internal error":
+ * `isError: true` and a short text; the transaction of the call has rolled back. So is an
+ * argument only the tool can judge (a malformed cursor). Protocol errors (`ProtocolError`,
+ * `McpError`: an unknown tool) pass through and reach the client as JSON-RPC errors. Anything else is logged and answered "internal error":
  * SQL text and stack traces never leave the server.
  *
  * SQLSTATEs mapped here: 42501 (RLS `with check` / missing privilege) → not allowed;
@@ -44,20 +44,28 @@ export class ProtocolError extends Error {
 }
 
 export const INVALID_PARAMS = -32602;
-/** Arguments the input schema could not catch (bad cursor, nothing to update): -32602. */
-export const invalidParams = (message: string) => new ProtocolError(INVALID_PARAMS, message);
 
 /** A failure of the domain, reported to the caller as an `isError` result with this message. */
 export class ToolFailure extends Error {}
+
+/**
+ * Arguments the input schema could not catch (a malformed cursor, nothing to update): an
+ * `isError` result like every other invalid argument (tool.ts), so the model can correct itself.
+ */
+export const invalidArguments = (message: string) => new ToolFailure(message);
+
+/** A failure that says the record (or tenant) named does not exist for the caller. */
+export class NotFound extends ToolFailure {}
 
 /**
  * "<record> <id> not found"; `actually` is the kind of record the id belongs to when the caller
  * can see it (svc.record_kind, under RLS), so a program id given as a lesson id says so.
  */
 export const notFound = (record: string, id: string, actually?: string | null) =>
-  new ToolFailure(`${record} ${id} not found${actually && actually !== record ? ` (that id is ${article(actually)} ${actually})` : ''}`);
-const article = (record: string) => (record === 'activity' ? 'an' : 'a');
-export const tenantNotFound = (slug: string) => new ToolFailure(`tenant not found: ${slug}`);
+  new NotFound(`${record} ${id} not found${actually && actually !== record ? ` (that id is ${article(actually)} ${actually})` : ''}`);
+/** "a" or "an" before a record name ("an activity"). */
+export const article = (record: string) => (record === 'activity' ? 'an' : 'a');
+export const tenantNotFound = (slug: string) => new NotFound(`tenant not found: ${slug}`);
 
 /** What the subject of a statement was, so a database error can name it. */
 export interface Subject {

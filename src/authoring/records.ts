@@ -16,7 +16,7 @@
  */
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
-import { explainDbError, invalidParams, NOT_ALLOWED, notFound, tenantNotFound, ToolFailure, type Subject } from './errors.ts';
+import { explainDbError, invalidArguments, NOT_ALLOWED, notFound, tenantNotFound, ToolFailure, type Subject } from './errors.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Input field schemas (each tool adds its own `.describe()` where the meaning differs)
@@ -231,7 +231,7 @@ export async function insertRecord(
 }
 
 /**
- * Change the given fields of one record. No field given → protocol error (-32602).
+ * Change the given fields of one record. No field given → an `isError` result saying which fields exist.
  * Throws `ToolFailure` (not found, not allowed, invalid value).
  */
 export async function updateRecord(
@@ -242,7 +242,7 @@ export async function updateRecord(
 ): Promise<Record<string, unknown>> {
   const { columns, params, placeholders } = columnsOf(TABLES[name].updatable, changes, 2);
   if (!columns.length) {
-    throw invalidParams(`nothing to update: give at least one of ${TABLES[name].updatable.join(', ')}`);
+    throw invalidArguments(`nothing to update: give at least one of ${TABLES[name].updatable.join(', ')}`);
   }
   let rows: { record: Record<string, unknown> }[];
   try {

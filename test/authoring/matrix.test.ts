@@ -78,6 +78,31 @@ const TOOLS: Record<string, ToolCase> = {
     effect: async (x, r) => expect(r.units[0].lessons[0].activities[0].id).toBe(x.activity),
     invisible: (x) => `program ${x.program} not found`,
   },
+  get_unit: {
+    read: true,
+    args: (x) => ({ id: x.unit }),
+    effect: async (x, r) => expect(r.lessons[0].activities[0].id).toBe(x.activity),
+    invisible: (x) => `unit ${x.unit} not found`,
+  },
+  get_lesson: {
+    read: true,
+    args: (x) => ({ id: x.lesson, depth: 'full' }),
+    effect: async (x, r) => expect(r.activities[0]).toMatchObject({ id: x.activity, spec: 'Write' }),
+    invisible: (x) => `lesson ${x.lesson} not found`,
+  },
+  get_activity: {
+    read: true,
+    args: (x) => ({ id: x.activity }),
+    effect: async (x, r) => expect(r).toMatchObject({ id: x.activity, lesson_id: x.lesson }),
+    invisible: (x) => `activity ${x.activity} not found`,
+  },
+  search_content: {
+    read: true,
+    args: () => ({ query: 'Matrix activity', tenant: 'acme' }),
+    // every tree of this suite has one; the newest (this call's) may be on a later page
+    effect: async (_x, r) => expect(r.results).toContainEqual(expect.objectContaining({ record: 'activity', tenant: 'acme', title: 'Matrix activity' })),
+    invisible: () => 'tenant not found: acme',
+  },
   create_program: {
     args: () => ({ tenant: 'acme', title: `made ${++counter}` }),
     effect: async (_x, r) => expect(await exists('programs', r.id)).toBe(true),
