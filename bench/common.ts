@@ -1,8 +1,10 @@
 /**
  * Pieces the benchmarks share: latency percentiles, a timer, and a fresh database per backend
  * (PostgreSQL: a new database on BENCH_PG, default postgres://postgres@127.0.0.1:5432, dropped
- * afterwards; PGlite: a temporary data folder, as `npm start` uses).
+ * afterwards; PGlite: a temporary data folder, as `npm start` uses), the real server as a child
+ * process, and the bench/README.md section writer.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,3 +82,56 @@ export const lastRun = (detail: string) =>
 
 /** A figure with one decimal. */
 export const one = (n: number) => n.toFixed(1);
+
+/** Secrets a server on PostgreSQL requires (benchmarks only). */
+export const BENCH_SECRETS = {
+  SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',
+  SVC_ANON_KEY: 'sb_publishable_bench_0123456789',
+  SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
+};
+
+export interface BenchServer {
+  url: string;
+  pid: number;
+  /** Milliseconds from spawn to the "service listening" log line. */
+  startMs: number;
+  /** Resident set size now (VmRSS) and its peak so far (VmHWM), in MiB (Linux /proc). */
+  rss(): { now: number; peak: number };
+  stop(): Promise<void>;
+}
+
+/**
+ * Start the real server as a child process on `port` with `env` (plus PATH, loopback, warn logs),
+ * either as `npm start` runs it (`compiled`: node dist/main.js — run `npm run build` first) or as
+ * `npm run dev` does (node --import tsx src/main.ts), with the same V8 flags as package.json.
+ */
+export async function startBenchServer(env: Record<string, string>, port: number, compiled = true): Promise<BenchServer> {
+  const flags = ['--max-semi-space-size=4', '--max-old-space-size=1024'];
+  const args = compiled ? [...flags, 'dist/main.js'] : [...flags, '--import', 'tsx', 'src/main.ts'];
+  const started = performance.now();
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', SVC_ACCESS_LOG: 'off', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const startMs = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('service listening')) resolve(performance.now() - started);
+    });
+    child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${out}`)));
+  });
+  child.stdout!.resume();
+  const status = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
+    startMs,
+    rss: () => ({ now: status('VmRSS'), peak: status('VmHWM') }),
+    stop: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -50,6 +50,10 @@ const proxy = createServer((req, res) => {
 });
 await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
 const proxied = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/mcp`;
+// To the suite the proxy is the service: its origin is the one a browser page of the service has
+// (SVC_MCP_ALLOWED_ORIGINS). dns-rebinding-protection sends Host and Origin of the proxy's address
+// and expects 2xx, then evil.example.com and expects 4xx; the proxy passes both headers unchanged.
+config.mcpAllowedOrigins = [new URL(proxied).origin];
 
 const outcome: Record<string, number | null> = {};
 for (const scenario of SCENARIOS) {

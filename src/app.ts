@@ -10,7 +10,7 @@
  *
  * Request ids: an incoming `X-Request-Id` of 1–128 visible ASCII characters (letters, digits and
  * `-_.:/+=@`) is kept, otherwise a uuid is made (issue #14: never echo unbounded client text); it is logged and
- * sent back on every response. Once shutdown has begun (src/http/shutdown.ts) every response says
+ * sent back on every response, and is the access log's `reqId` and the trace's `svc.request_id`. Once shutdown has begun (src/http/shutdown.ts) every response says
  * `Connection: close`, so keep-alive clients move to another process instead of holding this one.
  */
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
@@ -27,6 +27,10 @@ import { jsonRpcError } from './authoring/auth.ts';
 import embedRoutes from './embed/routes.ts';
 import playerRoutes from './player/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
+import { accessLog } from './telemetry/access-log.ts';
+import { httpMetrics, observeDatabase } from './telemetry/metrics.ts';
+import { GRADING_QUEUE } from './embed/queue.ts';
+import { fastifyTracing, tracedDb, tracingEnabled } from './telemetry/tracing.ts';
 
 /** A client's X-Request-Id we echo: 1–128 characters, no spaces or control characters. */
 const REQUEST_ID_RE = /^[A-Za-z0-9._:\/+=@-]{1,128}$/;
@@ -35,7 +39,9 @@ const REQUEST_ID_RE = /^[A-Za-z0-9._:\/+=@-]{1,128}$/;
 const trustProxy = (value: boolean | number | string) =>
   typeof value === 'number' ? (_address: string, hop: number) => hop < value : value;
 
-export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+export async function buildApp(given: Deps): Promise<FastifyInstance> {
+  const traced = tracingEnabled();
+  const deps: Deps = traced ? { ...given, db: tracedDb(given.db), readDb: given.readDb && tracedDb(given.readDb) } : given;
   const app = Fastify({
     logger: { level: deps.config.logLevel },
     bodyLimit: deps.config.bodyLimit,
@@ -61,11 +67,16 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       const sent = req.headers['x-request-id'];
       return typeof sent === 'string' && REQUEST_ID_RE.test(sent) ? sent : randomUUID();
     },
-    // Per-request "incoming/completed" lines only at debug level: errors are logged by each surface.
-    logController: new LogController({
-      disableRequestLogging: deps.config.logLevel !== 'debug' && deps.config.logLevel !== 'trace',
-    }),
+    // Fastify's own "incoming/completed" lines log raw URLs (query strings carry codes and
+    // tokens): off; src/telemetry/access-log.ts writes one line per request instead.
+    logController: new LogController({ disableRequestLogging: true }),
   });
+  // Telemetry first, so it sees every route (issue #15; src/telemetry/).
+  if (traced) await fastifyTracing(app);
+  if (deps.config.metrics) await httpMetrics(app);
+  if (deps.config.accessLog) accessLog(app);
+  const unobserve = [observeDatabase(given.db, 'primary', GRADING_QUEUE), given.readDb && observeDatabase(given.readDb, 'replica')];
+  app.addHook('onClose', async () => unobserve.forEach((stop) => stop && stop()));
   addReadiness(app, deps.db);
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);

@@ -142,6 +142,11 @@ export interface Config extends Secrets {
   baseUrl: string;
   /** PostgreSQL server URL; undefined → embedded PGlite in `dataDir`. */
   databaseUrl?: string;
+  /**
+   * A streaming read replica of `databaseUrl` (`DATABASE_READ_URL`, PostgreSQL only): the results
+   * API and the learner reads run there (src/db/replica.ts, docs/scaling.md). Undefined → the primary.
+   */
+  databaseReadUrl?: string;
   /** PGlite data folder; undefined with no databaseUrl → in memory (tests only). */
   dataDir?: string;
   /**
@@ -179,10 +184,19 @@ export interface Config extends Secrets {
    */
   trustProxy: boolean | number | string;
   logLevel: string;
+  /** One `info` line per request (method, route template, status, duration, request id); `SVC_ACCESS_LOG=off` stops it. */
+  accessLog: boolean;
+  /** Prometheus text at `/metrics` on this port (`SVC_METRICS_PORT`; unset: no metrics listener), on `metricsHost`. */
+  metrics?: { port: number; host: string };
   /** Largest accepted request body in bytes. */
   bodyLimit: number;
   /** Largest accepted body of `POST /mcp` in bytes (import_program carries whole programs); default 16 MiB. */
   mcpBodyLimit?: number;
+  /**
+   * Origins besides the base URL's own that browsers may call `/mcp` from (DNS-rebinding
+   * protection, `SVC_MCP_ALLOWED_ORIGINS`); default none.
+   */
+  mcpAllowedOrigins?: string[];
   identity: IdentityConfig;
   results: ResultsConfig;
   shutdown: ShutdownConfig;
@@ -210,6 +224,7 @@ const env = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   BASE_URL: z.url().optional(),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  DATABASE_READ_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
   SVC_DATA_DIR: z.string().min(1).default('.svc-data'),
   SVC_JWT_SECRET: z.string().optional(),
   SVC_ANON_KEY: z.string().optional(),
@@ -255,8 +270,12 @@ const env = z.object({
   SVC_FETCH_TIMEOUT: z.coerce.number().min(1).max(300).default(15),
   SVC_FETCH_MAX_BYTES: z.coerce.number().int().min(65_536).max(1024 * 1024 * 1024).default(20 * 1024 * 1024),
   SVC_FETCH_ALLOW_PRIVATE: z.enum(['0', '1', 'true', 'false']).optional(),
+  SVC_MCP_ALLOWED_ORIGINS: z.string().default(''),
   SVC_MCP_BODY_LIMIT: z.coerce.number().int().min(65_536).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   REDIS_URL: z.string().optional(),
+  SVC_ACCESS_LOG: z.enum(['on', 'off', '1', '0', 'true', 'false']).default('on'),
+  SVC_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  SVC_METRICS_HOST: z.string().min(1).optional(),
   SVC_TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d{1,2}|[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*)$/, 'true, false, a number of hops, or comma-separated addresses / CIDR ranges')
@@ -357,6 +376,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
   if (e.SVC_JUDGE_RETRY_MAX_DELAY < e.SVC_JUDGE_RETRY_DELAY) {
     throw new ConfigError('SVC_JUDGE_RETRY_MAX_DELAY must be at least SVC_JUDGE_RETRY_DELAY');
   }
+  if (e.DATABASE_READ_URL && !e.DATABASE_URL) {
+    throw new ConfigError('DATABASE_READ_URL needs DATABASE_URL: read replicas are for a PostgreSQL server; the embedded database (PGlite) has none');
+  }
   if (e.SVC_SHUTDOWN_DELAY >= e.SVC_SHUTDOWN_TIMEOUT) {
     throw new ConfigError('SVC_SHUTDOWN_DELAY must be less than SVC_SHUTDOWN_TIMEOUT (both are seconds from the signal)');
   }
@@ -366,6 +388,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
     host: e.HOST,
     baseUrl: (e.BASE_URL ?? `http://${e.HOST.includes(':') ? `[${e.HOST}]` : e.HOST}:${e.PORT}`).replace(/\/$/, ''),
     databaseUrl: e.DATABASE_URL,
+    databaseReadUrl: e.DATABASE_READ_URL,
     dataDir,
     dbPoolSize: e.SVC_DB_POOL_SIZE ?? DEFAULT_POOL_SIZE,
     dbAcquireTimeoutMs: Math.round(e.SVC_DB_ACQUIRE_TIMEOUT * 1000),
@@ -412,8 +435,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
     redisUrl: e.REDIS_URL,
     trustProxy: parseTrustProxy(e.SVC_TRUST_PROXY),
     logLevel: e.LOG_LEVEL,
+    accessLog: ['on', '1', 'true'].includes(e.SVC_ACCESS_LOG),
+    ...(e.SVC_METRICS_PORT !== undefined && { metrics: { port: e.SVC_METRICS_PORT, host: e.SVC_METRICS_HOST ?? e.HOST } }),
     bodyLimit: 1024 * 1024,
     mcpBodyLimit: e.SVC_MCP_BODY_LIMIT,
+    mcpAllowedOrigins: originList('SVC_MCP_ALLOWED_ORIGINS', e.SVC_MCP_ALLOWED_ORIGINS),
     identity: {
       sessionMaxLifetime: e.SVC_SESSION_MAX_LIFETIME,
       sessionInactivityTimeout: e.SVC_SESSION_INACTIVITY_TIMEOUT,
@@ -425,7 +451,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, options: { r
         registerPerIp: e.SVC_OAUTH_REGISTER_PER_IP,
       },
       argon2: { memoryKib: e.SVC_ARGON2_MEMORY_KIB, timeCost: e.SVC_ARGON2_TIME_COST, parallelism: e.SVC_ARGON2_PARALLELISM },
-      corsOrigins: parseOrigins(e.SVC_AUTH_CORS_ORIGINS),
+      corsOrigins: e.SVC_AUTH_CORS_ORIGINS.trim() === '*' ? '*' : originList('SVC_AUTH_CORS_ORIGINS', e.SVC_AUTH_CORS_ORIGINS),
     },
     results: {
       rateLimit: { max: e.SVC_RATE_LIMIT, windowMs: e.SVC_RATE_LIMIT_WINDOW * 1000 },
@@ -444,9 +470,8 @@ function parseTrustProxy(value: string | undefined): boolean | number | string {
   return value.replace(/\s+/g, '');
 }
 
-/** `*` or a comma-separated list of origins (`https://app.example.com`); throws `ConfigError`. */
-function parseOrigins(value: string): '*' | string[] {
-  if (value.trim() === '*') return '*';
+/** A comma-separated list of origins (`https://app.example.com`) in variable `name`; throws `ConfigError`. */
+function originList(name: string, value: string): string[] {
   const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
   for (const origin of origins) {
     let url: URL | undefined;
@@ -456,7 +481,7 @@ function parseOrigins(value: string): '*' | string[] {
       url = undefined;
     }
     if (!url || !/^https?:$/.test(url.protocol) || url.origin !== origin) {
-      throw new ConfigError(`SVC_AUTH_CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com`);
+      throw new ConfigError(`${name}: "${origin}" is not an origin like https://app.example.com`);
     }
   }
   return origins;

@@ -1,41 +1,17 @@
 /**
- * Start the service: load config, open the database (embedded PGlite folder unless
- * DATABASE_URL is set), apply migrations, listen. In embedded mode the data folder is locked
- * for the life of the process and its address is published for the `svc` CLI. Signals shut it
- * down within a deadline (src/http/shutdown.ts).
+ * The service's entry point (`npm start` runs its compiled form, dist/main.js): refuse an
+ * unsupported Node.js, start OpenTelemetry when the `OTEL_*` environment asks for it — before the
+ * app is imported, as the HTTP instrumentation patches `node:http` while it loads — then serve
+ * (src/serve.ts).
  */
-import { buildApp } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
-import { DataDirBusyError, lockDataDir, writeServerInfo } from './db/data-dir-lock.ts';
-import { migrate, openDb } from './db/index.ts';
-import { shutdownOnSignal } from './http/shutdown.ts';
+import { unsupportedRuntime } from './runtime.ts';
+import { startTracing } from './telemetry/tracing.ts';
 
-async function main() {
-  const config = loadConfig();
-  const unlock = config.dataDir ? await lockDataDir(config.dataDir) : async () => {};
-  const db = await openDb(config);
-  await migrate(db);
-  const app = await buildApp({ config, db, now: () => new Date() });
-  const address = await app.listen({ port: config.port, host: config.host });
-  if (config.dataDir) writeServerInfo(config.dataDir, { url: address, pid: process.pid });
-  app.log.info(
-    { backend: db.kind, dataDir: config.dataDir, judge: config.judge ? config.judge.model : 'off' },
-    `service listening on ${address}`,
-  );
-  if (config.fetchAllowPrivate) {
-    app.log.warn('SVC_FETCH_ALLOW_PRIVATE is set: the judge may fetch private and loopback addresses (tests only)');
-  }
-  shutdownOnSignal(app, config.shutdown, async () => {
-    await db.close();
-    await unlock();
-  });
+const runtime = unsupportedRuntime();
+if (runtime) {
+  console.error(`svc: ${runtime}`);
+  process.exit(2);
 }
-
-main().catch((err) => {
-  if (err instanceof ConfigError || err instanceof DataDirBusyError) {
-    console.error(`svc: ${err.message}`);
-    process.exit(2);
-  }
-  console.error(err);
-  process.exit(1);
-});
+const stopTracing = await startTracing();
+const { serve } = await import('./serve.ts');
+await serve(stopTracing);

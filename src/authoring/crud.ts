@@ -5,9 +5,11 @@
  * `delete_X {id}` deletes the record and everything under it, or refuses (nothing deleted) when
  * an activity that would go has learner results: activity_results → activities is ON DELETE
  * RESTRICT (migration 0001), so no delete path can lose learners' work. Both answer with the
- * record (after the update / as it was before the delete) as `structuredContent`.
+ * record (after the update / as it was before the delete) as `structuredContent`. Both are
+ * annotated destructive: an update overwrites what it changes (a graded activity's spec and rubric).
  */
 import { z } from 'zod';
+import { article } from './errors.ts';
 import { deleteRecord, updateRecord, uuid, type RecordName } from './records.ts';
 import { defineTool, DELETE, UPDATE, type AnyTool } from './tool.ts';
 
@@ -22,9 +24,9 @@ const CHILDREN: Record<RecordName, string> = {
 export function updateTool(name: RecordName, output: z.ZodObject, fields: z.ZodRawShape): AnyTool {
   return defineTool({
     name: `update_${name}`,
-    title: `Update a ${name}`,
+    title: `Update ${article(name)} ${name}`,
     description:
-      `Change fields of one ${name}; only the fields you give are changed (at least one). ` +
+      `Change fields of one ${name}; only the fields you give are changed (at least one), and what they held is overwritten. ` +
       `Needs the author role in the ${name}'s tenant. Returns the updated ${name}.`,
     input: z.strictObject({ id: uuid(`Id of the ${name} to change`), ...fields }),
     output,
@@ -40,7 +42,7 @@ export function updateTool(name: RecordName, output: z.ZodObject, fields: z.ZodR
 export function deleteTool(name: RecordName, output: z.ZodObject): AnyTool {
   return defineTool({
     name: `delete_${name}`,
-    title: `Delete a ${name}`,
+    title: `Delete ${article(name)} ${name}`,
     description:
       `Delete one ${name} and ${CHILDREN[name]}${name === 'program' ? '' : `; the ${name === 'activity' ? 'activities' : `${name}s`} after it move up one position`}. ` +
       'Refused, with nothing deleted, when learners have results on an activity that would go (their work stays resolvable). ' +

@@ -5,21 +5,21 @@
  * `[created_at, id]` (created_at as PostgreSQL's text, microseconds kept), for list_tenants
  * `[slug]`. It is not signed: it only says where to resume, and every row read after it still
  * goes through the caller's RLS. A cursor that does not decode to the tool's key shape is an
- * invalid argument (JSON-RPC -32602), never a database error.
+ * invalid argument (an `isError` result naming it), never a database error.
  */
 import { keysetCodec, keysetPage } from '../lib/cursor.ts';
-import { invalidParams } from './errors.ts';
+import { invalidArguments } from './errors.ts';
 
 const codec = keysetCodec();
 
 /**
  * Decode a cursor of `tool` whose key parts must match `shape` (one pattern per part).
- * Throws a -32602 protocol error when it does not.
+ * Throws a `ToolFailure` (an `isError` result) when it does not.
  */
 export function decodeCursor(tool: string, cursor: string, shape: readonly RegExp[]): string[] {
   const parts = codec.decode(cursor);
   if (parts?.length === shape.length && parts.every((part, i) => shape[i]!.test(part))) return parts;
-  throw invalidParams(`Invalid arguments for tool ${tool}: malformed cursor`);
+  throw invalidArguments(`Invalid arguments for tool ${tool}: malformed cursor`);
 }
 
 export const DEFAULT_LIMIT = 50;

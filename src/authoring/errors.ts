@@ -2,16 +2,19 @@
  * Failures of the authoring domain, and how a failed tool call is told to the client.
  *
  * A domain failure (not allowed, not found, has learner results) is a tool result with
- * `isError: true` and a short text; the transaction of the call has rolled back. Protocol
- * errors (`ProtocolError`, `McpError`: unknown tool, invalid arguments, bad cursor) pass through and
- * reach the client as JSON-RPC errors. Anything else is logged and answered "internal error":
+ * `isError: true` and a short text; the transaction of the call has rolled back. So is an
+ * argument only the tool can judge (a malformed cursor). Protocol errors (`ProtocolError`,
+ * `McpError`: an unknown tool) pass through and reach the client as JSON-RPC errors. Anything else is logged and answered "internal error":
  * SQL text and stack traces never leave the server.
  *
  * SQLSTATEs mapped here: 42501 (RLS `with check` / missing privilege) → not allowed;
  * P0002 (the parent-not-found trigger; its HINT names what the id really is, if the caller can
  * see it) → "<record> <id> not found"; 23001/23503 (a learner's activity_results row restricts the
  * delete; PostgreSQL reports either) → "has learner results"; SVP01 (migration 0030: a position
- * outside 1..n) → the trigger's own message, which names the allowed range; 23505 on an external
+ * outside 1..n), SVP02 / SVP03 (migration 0110: a move to another tenant, or to another program
+ * of content with learner results) → the trigger's own message, which names the allowed range or
+ * the reason; 23503 on a parent's foreign key (the parent was deleted while an insert or a move
+ * waited for the order lock) → "<parent> <id> not found"; 23505 on an external
  * id index → "external_id already used"; the bad-input states of db/errors.ts (a value breaks a
  * column rule the input schema did not catch, a NUL character, an impossible date in a cursor)
  * → invalid value. An unavailable database (db/errors.ts `DbUnavailableError`: the connection
@@ -41,20 +44,28 @@ export class ProtocolError extends Error {
 }
 
 export const INVALID_PARAMS = -32602;
-/** Arguments the input schema could not catch (bad cursor, nothing to update): -32602. */
-export const invalidParams = (message: string) => new ProtocolError(INVALID_PARAMS, message);
 
 /** A failure of the domain, reported to the caller as an `isError` result with this message. */
 export class ToolFailure extends Error {}
+
+/**
+ * Arguments the input schema could not catch (a malformed cursor, nothing to update): an
+ * `isError` result like every other invalid argument (tool.ts), so the model can correct itself.
+ */
+export const invalidArguments = (message: string) => new ToolFailure(message);
+
+/** A failure that says the record (or tenant) named does not exist for the caller. */
+export class NotFound extends ToolFailure {}
 
 /**
  * "<record> <id> not found"; `actually` is the kind of record the id belongs to when the caller
  * can see it (svc.record_kind, under RLS), so a program id given as a lesson id says so.
  */
 export const notFound = (record: string, id: string, actually?: string | null) =>
-  new ToolFailure(`${record} ${id} not found${actually && actually !== record ? ` (that id is ${article(actually)} ${actually})` : ''}`);
-const article = (record: string) => (record === 'activity' ? 'an' : 'a');
-export const tenantNotFound = (slug: string) => new ToolFailure(`tenant not found: ${slug}`);
+  new NotFound(`${record} ${id} not found${actually && actually !== record ? ` (that id is ${article(actually)} ${actually})` : ''}`);
+/** "a" or "an" before a record name ("an activity"). */
+export const article = (record: string) => (record === 'activity' ? 'an' : 'a');
+export const tenantNotFound = (slug: string) => new NotFound(`tenant not found: ${slug}`);
 
 /** What the subject of a statement was, so a database error can name it. */
 export interface Subject {
@@ -76,7 +87,9 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
     case 'P0002':
       return subject ? notFound(subject.record, subject.id, dbField(err, 'hint')) : new ToolFailure('not found');
     case 'SVP01':
-      // raised by the order triggers of migration 0030 with a message written for the caller
+    case 'SVP02':
+    case 'SVP03':
+      // raised by the order triggers of migrations 0030 / 0110 with a message written for the caller
       return new ToolFailure((err as Error).message);
     case '23505': {
       const table = /^(programs|units|lessons|activities)_external_id_key$/.exec(constraintOf(err))?.[1];
@@ -87,17 +100,28 @@ export function explainDbError(err: unknown, subject?: Subject): unknown {
           : `external_id already used: another ${EXTERNAL_ID_SCOPE[table]} of this program has it`,
       );
     }
-    case '23001':
     case '23503':
-      return new ToolFailure(
-        subject
-          ? `${subject.record} ${subject.id} cannot be deleted: ${subject.record === 'activity' ? 'it has' : 'an activity in it has'} learner results`
-          : 'cannot be deleted: it has learner results',
-      );
+      // A parent deleted while this insert or move waited for the program's order lock; any
+      // other foreign key is a learner's result restricting a delete.
+      if (PARENT_KEYS.has(constraintOf(err))) return subject ? notFound(subject.record, subject.id) : new ToolFailure('not found');
+      return hasLearnerResults(subject);
+    case '23001':
+      return hasLearnerResults(subject);
     default:
       return err;
   }
 }
+
+/** "<record> <id> cannot be deleted: … has learner results". */
+const hasLearnerResults = (subject?: Subject) =>
+  new ToolFailure(
+    subject
+      ? `${subject.record} ${subject.id} cannot be deleted: ${subject.record === 'activity' ? 'it has' : 'an activity in it has'} learner results`
+      : 'cannot be deleted: it has learner results',
+  );
+
+/** The foreign keys from a content record to its parent (PostgreSQL's default names, migration 0001). */
+const PARENT_KEYS = new Set(['units_program_id_fkey', 'lessons_unit_id_fkey', 'activities_lesson_id_fkey']);
 
 const EXTERNAL_ID_SCOPE: Record<string, string> = { units: 'unit', lessons: 'lesson', activities: 'activity' };
 

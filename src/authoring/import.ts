@@ -11,8 +11,8 @@
  *
  * Order comes from the arrays: position i + 1 at every level. Rows are written three statements
  * in all (tree.ts), each checked by RLS and by the position triggers. The answer is the program
- * with an outline of the tree (id, external_id, title, position of every record), so the caller
- * can map their ids to ours.
+ * with an id map of the tree (id, external_id, position of every record, no titles: the Odin
+ * full-stack path answers in about 75,000 characters), so the caller can map their ids to ours.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -29,8 +29,8 @@ import {
   tenantSlug,
   title,
 } from './records.ts';
-import { defineTool, type AnyTool } from './tool.ts';
-import { programOutline, treeCounts, writeChildren, type Json } from './tree.ts';
+import { defineTool, type AnyTool, type Progress } from './tool.ts';
+import { programOutline, treeCounts, writeChildren, type Json, type LevelWritten, type UnitInput } from './tree.ts';
 
 const DEFAULT_PASS_THRESHOLD = 70;
 /** Most records (units + lessons + activities) one import may hold. */
@@ -97,7 +97,6 @@ const ImportInput = z
 const OutlineRecord = {
   id: z.string().describe('Record id (uuid)'),
   external_id: z.string().nullable().describe('Your id of the record, if you gave one'),
-  title: z.string().describe('Title'),
   position: z.number().int().describe('Position within its parent (1-based)'),
 };
 
@@ -119,7 +118,7 @@ const ImportOutput = ProgramRecord.extend({
           .describe('Lessons, in order'),
       }),
     )
-    .describe('Outline of the program: every record with its id and your external_id, in order'),
+    .describe('Every record of the program with its id, your external_id and its position, in order (read titles and texts with get_program)'),
 });
 
 const FIND_BY_EXTERNAL_ID_SQL = `select ${recordJson('p')} as record, p.import_digest as digest from programs p where p.tenant_id = $1 and p.external_id = $2`;
@@ -130,6 +129,21 @@ const INSERT_PROGRAM_SQL = `
   on conflict (tenant_id, external_id) where external_id is not null do nothing
   returning ${recordJson('p')} as record`;
 
+/**
+ * Progress of one import in records written (the program, then each level), out of all of them;
+ * undefined when the client did not ask for progress.
+ */
+function importProgress(progress: Progress | undefined, units: UnitInput[]): LevelWritten | undefined {
+  if (!progress) return undefined;
+  const counts = treeCounts({ units });
+  const total = 1 + counts.units + counts.lessons + counts.activities;
+  let done = 0;
+  return async (records, level) => {
+    done += records;
+    await progress(done, total, `wrote ${records} ${level}`);
+  };
+}
+
 const importProgram = defineTool({
   name: 'import_program',
   title: 'Import a whole program',
@@ -137,20 +151,25 @@ const importProgram = defineTool({
     'Create a program with all its units, lessons and activities (with rubrics) in one call, in one transaction: ' +
     'either everything is written or nothing is. Order comes from the arrays. `external_id` (your id of the program) ' +
     'makes it safe to retry: the same external_id and content returns the program already imported (created: false). ' +
-    'Needs the author role in the tenant. Returns the program and an outline mapping your external ids to ids.',
+    'Needs the author role in the tenant. Returns the program and a map of your external ids to ids, in order. ' +
+    'Pass a progressToken to receive progress notifications while it writes.',
   input: ImportInput,
   output: ImportOutput,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  run: async (args, tx) => {
+  run: async (args, tx, ctx) => {
     const { tenant, ...content } = args;
     const digest = createHash('sha256').update(JSON.stringify(content)).digest('hex');
     const tenantId = await tenantIdBySlug(tx, tenant);
+    const progress = importProgress(ctx.progress, content.units);
     let program: Json | undefined;
     try {
       [program] = (
         await tx.query<{ record: Json }>(INSERT_PROGRAM_SQL, [tenantId, content.external_id, content.title, content.description ?? null, digest])
       ).map((r) => r.record);
-      if (program) await writeChildren(tx, program.id, content.units);
+      if (program) {
+        await progress?.(1, 'program');
+        await writeChildren(tx, program.id, content.units, progress);
+      }
     } catch (err) {
       throw explainDbError(err);
     }

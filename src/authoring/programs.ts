@@ -1,6 +1,6 @@
 /**
- * Program tools: list_programs, get_program (the whole tree), create_program, update_program,
- * delete_program. Members of a tenant read its programs; everyone signed in reads the catalog
+ * Program tools: list_programs, create_program, update_program, delete_program (get_program is
+ * with the other bounded reads, reads.ts). Members of a tenant read its programs; everyone signed in reads the catalog
  * (programs with no tenant); only authors of the tenant write (RLS, migration 0001).
  */
 import { z } from 'zod';
@@ -8,22 +8,17 @@ import { PG_TIMESTAMP_RE, UUID_RE } from '../lib/ids.ts';
 import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page } from './cursor.ts';
 import { deleteTool, updateTool } from './crud.ts';
 import {
-  ActivityRecord,
   clearableText,
   externalId,
   insertRecord,
-  LessonRecord,
   longText,
   ProgramRecord,
   recordJson,
   tenantIdBySlug,
   tenantSlug,
   title,
-  UnitRecord,
-  uuid,
 } from './records.ts';
 import { CREATE, defineTool, READ, type AnyTool } from './tool.ts';
-import { programTree, treeCounts } from './tree.ts';
 
 // ---------------------------------------------------------------------------------------------
 // list_programs: keyset pages over (created_at, id), an opaque cursor
@@ -40,7 +35,7 @@ const ListedProgram = ProgramRecord.extend({
   tenant: z.string().nullable().describe('Slug of the owning tenant; null for the catalog'),
 });
 
-const listPrograms = defineTool({
+export const listPrograms = defineTool({
   name: 'list_programs',
   title: 'List programs',
   description:
@@ -70,40 +65,6 @@ const listPrograms = defineTool({
 });
 
 // ---------------------------------------------------------------------------------------------
-// get_program: the whole tree, each level in order
-// ---------------------------------------------------------------------------------------------
-const ProgramTree = ProgramRecord.extend({
-  units: z
-    .array(
-      UnitRecord.extend({
-        lessons: z
-          .array(LessonRecord.extend({ activities: z.array(ActivityRecord).describe('Activities in order') }))
-          .describe('Lessons in order'),
-      }),
-    )
-    .describe('Units in order'),
-});
-
-const getProgram = defineTool({
-  name: 'get_program',
-  title: 'Get a program with its content',
-  description:
-    'Read one program with all its units, each unit with its lessons, each lesson with its activities ' +
-    '(each level ordered by position, 1..n).',
-  input: z.strictObject({ id: uuid('Program id') }),
-  output: ProgramTree,
-  annotations: READ,
-  run: async ({ id }, tx) => {
-    const tree = await programTree(tx, id);
-    const counts = treeCounts(tree);
-    return {
-      structured: tree,
-      summary: `program ${id} "${tree.title}": ${counts.units} unit(s), ${counts.lessons} lesson(s), ${counts.activities} activit${counts.activities === 1 ? 'y' : 'ies'}`,
-    };
-  },
-});
-
-// ---------------------------------------------------------------------------------------------
 // create / update / delete
 // ---------------------------------------------------------------------------------------------
 const createProgram = defineTool({
@@ -129,7 +90,6 @@ const createProgram = defineTool({
 
 export const programTools: AnyTool[] = [
   listPrograms,
-  getProgram,
   createProgram,
   updateTool('program', ProgramRecord, {
     title: title('New title').optional(),

@@ -16,7 +16,7 @@
  */
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
-import { explainDbError, invalidParams, NOT_ALLOWED, notFound, tenantNotFound, ToolFailure, type Subject } from './errors.ts';
+import { explainDbError, invalidArguments, NOT_ALLOWED, notFound, tenantNotFound, ToolFailure, type Subject } from './errors.ts';
 import { slugSchema } from '../lib/ids.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -88,6 +88,8 @@ const common = {
   title: z.string().describe('Title'),
   created_at: ts('Creation time'),
   updated_at: ts('Last change'),
+  archived_at: z.string().nullable().describe('When this record was archived (archive_*), RFC 3339; null when it is not archived itself'),
+  archived: z.boolean().describe('Whether learners cannot see it: it, or a record above it, is archived'),
 };
 export const ProgramRecord = z.looseObject({
   ...common,
@@ -190,7 +192,7 @@ export async function notFoundFailure(tx: Queryable, name: RecordName, id: strin
 }
 
 /** Why a write touched no row: visible → not allowed; invisible (or another tenant's) → not found. */
-async function missing(tx: Queryable, name: RecordName, id: string): Promise<never> {
+export async function missing(tx: Queryable, name: RecordName, id: string): Promise<never> {
   throw (await findRecord(tx, name, id)) ? new ToolFailure(NOT_ALLOWED) : await notFoundFailure(tx, name, id);
 }
 
@@ -198,7 +200,7 @@ async function missing(tx: Queryable, name: RecordName, id: string): Promise<nev
  * Take the order lock of the program of child record `id` (units, lessons, activities), if the
  * caller can see it: the same lock the triggers of migration 0030 take, taken first.
  */
-async function lockOrderOf(tx: Queryable, name: RecordName, id: string): Promise<void> {
+export async function lockOrderOf(tx: Queryable, name: RecordName, id: string): Promise<void> {
   if (name === 'program') return;
   await tx.query(`select svc.lock_program_order(t.program_id) from ${TABLES[name].table} t where t.id = $1`, [id]);
 }
@@ -227,7 +229,7 @@ export async function insertRecord(
 }
 
 /**
- * Change the given fields of one record. No field given → protocol error (-32602).
+ * Change the given fields of one record. No field given → an `isError` result saying which fields exist.
  * Throws `ToolFailure` (not found, not allowed, invalid value).
  */
 export async function updateRecord(
@@ -238,7 +240,7 @@ export async function updateRecord(
 ): Promise<Record<string, unknown>> {
   const { columns, params, placeholders } = columnsOf(TABLES[name].updatable, changes, 2);
   if (!columns.length) {
-    throw invalidParams(`nothing to update: give at least one of ${TABLES[name].updatable.join(', ')}`);
+    throw invalidArguments(`nothing to update: give at least one of ${TABLES[name].updatable.join(', ')}`);
   }
   let rows: { record: Record<string, unknown> }[];
   try {

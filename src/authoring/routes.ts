@@ -1,10 +1,13 @@
 /**
  * The authoring surface over HTTP (DESIGN §6): MCP Streamable HTTP, stateless, at `/mcp`.
  *
+ * Every request first passes the DNS-rebinding check (origin.ts: a foreign `Origin`, or a foreign
+ * `Host` while listening on loopback → 403).
  * `POST /mcp` (and `/mcp/`): 1. authenticate the bearer session JWT (onRequest, before the body
  * is read; 401 + JSON-RPC -32001 otherwise), 2. build a new McpServer bound to the caller and a
- * new stateless transport (`sessionIdGenerator: undefined`, plain JSON responses), 3. hand the
- * raw request over to the SDK (`reply.hijack()`). Each tool call then runs in one transaction as
+ * new stateless transport (`sessionIdGenerator: undefined`, plain JSON responses — an SSE stream
+ * for a tool call that asks for progress, progress.ts), 3. hand the raw request over to the SDK
+ * (`reply.hijack()`). A JSON-RPC batch (an array) is refused: 400, -32600. Each tool call then runs in one transaction as
  * the caller (tool.ts). `GET` / `DELETE /mcp` → 405: no server-initiated stream, no sessions.
  * Errors Fastify raises before the SDK sees the request (bad JSON, wrong content type, body too
  * large — the limit of `/mcp` is `SVC_MCP_BODY_LIMIT`, 16 MiB by default, for import_program)
@@ -20,6 +23,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { Deps } from '../deps.ts';
 import type { VerifiedSession } from '../identity/index.ts';
 import { authenticate, jsonRpcError, protectedResourceDocument } from './auth.ts';
+import { originGuard } from './origin.ts';
+import { wantsProgress } from './progress.ts';
 import { buildMcpServer } from './server.ts';
 import { DB_RETRY_AFTER_SECONDS, isDbUnavailable } from '../db/errors.ts';
 import { UNAVAILABLE_MESSAGE } from './errors.ts';
@@ -34,6 +39,7 @@ export const DEFAULT_MCP_BODY_LIMIT = 16 * 1024 * 1024;
 export default async function authoringRoutes(app: FastifyInstance, options: Deps) {
   const deps: Deps = { config: options.config, db: options.db, now: options.now };
   const sessions = new WeakMap<FastifyRequest, VerifiedSession>();
+  app.addHook('onRequest', originGuard(deps.config));
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (isDbUnavailable(err)) {
@@ -57,8 +63,11 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
       sessions.set(req, session);
     },
     handler: async (req, reply) => {
+      if (Array.isArray(req.body)) {
+        return reply.code(400).send(jsonRpcError(INVALID_REQUEST, 'Invalid Request: JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per request'));
+      }
       const server = buildMcpServer({ deps, session: sessions.get(req)!, log: req.log });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress(req.body) });
       reply.hijack();
       reply.raw.setHeader('x-request-id', req.id);
       reply.raw.on('close', () => {

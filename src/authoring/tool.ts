@@ -7,7 +7,9 @@
  * and turns its answer into a tool result: `structuredContent` is the record(s), the text is a
  * one-line summary followed by the same JSON (for clients that read only `content`).
  * A thrown `ToolFailure` or a database error becomes an `isError` result (see errors.ts) and
- * the transaction rolls back, so nothing half-written stays.
+ * the transaction rolls back, so nothing half-written stays. Arguments that fail the tool's input
+ * schema are an `isError` result naming the field (SEP-1303 of the 2025-11-25 spec: the model
+ * can read it and correct itself); an unknown tool is a JSON-RPC -32602 protocol error.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
@@ -15,15 +17,22 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import { asUser, type Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
 import type { VerifiedSession } from '../identity/index.ts';
-import { failureResult, invalidParams, ProtocolError } from './errors.ts';
+import { failureResult, INVALID_PARAMS, ProtocolError } from './errors.ts';
 
 const INTERNAL_ERROR = -32603;
 
-/** Who is calling and with what: built once per HTTP request. */
+/**
+ * Tells the client how far a long call has got (`notifications/progress`): `done` of `total`
+ * steps, and what was just done. Present only when the client sent a `progressToken`.
+ */
+export type Progress = (done: number, total: number, message: string) => Promise<void>;
+
+/** Who is calling and with what: built once per HTTP request (`progress`: once per call). */
 export interface ToolContext {
   deps: Deps;
   session: VerifiedSession;
   log: FastifyBaseLogger;
+  progress?: Progress;
 }
 
 /** A tool's answer: the structured record(s) and a one-line summary for humans. */
@@ -52,7 +61,8 @@ export const defineTool = <I extends z.ZodObject>(tool: Tool<I>): Tool<I> => too
 // Annotation presets (MCP ToolAnnotations). All tools act on this service's database only.
 export const READ: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
 export const CREATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
-export const UPDATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+/** Updates overwrite what was there (a graded activity's spec and rubric): destructive. */
+export const UPDATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 export const DELETE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 
 /** Run one validated call of `tool` as the caller and build its result. */
@@ -68,15 +78,24 @@ export async function invoke(tool: AnyTool, ctx: ToolContext, args: Record<strin
     ctx.log.error({ tool: tool.name, issues: checked.error.issues }, 'authoring tool output does not match its schema');
     throw new ProtocolError(INTERNAL_ERROR, `internal error: tool ${tool.name} produced an invalid result`);
   }
+  return toolResult(answer);
+}
+
+/** The result of a successful call: the summary and the JSON as text, and the JSON as `structuredContent`. */
+export function toolResult(answer: ToolAnswer): CallToolResult {
   return {
     content: [{ type: 'text', text: `${answer.summary}\n${JSON.stringify(answer.structured)}` }],
     structuredContent: answer.structured,
   };
 }
 
+/** Characters of the result `answer` becomes, as JSON (what a client receives and hands to a model). */
+export const answerSize = (answer: ToolAnswer): number => JSON.stringify(toolResult(answer)).length;
+
 /**
- * Validate the arguments of a `tools/call` and invoke the tool. Unknown tools and arguments
- * that fail the (strict) input schema are protocol errors: JSON-RPC -32602, nothing runs.
+ * Validate the arguments of a `tools/call` and invoke the tool. An unknown tool is a protocol
+ * error (JSON-RPC -32602); arguments that fail the (strict) input schema are an `isError` result
+ * whose text names each field and what is wrong with it. Either way nothing runs.
  */
 export async function callTool(
   tools: ReadonlyMap<string, AnyTool>,
@@ -84,10 +103,10 @@ export async function callTool(
   params: { name: string; arguments?: Record<string, unknown> },
 ): Promise<CallToolResult> {
   const tool = tools.get(params.name);
-  if (!tool) throw invalidParams(`Tool ${params.name} not found`);
+  if (!tool) throw new ProtocolError(INVALID_PARAMS, `Tool ${params.name} not found`);
   const parsed = tool.input.safeParse(params.arguments ?? {});
   if (!parsed.success) {
-    throw invalidParams(`Invalid arguments for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
+    return { isError: true, content: [{ type: 'text', text: `Invalid arguments for tool ${tool.name}: ${z.prettifyError(parsed.error)}` }] };
   }
   return invoke(tool, ctx, parsed.data);
 }

@@ -1,9 +1,10 @@
 /**
  * A program's tree (units → lessons → activities), read and written level by level.
  *
- * - `programTree(tx, id)`: the program with every record, each level in order — one query for
- *   the program, one that builds the whole tree as JSON in PostgreSQL (get_program).
- * - `programOutline(tx, id)`: the same tree with only id, external_id, title and position per
+ * - `readTree(tx, name, id, shape)`: a program, unit or lesson with everything under it, each
+ *   level in order — one query for the record, one that builds the tree as JSON in PostgreSQL
+ *   (get_program, get_unit, get_lesson, the program resource). `programTree` is the whole
+ *   program (instantiate_program); `programOutline` has only id, external_id and position per
  *   record (the answer of import_program: how the caller's records map to ours).
  * - `writeChildren(tx, programId, units)`: insert a whole tree under a new program in three
  *   statements (units, lessons, activities), each an `insert … select` from one JSON parameter
@@ -18,46 +19,77 @@
 import type { Queryable } from '../db/index.ts';
 import { notFoundFailure, findRecord, recordJson } from './records.ts';
 
-/** What a tree read renders per record: the whole row, or the outline. */
-type Shape = 'full' | 'outline';
+/**
+ * What a tree read renders per record: the whole row (`full`), what a reader needs to find their
+ * way (`outline`: id, title, position, and kind for activities), or how an import's ids map to
+ * ours (`ids`: id, external_id, position).
+ */
+export type Shape = 'full' | 'outline' | 'ids';
 
-const outline = (alias: string) =>
-  `jsonb_build_object('id', ${alias}.id, 'external_id', ${alias}.external_id, 'title', ${alias}.title, 'position', ${alias}.position)`;
+/** A record that has children, and the levels below it. */
+export type Parent = 'program' | 'unit' | 'lesson';
+type Level = 'unit' | 'lesson' | 'activity';
 
-function treeSql(catalog: boolean, shape: Shape): string {
-  const tenant = (alias: string) => (catalog ? `${alias}.tenant_id is null` : `${alias}.tenant_id = $2::uuid`);
-  const row = (alias: string) => (shape === 'full' ? recordJson(alias) : outline(alias));
-  return `
-  select coalesce(jsonb_agg(${row('u')} || jsonb_build_object('lessons', coalesce((
-           select jsonb_agg(${row('l')} || jsonb_build_object('activities', coalesce((
-                    select jsonb_agg(${row('a')} order by a.position, a.created_at, a.id)
-                      from activities a where ${tenant('a')} and a.lesson_id = l.id), '[]'::jsonb))
-                  order by l.position, l.created_at, l.id)
-             from lessons l where ${tenant('l')} and l.unit_id = u.id), '[]'::jsonb))
-         order by u.position, u.created_at, u.id), '[]'::jsonb) as units
-    from units u where ${tenant('u')} and u.program_id = $1::uuid`;
+const LEVELS: Record<Level, { table: string; alias: string; parent: string; key: string; child?: Level }> = {
+  unit: { table: 'units', alias: 'u', parent: 'program_id', key: 'units', child: 'lesson' },
+  lesson: { table: 'lessons', alias: 'l', parent: 'unit_id', key: 'lessons', child: 'activity' },
+  activity: { table: 'activities', alias: 'a', parent: 'lesson_id', key: 'activities' },
+};
+const CHILD_LEVEL: Record<Parent, Level> = { program: 'unit', unit: 'lesson', lesson: 'activity' };
+
+function rowJson(level: Level, alias: string, shape: Shape): string {
+  if (shape === 'full') return recordJson(alias);
+  const fields = shape === 'ids' ? ['id', 'external_id', 'position'] : ['id', 'title', 'position', ...(level === 'activity' ? ['kind'] : [])];
+  return `jsonb_build_object(${fields.map((f) => `'${f}', ${alias}.${f}`).join(', ')})`;
+}
+
+/** SQL of the JSON array of the `level` records under `parentRef`, in order, each with its children. */
+function levelSql(level: Level, parentRef: string, shape: Shape, catalog: boolean): string {
+  const { table, alias, parent, child } = LEVELS[level];
+  const tenant = catalog ? `${alias}.tenant_id is null` : `${alias}.tenant_id = $2::uuid`;
+  const children = child ? ` || jsonb_build_object('${LEVELS[child].key}', ${levelSql(child, `${alias}.id`, shape, catalog)})` : '';
+  return `coalesce((select jsonb_agg(${rowJson(level, alias, shape)}${children} order by ${alias}.position, ${alias}.created_at, ${alias}.id)
+    from ${table} ${alias} where ${tenant} and ${alias}.${parent} = ${parentRef}), '[]'::jsonb)`;
 }
 
 export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-async function readTree(tx: Queryable, id: string, shape: Shape): Promise<Json> {
-  const program = await findRecord(tx, 'program', id);
-  if (!program) throw await notFoundFailure(tx, 'program', id);
-  const catalog = program.tenant_id === null;
-  const [row] = await tx.query<{ units: Json[] }>(treeSql(catalog, shape), catalog ? [id] : [id, program.tenant_id]);
-  return { ...program, units: row?.units ?? [] };
+/**
+ * The record `id` of type `name` (the whole row) with everything under it in `shape`, each level
+ * in order under its key (`units`, `lessons`, `activities`); one query for the record, one for
+ * the tree. Throws "<name> <id> not found" when the caller cannot see it.
+ */
+export async function readTree(tx: Queryable, name: Parent, id: string, shape: Shape): Promise<Json> {
+  const record = await findRecord(tx, name, id);
+  if (!record) throw await notFoundFailure(tx, name, id);
+  const catalog = record.tenant_id === null;
+  const level = CHILD_LEVEL[name];
+  const [row] = await tx.query<{ children: Json[] }>(
+    `select ${levelSql(level, '$1::uuid', shape, catalog)} as children`,
+    catalog ? [id] : [id, record.tenant_id],
+  );
+  return { ...record, [LEVELS[level].key]: row?.children ?? [] };
 }
 
 /** The program `id` with its units → lessons → activities; throws "program <id> not found". */
-export const programTree = (tx: Queryable, id: string) => readTree(tx, id, 'full');
+export const programTree = (tx: Queryable, id: string) => readTree(tx, 'program', id, 'full');
 
-/** The program record with an outline of its tree (id, external_id, title, position per record). */
-export const programOutline = (tx: Queryable, id: string) => readTree(tx, id, 'outline');
+/** The program record with the id map of its tree (id, external_id, position per record). */
+export const programOutline = (tx: Queryable, id: string) => readTree(tx, 'program', id, 'ids');
 
-/** Record counts of a tree read by `programTree` or `programOutline`. */
+/** Record counts of a tree read by `readTree` (0 for the levels it does not hold). */
 export function treeCounts(tree: Json): { units: number; lessons: number; activities: number } {
-  const lessons = (tree.units as Json[]).flatMap((u) => u.lessons as Json[]);
-  return { units: tree.units.length, lessons: lessons.length, activities: lessons.flatMap((l) => l.activities as Json[]).length };
+  const counts = { units: 0, lessons: 0, activities: 0 };
+  const walk = (node: Json) => {
+    for (const key of ['units', 'lessons', 'activities'] as const) {
+      for (const child of (node[key] as Json[] | undefined) ?? []) {
+        counts[key]++;
+        walk(child);
+      }
+    }
+  };
+  walk(tree);
+  return counts;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -108,15 +140,25 @@ const INSERT_ACTIVITIES_SQL = `
    order by x.ord
   returning id`;
 
+/** Told after each level is written (import_program tells the program row too): how many records, which level. */
+export type LevelWritten = (records: number, level: 'program' | 'units' | 'lessons' | 'activities') => Promise<void>;
+
 /**
  * Insert `units` (with their lessons and activities) under the empty program `programId`, in
- * order. Returns the counts written. Database errors are thrown as they come (the caller maps them).
+ * order; `written` is told after each level. Returns the counts written. Database errors are
+ * thrown as they come (the caller maps them).
  */
-export async function writeChildren(tx: Queryable, programId: string, units: UnitInput[]): Promise<{ units: number; lessons: number; activities: number }> {
+export async function writeChildren(
+  tx: Queryable,
+  programId: string,
+  units: UnitInput[],
+  written?: LevelWritten,
+): Promise<{ units: number; lessons: number; activities: number }> {
   if (!units.length) return { units: 0, lessons: 0, activities: 0 };
   const unitRows = units.map((u, i) => ({ ord: i, external_id: u.external_id ?? null, title: u.title, description: u.description ?? null, position: i + 1 }));
   const insertedUnits = await tx.query<{ id: string; position: number }>(INSERT_UNITS_SQL, [programId, JSON.stringify(unitRows)]);
   const unitId = new Map(insertedUnits.map((r) => [r.position, r.id]));
+  await written?.(unitRows.length, 'units');
 
   const lessonRows = units.flatMap((u, ui) =>
     u.lessons.map((l, li) => ({ unit_id: unitId.get(ui + 1)!, external_id: l.external_id ?? null, title: l.title, body: l.body ?? null, position: li + 1 })),
@@ -128,6 +170,7 @@ export async function writeChildren(tx: Queryable, programId: string, units: Uni
     ]);
     for (const r of rows) lessonsByKey.set(`${r.unit_id}/${r.position}`, r.id);
   }
+  await written?.(lessonRows.length, 'lessons');
 
   const activityRows = units.flatMap((u, ui) =>
     u.lessons.flatMap((l, li) =>
@@ -146,5 +189,6 @@ export async function writeChildren(tx: Queryable, programId: string, units: Uni
   if (activityRows.length) {
     await tx.query(INSERT_ACTIVITIES_SQL, [JSON.stringify(activityRows.map((r, ord) => ({ ord, ...r })))]);
   }
+  await written?.(activityRows.length, 'activities');
   return { units: unitRows.length, lessons: lessonRows.length, activities: activityRows.length };
 }

@@ -8,6 +8,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { DataDirBusyError } from '../db/data-dir-lock.ts';
 import { AdminError, type OpName } from '../admin/ops.ts';
+import { unsupportedRuntime } from '../runtime.ts';
 import { VERSION } from '../version.ts';
 import { CliError, resolveTarget } from './target.ts';
 import { print, type Printer } from './output.ts';
@@ -252,6 +253,12 @@ function table(rows: Record<string, unknown>[], columns: string[]): string {
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
   const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
   return [line(columns), ...cells.map(line)].join('\n');
+}
+
+const runtime = unsupportedRuntime();
+if (runtime) {
+  console.error(`svc: ${runtime}`);
+  process.exit(2);
 }
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -11,6 +11,16 @@ const parsers = { [types.TIMESTAMPTZ]: rawText, [types.TIMESTAMP]: rawText, [typ
 
 export async function openPglite(dataDir?: string): Promise<Db> {
   const pg = await PGlite.create(dataDir ? { dataDir, parsers } : { parsers });
+  // Operations started and not finished (PGlite runs one at a time; the rest wait): for poolStats.
+  let inFlight = 0;
+  const counted = async <T>(work: () => Promise<T>): Promise<T> => {
+    inFlight++;
+    try {
+      return await work();
+    } finally {
+      inFlight--;
+    }
+  };
   const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
     async query<T>(text: string, params: unknown[] = []) {
       return (await q.query<T>(text, params)).rows;
@@ -19,10 +29,13 @@ export async function openPglite(dataDir?: string): Promise<Db> {
       await q.exec(script);
     },
   });
+  const top = wrap(pg);
   return {
     kind: 'pglite',
-    ...wrap(pg),
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    query: (text, params) => counted(() => top.query(text, params)),
+    exec: (script) => counted(() => top.exec(script)),
+    transaction: (fn) => counted(() => pg.transaction((tx) => fn(wrap(tx)))),
+    poolStats: () => ({ max: 1, open: 1, idle: inFlight > 0 ? 0 : 1, waiting: Math.max(0, inFlight - 1) }),
     // One in-process connection: it never drops, so onListen runs once.
     async listen(channel, onNotify, onListen) {
       const stop = await pg.listen(channel, onNotify);

@@ -168,6 +168,7 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Db {
         return result;
       }),
     listen: (channel, onNotify, onListen) => listen(connection, channel, onNotify, onListen),
+    poolStats: () => ({ max: pool.options.max, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     // Idempotent, as the embedded backend's (pg-pool throws on a second end()).
     close: () => (closing ??= pool.end()),
   };

@@ -30,5 +30,15 @@ export interface Db extends Queryable {
    * Resolves once listening, with a function that stops it.
    */
   listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>>;
+  /** The connections right now (metrics): open ones, idle ones, requests waiting for one, the bound. */
+  poolStats(): PoolStats;
   close(): Promise<void>;
+}
+
+/** A pool's counts at one moment. PGlite is one connection: `open` 1, `idle` 0 while it works. */
+export interface PoolStats {
+  max: number;
+  open: number;
+  idle: number;
+  waiting: number;
 }

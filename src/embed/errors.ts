@@ -20,3 +20,6 @@ export const notFound = (message: string) => new ApiError('not_found', message);
 
 /** 403: a valid session used outside the tenant it is bound to. */
 export const forbidden = (message: string) => new ApiError('forbidden', message);
+
+/** 409: a submission to archived content (the activity, or a record above it, is archived). */
+export const archived = (message: string) => new ApiError('archived', message);

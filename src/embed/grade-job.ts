@@ -41,6 +41,8 @@ import type { GradingJob, JobControl, JobOutcome } from './queue.ts';
 import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from './read/index.ts';
 import { outcomeOf } from './verdict-view.ts';
 import { recordOutcome, type Effect, type RecordedOutcome } from './verdict.ts';
+import { observeGradingJob } from '../telemetry/instrument.ts';
+import { judgeVerdicts } from '../telemetry/metrics.ts';
 
 /** Longest wait between two model attempts within a run, in milliseconds. */
 export const MAX_BACKOFF_MS = 10_000;
@@ -118,6 +120,11 @@ const addUsage = (a: Usage, calls: number, prompt: number, completion: number): 
 
 /** Make the handler of grading jobs for this process's `grader`: the four steps of the header. */
 export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['lookup'] } = {}) {
+  const handle = gradeOne(deps, grader, options);
+  return (job: GradingJob, control: JobControl, signal: AbortSignal): Promise<JobOutcome> => observeGradingJob(job, () => handle(job, control, signal));
+}
+
+function gradeOne(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['lookup'] }) {
   return async (job: GradingJob, control: JobControl, signal: AbortSignal): Promise<JobOutcome> => {
     const { artifact_id: artifactId, tenant_id: tenantId } = job.data;
 
@@ -361,6 +368,7 @@ async function finish(run: RunContext, verification: RecordedOutcome & Record<st
     return ok;
   });
   if (!recorded) return storedOutcome(deps, tenantId, artifactId);
+  judgeVerdicts.inc({ outcome: verification.status });
   return outcomeOf(verification);
 }
 

@@ -46,6 +46,7 @@ import { z } from 'zod';
 import type { JudgeConfig } from '../config.ts';
 import { injectionFlag, injectionSignals, type InjectionFlag } from './injection.ts';
 import type { ArtifactView } from './read/index.ts';
+import { observeModelCall } from '../telemetry/instrument.ts';
 
 /** Bump when the prompt or the schema changes: stored with every verdict. */
 export const PROMPT_VERSION = 'embed-judge/3';
@@ -450,7 +451,11 @@ export class Grader {
    * stamps the call and `graded_at`. Never throws for the model's failures: they come back as a
    * classified `GraderError` beside the call's record.
    */
-  async call(request: GradingRequest, now: () => Date, signal?: AbortSignal): Promise<CallResult> {
+  call(request: GradingRequest, now: () => Date, signal?: AbortSignal): Promise<CallResult> {
+    return observeModelCall(this.judge.model, () => this.#call(request, now, signal));
+  }
+
+  async #call(request: GradingRequest, now: () => Date, signal?: AbortSignal): Promise<CallResult> {
     const timeout = AbortSignal.timeout(this.judge.timeoutMs);
     const abort = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const startedAt = now();

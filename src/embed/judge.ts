@@ -16,7 +16,8 @@
  * 2. One transaction: resolve the learner; with an `Idempotency-Key` (idempotency.ts), answer the
  *    submission that key already made, if any, and stop; count the submission against the learner's rate in
  *    the tenant (`learnerRate` per `learnerWindowSeconds`, SVC_JUDGE_LEARNER_*: beyond it 429
- *    `rate_limited` with `Retry-After`); find the activity in the tenant (else 404), check the
+ *    `rate_limited` with `Retry-After`); find the activity in the tenant (else 404; archived, or
+ *    under archived content — migration 0110 — 409 `archived`), check the
  *    artifact's kind (else 400), upsert the learner's ActivityResult (one per learner and
  *    activity; `in_progress` while pending, a `completed` one stays completed), insert the
  *    Artifact (verification `{status: "pending"}`) and its grading job (queue.ts), and remember
@@ -37,7 +38,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
-import { invalidRequest, notFound, unauthorized } from './errors.ts';
+import { archived, invalidRequest, notFound, unauthorized } from './errors.ts';
 import { refuseUrl } from './fetch-page.ts';
 import { storedOutcome } from './grade-job.ts';
 import { findTenantIdp, type IdpVerifier } from './idp.ts';
@@ -107,6 +108,7 @@ interface ActivityRow {
   spec: string;
   rubric: unknown;
   pass_threshold: number;
+  archived: boolean;
 }
 
 type Caller =
@@ -133,7 +135,7 @@ async function identifyCaller(deps: Deps, idps: IdpVerifier, token: string | und
 /**
  * Handle one submission (steps above); `idempotencyKey` is the request's checked
  * `Idempotency-Key`. Returns the answer, and whether it replays an earlier submission.
- * Throws `ApiError` 400/401/403/404/422/429.
+ * Throws `ApiError` 400/401/403/404/409/422/429.
  */
 export async function submitForJudgement(
   deps: Deps,
@@ -162,11 +164,12 @@ export async function submitForJudgement(
     }
     await services.limitLearner(tenantId, svcUserId);
     const [activity] = await tx.query<ActivityRow>(
-      `select id, tenant_id, lesson_id, program_id, title, kind, spec, rubric, pass_threshold
+      `select id, tenant_id, lesson_id, program_id, title, kind, spec, rubric, pass_threshold, archived
          from activities where id = $1 and tenant_id = $2`,
       [body.activity_id, tenantId],
     );
     if (!activity) throw notFound(`activity ${body.activity_id} not found`);
+    if (activity.archived) throw archived(`activity ${body.activity_id} is archived: it no longer accepts submissions`);
     if (activity.kind !== body.artifact.kind) {
       throw invalidRequest(`artifact.kind: this activity expects a ${activity.kind}, not a ${body.artifact.kind}`);
     }

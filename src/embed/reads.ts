@@ -17,11 +17,19 @@
  *    content of the tenants the learner is a member of (the session's tenant only, for an embed
  *    session), and only their own results, artifacts and progress (migration 0090). Another
  *    tenant's or another learner's id is therefore simply not there: 404 `not_found`, never 403.
+ *    With DATABASE_READ_URL these reads run on the read replica (`asLearner`).
+ * 3. Archived content (migration 0110: the record or one above it is archived) is not there
+ *    either — hidden from members by RLS, and filtered here too, so an author trying the player
+ *    sees what learners see: the activity 404, the program left out of progress, its archived
+ *    activities left out of `total_count`. The learner's own results stay readable
+ *    (`GET /results/{id}`): a verdict still pending when the content was archived arrives.
  */
 import { z } from 'zod';
 import { asUser, type Queryable } from '../db/index.ts';
+import { fromReplica } from '../db/replica.ts';
 import type { Deps } from '../deps.ts';
 import { rubricCriteria } from './grader.ts';
+import { ApiError } from '../http/api-errors.ts';
 import { notFound, unauthorized } from './errors.ts';
 import { trySessionToken } from './learner.ts';
 import { markdownToSafeHtml } from './markdown.ts';
@@ -62,7 +70,7 @@ export const progressView = z.object({
       program_id: z.uuid(),
       program_title: z.string(),
       completed_count: z.number().int(),
-      total_count: z.number().int().describe('Activities of the program now.'),
+      total_count: z.number().int().describe('Activities of the program now, archived ones left out.'),
       percent: z.number().int().describe('floor(completed / total × 100), 0 when total is 0, at most 100.'),
       last_activity_at: z.string().nullable(),
     }),
@@ -72,11 +80,16 @@ export const progressView = z.object({
 export const idParams = z.object({ id: z.uuid('must be a uuid') });
 export const progressQuery = z.object({ program_id: z.uuid('must be a uuid').optional() }).strict();
 
-/** Run `fn` as the learner of session token `token`; 401 when it is not a valid session token. */
+/**
+ * Run `fn` as the learner of session token `token`; 401 when it is not a valid session token. The
+ * session is checked on the primary (a logout holds at once); `fn` reads on the read replica when
+ * there is one, and on the primary when the replica does not have the record yet (404: a result
+ * just submitted) or cannot serve (src/db/replica.ts).
+ */
 async function asLearner<T>(deps: Deps, token: string | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   const session = token === undefined ? undefined : await trySessionToken(deps, token);
   if (!session) throw unauthorized(token === undefined ? 'no bearer token' : 'not a session token of this service');
-  return asUser(deps.db, session.claims, fn);
+  return fromReplica(deps, (db) => asUser(db, session.claims, fn), { error: (err) => err instanceof ApiError && err.code === 'not_found' });
 }
 
 interface ResultRow {
@@ -120,7 +133,7 @@ export function readActivity(deps: Deps, token: string | undefined, id: string):
          join lessons l on l.id = a.lesson_id
          join units u on u.id = l.unit_id
          join programs p on p.id = a.program_id
-        where a.id = $1 and a.tenant_id is not null`,
+        where a.id = $1 and a.tenant_id is not null and not a.archived`,
       [id],
     );
     if (!a) throw notFound(`activity ${id} not found`);
@@ -160,11 +173,11 @@ export function readProgress(deps: Deps, token: string | undefined, programId?: 
       program_id: string; program_title: string; completed_count: number; total_count: number; last_activity_at: string | null;
     }>(
       `select p.id as program_id, p.title as program_title, coalesce(g.completed_count, 0) as completed_count,
-              (select count(*)::int from activities a where a.tenant_id = p.tenant_id and a.program_id = p.id) as total_count,
+              (select count(*)::int from activities a where a.tenant_id = p.tenant_id and a.program_id = p.id and not a.archived) as total_count,
               to_json(g.last_activity_at) #>> '{}' as last_activity_at
          from programs p
          left join progress g on g.tenant_id = p.tenant_id and g.program_id = p.id and g.user_id = public.current_itera_user_id()
-        where p.tenant_id is not null and (case when $1::uuid is null then g.id is not null else p.id = $1::uuid end)
+        where p.tenant_id is not null and not p.archived and (case when $1::uuid is null then g.id is not null else p.id = $1::uuid end)
         order by p.title, p.id`,
       [programId ?? null],
     );

@@ -33,6 +33,7 @@ import { learnerLimiter } from './learner-rate.ts';
 import { GradingQueue } from './queue.ts';
 import { activityView, idParams, progressQuery, progressView, readActivity, readProgress, readResult, resultView } from './reads.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
+import { countGrant, judgeSubmissions } from '../telemetry/metrics.ts';
 import { bearerToken } from '../http/bearer.ts';
 
 /** The bearer token of the request, if the Authorization header has one. */
@@ -85,6 +86,10 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
         body: sessionBody,
         response: { 200: sessionResponse },
       },
+      onResponse: (_req, reply, done) => {
+        countGrant('embed_session', reply);
+        done();
+      },
     },
     async (req) => createEmbedSession(deps, idps, req.body),
   );
@@ -96,6 +101,10 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
         summary: 'Submit an artifact for an activity and grade it',
         body: judgeBody,
         response: { 200: judgeResponse },
+      },
+      onResponse: (_req, reply, done) => {
+        judgeSubmissions.inc({ outcome: reply.statusCode >= 400 ? 'refused' : reply.getHeader('idempotent-replayed') ? 'replayed' : 'accepted' });
+        done();
       },
     },
     async (req, reply) => {

@@ -43,6 +43,11 @@ export const attemptView = z.object({
   criteria: z.array(criterionResult).optional().describe('Per-criterion results (graded attempts).'),
   feedback: z.string().optional().describe("The grader's overall feedback, or why there is no verdict."),
   reason: z.string().optional().describe('Why there is no verdict (yet), as in the judge\'s answer.'),
+  rubric_version: z
+    .number()
+    .int()
+    .optional()
+    .describe("The version of the activity's spec and rubric this attempt was graded against (absent until graded); editing them makes a new version."),
   submitted_at: z.string().describe('RFC 3339.'),
 });
 export type AttemptView = z.infer<typeof attemptView>;
@@ -79,4 +84,5 @@ export const attemptOf = (artifactId: string, submittedAt: string, verification:
   artifact_id: artifactId,
   submitted_at: submittedAt,
   ...verdictFields(outcomeOf(verification)),
+  ...(typeof verification?.rubric_version === 'number' ? { rubric_version: verification.rubric_version } : {}),
 });

@@ -10,6 +10,8 @@
  *                         tenant naming another tenant: the credential, not a record, is wrong)
  *   not_found       404   unknown path, unknown id, another tenant's id (never 403)
  *   method_not_allowed 405  another method than GET on a read-only path (`Allow` is set)
+ *   archived        409   a submission to an archived activity (or one under archived content):
+ *                         the state of the content, not the request, is the problem (issue #16)
  *   idempotency_key_reused 422  an `Idempotency-Key` sent again with another request body
  *   rate_limited    429   too many requests (`Retry-After` in seconds is always set)
  *   internal_error  500   anything unexpected; the detail is logged, never sent
@@ -29,6 +31,7 @@ export const API_ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  archived: 409,
   idempotency_key_reused: 422,
   rate_limited: 429,
   internal_error: 500,

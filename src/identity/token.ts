@@ -20,7 +20,7 @@
  * Refresh grant: `refreshGrant` (sessions.ts). Any other grant: 400 `invalid_credentials`
  * "unsupported_grant_type" (GoTrue's answer, odd as it is).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Deps } from '../deps.ts';
 import { AuthError } from './errors.ts';
@@ -37,6 +37,7 @@ import type { TokenLimits } from './rate-limit.ts';
 import { refreshGrant, startSession } from './sessions.ts';
 import { findUserByEmail, type UserRow } from './users.ts';
 import type { Queryable } from '../db/index.ts';
+import { countGrant } from '../telemetry/metrics.ts';
 
 const passwordBody = z.object({
   email: z.string().max(1024).optional(),
@@ -92,7 +93,11 @@ async function passwordGrant(deps: Deps, rawBody: unknown) {
 
 /** Register `POST /token` with its rate-limit hooks. */
 export function tokenRoute(app: FastifyInstance, deps: Deps, limits: TokenLimits) {
-  app.post('/token', { onRequest: limits.byIp, preHandler: limits.byEmail }, async (req) => {
+  const onResponse = (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    countGrant((req.query as Record<string, unknown>).grant_type, reply);
+    done();
+  };
+  app.post('/token', { onRequest: limits.byIp, preHandler: limits.byEmail, onResponse }, async (req) => {
     const grantType = (req.query as Record<string, unknown>).grant_type;
     if (grantType === 'password') return passwordGrant(deps, req.body);
     if (grantType === 'refresh_token') {

@@ -91,31 +91,34 @@ const artifactJson = (t: string) => `json_build_object(
  */
 const learnerJson = (t: string) => `svc.results_learner_json(${t}.user_id, ${t}.created_at, ${t}.updated_at)`;
 
-/** Program (in lists): id, title, description, created_at, updated_at. */
+/** Program (in lists): id, title, description, archived_at, created_at, updated_at. */
 const programJson = (t: string) => `json_build_object(
     'id', ${t}.id,
     'title', ${t}.title,
     'description', ${t}.description,
+    'archived_at', ${rfc3339(`${t}.archived_at`)},
     'created_at', ${rfc3339(`${t}.created_at`)},
     'updated_at', ${rfc3339(`${t}.updated_at`)})`;
 
 /**
  * Program outline: the program's fields plus units → lessons → activities (each in (position, id)
- * order) with ids, titles, positions; activities add kind, pass_threshold, rubric (the stored
+ * order) with ids, titles, positions, archived_at (each record's own; what is under an archived
+ * record is hidden from learners too); activities add kind, pass_threshold, rubric (the stored
  * [{criterion, weight}]) and, with `withSpec`, spec.
  */
 const outlineJson = (withSpec: boolean) => (t: string) => `json_build_object(
     'id', ${t}.id,
     'title', ${t}.title,
     'description', ${t}.description,
+    'archived_at', ${rfc3339(`${t}.archived_at`)},
     'created_at', ${rfc3339(`${t}.created_at`)},
     'updated_at', ${rfc3339(`${t}.updated_at`)},
     'units', coalesce((select json_agg(json_build_object(
-        'id', u.id, 'title', u.title, 'position', u.position,
+        'id', u.id, 'title', u.title, 'position', u.position, 'archived_at', ${rfc3339('u.archived_at')},
         'lessons', coalesce((select json_agg(json_build_object(
-            'id', l.id, 'title', l.title, 'position', l.position,
+            'id', l.id, 'title', l.title, 'position', l.position, 'archived_at', ${rfc3339('l.archived_at')},
             'activities', coalesce((select json_agg(json_build_object(
-                'id', a.id, 'title', a.title, 'position', a.position, 'kind', a.kind,
+                'id', a.id, 'title', a.title, 'position', a.position, 'archived_at', ${rfc3339('a.archived_at')}, 'kind', a.kind,
                 'pass_threshold', a.pass_threshold, 'rubric', a.rubric${withSpec ? `, 'spec', a.spec` : ''}) order by a.position, a.id)
               from activities a where a.tenant_id = l.tenant_id and a.lesson_id = l.id), '[]'::json)) order by l.position, l.id)
           from lessons l where l.tenant_id = u.tenant_id and l.unit_id = u.id), '[]'::json)) order by u.position, u.id)

@@ -33,8 +33,12 @@
  * Every data request reads: authenticate (hook, cached key) → rate-limit (hook) → validate
  * (route schema) → authorize (RLS: the statement runs as svc_results with the key's tenant)
  * → query (one SQL statement, one round trip, cached plan) → respond (JSON text from PostgreSQL).
+ * With a read replica (`deps.readDb`, DATABASE_READ_URL) the query runs there, or on the primary
+ * when the replica is behind (src/db/replica.ts); this plugin then publishes the primary's sync
+ * horizon for it (replica-horizon.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
+import type { Db } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler } from '../http/api-errors.ts';
 import { SERVICE_NAME, VERSION } from '../version.ts';
@@ -43,8 +47,10 @@ import { cursorCodec, type Endpoint } from './cursor.ts';
 import { ApiKeyCache } from './key-cache.ts';
 import { registerOpenApi } from './openapi.ts';
 import { strictValidatorCompiler } from './params.ts';
-import { findOne, installStatements, listPage, ordersOf, type One } from './queries.ts';
+import { findOne, installStatements, listPage, ordersOf, type ListOptions, type One, type Page } from './queries.ts';
 import { registerRateLimit } from './rate-limit.ts';
+import { publishHorizon } from './replica-horizon.ts';
+import { fromReplica } from '../db/replica.ts';
 import {
   ActivityResult,
   Artifact,
@@ -159,6 +165,10 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
   });
   await keys.start();
   app.addHook('onClose', () => keys.close());
+  if (deps.readDb) {
+    const stopPublishing = await publishHorizon(deps.db, app.log);
+    app.addHook('onClose', async () => stopPublishing());
+  }
 
   app.setErrorHandler(apiErrorHandler('results'));
   app.setNotFoundHandler(async (req) => {
@@ -209,13 +219,15 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
       const order = since !== undefined || !ordersOf(endpoint).includes('created') ? 'updated' : 'created';
       const scope = { tenantId, endpoint, order, filters: { ...(filters as Record<string, string>), updated_since: since } } as const;
       const after = cursor === undefined ? undefined : cursors.decode(scope, cursor);
-      const page = await listPage(deps.db, endpoint, tenantId, {
-        limit,
-        filters: filters as Record<string, string>,
-        order,
-        since,
-        after,
-      });
+      const options: ListOptions = { limit, filters: filters as Record<string, string>, order, since, after };
+      // On a read replica, a feed page without a watermark (nothing published yet, migration 0120)
+      // or whose watermark is not past where it starts (the cursor, else updated_since) is empty
+      // only because the replica has not replayed that far — the previous page may have come from
+      // the primary: the primary serves it instead.
+      const start = after?.at ?? since;
+      const behind = (page: Page) =>
+        order === 'updated' && (page.consistentThrough === undefined || (start !== undefined && page.consistentThrough <= start));
+      const page = await fromReplica(deps, (db) => listPage(db, endpoint, tenantId, options), { result: behind });
       const next = page.last ? cursors.encode(scope, page.last) : null;
       if (next) reply.header('link', `<${nextPageUrl(deps.config.baseUrl, req, next)}>; rel="next"`);
       let watermark = '';
@@ -233,7 +245,9 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
       const tenantId = tenantOf(req);
       const { id } = req.params as { id: string };
       const include = (req.query as { include?: 'spec' }).include;
-      const body = await findOne(deps.db, include === 'spec' ? `${endpoint}+spec` as One : endpoint, tenantId, id);
+      const read = (db: Db) => findOne(db, include === 'spec' ? `${endpoint}+spec` as One : endpoint, tenantId, id);
+      // An id the replica does not have yet (just written) is looked up on the primary.
+      const body = await fromReplica(deps, read, { result: (found) => found === undefined });
       if (body === undefined) throw new ApiError('not_found', `no ${noun} with id ${id}`);
       return reply.type(JSON_TYPE).header('cache-control', 'private, no-store').send(body);
     };

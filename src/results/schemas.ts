@@ -227,10 +227,17 @@ export const Learner = z.strictObject({
 });
 componentRegistry.add(Learner, { id: 'Learner', description: 'A learner of the tenant and their identity-provider subjects.' });
 
+const archivedAt = () =>
+  nullableTimestamp(
+    'When an author archived this record (RFC 3339, UTC, microseconds), else null. Archived content and everything under it is ' +
+      'hidden from learners and takes no new submissions; its results stay here.',
+  );
+
 const contentFields = {
   id: uuid(),
   title: z.string(),
   position: doc(z.number().int().min(1), 'Order among its siblings, from 1.'),
+  archived_at: archivedAt(),
 };
 
 export const OutlineActivity = z.strictObject({
@@ -246,6 +253,7 @@ export const Program = z.strictObject({
   id: uuid(),
   title: z.string(),
   description: z.string().nullable(),
+  archived_at: archivedAt(),
   created_at: timestamp(),
   updated_at: timestamp('Last change of the program’s own fields.'),
 });

@@ -69,7 +69,7 @@ describe('content with learner results', () => {
     const res = await fetch(`${t.url}/v1/activity-results/${resultId}`, { headers: { authorization: `Bearer ${apiKey}` } });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ id: resultId, activity_id: x.a1.id, lesson_id: x.l1.id, status: 'completed' });
-    const tree2 = await ok(client, 'get_program', { id: x.program.id });
+    const tree2 = await ok(client, 'get_program', { id: x.program.id, depth: 'full' });
     expect(tree2.units[0].lessons[0].activities.map((a: Structured) => a.id)).toEqual([x.a1.id, x.a2.id]);
   });
 
@@ -79,7 +79,7 @@ describe('content with learner results', () => {
     await ok(client, 'delete_activity', { id: x.a2.id }); // a sibling without results
     await ok(client, 'delete_lesson', { id: x.l2.id });
     await ok(client, 'delete_unit', { id: x.u2.id });
-    const after = await ok(client, 'get_program', { id: x.program.id });
+    const after = await ok(client, 'get_program', { id: x.program.id, depth: 'full' });
     expect(after.units.map((u: Structured) => [u.title, u.position])).toEqual([['U1', 1]]);
     expect(after.units[0].lessons.map((l: Structured) => [l.title, l.position])).toEqual([['L1', 1]]);
     expect(after.units[0].lessons[0].activities.map((a: Structured) => [a.title, a.position])).toEqual([['A1', 1]]);
@@ -90,7 +90,7 @@ describe('content without results', () => {
   it('is deleted with everything under it; the siblings after it move up', async () => {
     const x = await tree();
     expect(await ok(client, 'delete_unit', { id: x.u1.id })).toMatchObject({ id: x.u1.id, title: 'U1' });
-    const after = await ok(client, 'get_program', { id: x.program.id });
+    const after = await ok(client, 'get_program', { id: x.program.id, depth: 'full' });
     expect(after.units.map((u: Structured) => [u.title, u.position])).toEqual([['U2', 1]]);
     const [row] = await t.db.query<{ n: number }>(`select count(*)::int as n from activities where program_id = $1`, [x.program.id]);
     expect(row!.n).toBe(0);

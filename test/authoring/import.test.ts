@@ -50,17 +50,12 @@ const program = (externalId: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-/** Expect a JSON-RPC -32602 whose message matches, and nothing written. */
+/** Expect an invalid-arguments `isError` result whose text matches, and nothing written. */
 async function expectInvalid(args: Record<string, unknown>, message: RegExp) {
   const before = await contentCounts(t);
-  const err = await client.callTool({ name: 'import_program', arguments: args }).then(
-    (r) => {
-      throw new Error(`answered ${JSON.stringify(r).slice(0, 300)}`);
-    },
-    (e: { code?: number; message: string }) => e,
-  );
-  expect(err.code).toBe(-32602);
-  expect(err.message).toMatch(message);
+  const text = await fails(client, 'import_program', args);
+  expect(text).toMatch(/^Invalid arguments for tool import_program/);
+  expect(text).toMatch(message);
   expect(await contentCounts(t)).toEqual(before);
 }
 
@@ -85,7 +80,7 @@ describe('import_program', () => {
       activities: before.activities + 2,
     });
 
-    const tree = await ok(client, 'get_program', { id: imported.id });
+    const tree = await ok(client, 'get_program', { id: imported.id, depth: 'full' });
     const filled = rubric.map((r) => ({ weight: 1, ...r })); // the default weight is stored
     expect(contentShape(tree.units)).toEqual([
       {
@@ -197,7 +192,7 @@ describe('external ids on the create tools', () => {
     // instantiate keeps the children's external ids, not the program's (unique per tenant)
     const copy = await ok(client, 'instantiate_program', { program_id: p.id, tenant: 'acme' });
     expect(copy.external_id).toBeNull();
-    const tree = await ok(client, 'get_program', { id: copy.id });
+    const tree = await ok(client, 'get_program', { id: copy.id, depth: 'full' });
     expect(tree.units[0].external_id).toBe('same');
     expect(tree.units[0].lessons[0].activities[0].external_id).toBe('same');
   });

@@ -47,8 +47,8 @@ describe.skipIf(!present)(`MCP Inspector CLI (${present ? BIN : `skipped: ${BIN}
     const out = await inspector(['--method', 'tools/list']);
     expect(out.code, out.stderr).toBe(0);
     const names = (out.json.tools as { name: string }[]).map((x) => x.name);
-    expect(names).toHaveLength(18);
-    expect(names).toEqual(expect.arrayContaining(['whoami', 'get_program', 'import_program', 'instantiate_program']));
+    expect(names).toHaveLength(22);
+    expect(names).toEqual(expect.arrayContaining(['whoami', 'get_program', 'get_activity', 'search_content', 'import_program', 'instantiate_program']));
   });
 
   it('calls whoami and create_program with the Authorization header', async () => {

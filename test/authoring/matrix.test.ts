@@ -68,7 +68,7 @@ const TOOLS: Record<string, ToolCase> = {
   list_tenants: { read: true, args: () => ({}), effect: async () => {}, invisible: () => '' },
   list_programs: {
     read: true,
-    args: () => ({ tenant: 'acme' }),
+    args: () => ({ tenant: 'acme', limit: 200 }),
     effect: async (x, r) => expect(r.programs.map((p: Structured) => p.id)).toContain(x.program),
     invisible: () => 'tenant not found: acme',
   },
@@ -77,6 +77,31 @@ const TOOLS: Record<string, ToolCase> = {
     args: (x) => ({ id: x.program }),
     effect: async (x, r) => expect(r.units[0].lessons[0].activities[0].id).toBe(x.activity),
     invisible: (x) => `program ${x.program} not found`,
+  },
+  get_unit: {
+    read: true,
+    args: (x) => ({ id: x.unit }),
+    effect: async (x, r) => expect(r.lessons[0].activities[0].id).toBe(x.activity),
+    invisible: (x) => `unit ${x.unit} not found`,
+  },
+  get_lesson: {
+    read: true,
+    args: (x) => ({ id: x.lesson, depth: 'full' }),
+    effect: async (x, r) => expect(r.activities[0]).toMatchObject({ id: x.activity, spec: 'Write' }),
+    invisible: (x) => `lesson ${x.lesson} not found`,
+  },
+  get_activity: {
+    read: true,
+    args: (x) => ({ id: x.activity }),
+    effect: async (x, r) => expect(r).toMatchObject({ id: x.activity, lesson_id: x.lesson }),
+    invisible: (x) => `activity ${x.activity} not found`,
+  },
+  search_content: {
+    read: true,
+    args: () => ({ query: 'Matrix activity', tenant: 'acme' }),
+    // every tree of this suite has one; the newest (this call's) may be on a later page
+    effect: async (_x, r) => expect(r.results).toContainEqual(expect.objectContaining({ record: 'activity', tenant: 'acme', title: 'Matrix activity' })),
+    invisible: () => 'tenant not found: acme',
   },
   create_program: {
     args: () => ({ tenant: 'acme', title: `made ${++counter}` }),
@@ -156,7 +181,37 @@ const TOOLS: Record<string, ToolCase> = {
     },
     invisible: () => 'tenant not found: acme',
   },
+  ...lifecycleCases(),
 };
+
+/** archive_X / unarchive_X of each record of the tree, and move_X within its own parent (issue #16). */
+function lifecycleCases(): Record<string, ToolCase> {
+  const records = { program: 'programs', unit: 'units', lesson: 'lessons', activity: 'activities' } as const;
+  const archivedOf = async (table: string, id: string) =>
+    (await t.db.query<{ archived: boolean }>(`select archived from ${table} where id = $1`, [id]))[0]?.archived;
+  const cases: Record<string, ToolCase> = {};
+  for (const [name, table] of Object.entries(records) as [keyof Tree, string][]) {
+    cases[`archive_${name}`] = {
+      args: (x) => ({ id: x[name] }),
+      effect: async (x) => expect(await archivedOf('activities', x.activity)).toBe(true),
+      invisible: (x) => `${name} ${x[name]} not found`,
+    };
+    cases[`unarchive_${name}`] = {
+      args: (x) => ({ id: x[name] }),
+      effect: async (x, r) => expect([r.archived, await archivedOf(table, x[name])]).toEqual([false, false]),
+      invisible: (x) => `${name} ${x[name]} not found`,
+    };
+  }
+  const parents = { unit: 'program', lesson: 'unit', activity: 'lesson' } as const;
+  for (const [name, parent] of Object.entries(parents) as [keyof Tree, keyof Tree][]) {
+    cases[`move_${name}`] = {
+      args: (x) => ({ id: x[name], [`${parent}_id`]: x[parent], position: 1 }),
+      effect: async (x, r) => expect(r).toMatchObject({ id: x[name], [`${parent}_id`]: x[parent], position: 1 }),
+      invisible: (x) => `${name} ${x[name]} not found`,
+    };
+  }
+  return cases;
+}
 
 beforeAll(async () => {
   t = await startApp();

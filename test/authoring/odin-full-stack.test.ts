@@ -2,14 +2,14 @@
  * The Odin Project "Full Stack JavaScript" path (../shared/data/odin, CC BY-NC-SA 4.0, not copied
  * into this repository): 34 units, 151 lessons, 146 activities, 666 rubric criteria, imported
  * through the tools twice — one call per record (create_program/unit/lesson/activity), then as
- * one import_program call — and read back with get_program intact and in order, on the suite's
- * backend. A repeated bulk import is a no-op.
+ * one import_program call — and read back intact and in order through the bounded reads
+ * (get_program's outline, get_unit, get_lesson), on the suite's backend. A repeated bulk import is a no-op.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backend, startApp, type TestApp } from '../helpers/harness.ts';
-import { importOdin, importOdinBulk, loadOdin, ODIN_MISSING, odinAvailable, type OdinProgram } from '../helpers/odin.ts';
-import { authorClient, contentCounts, contentShape, ok, type Structured } from './helpers.ts';
+import { importOdin, importOdinBulk, loadOdin, ODIN_MISSING, odinAvailable, readProgram, type OdinProgram } from '../helpers/odin.ts';
+import { authorClient, contentCounts, contentShape, type Structured } from './helpers.ts';
 
 const FILE = 'odin-full-stack-javascript.json';
 const present = odinAvailable(FILE);
@@ -45,7 +45,7 @@ describe.skipIf(!present)(`Odin full-stack path through the tools (${present ? '
     const started = performance.now();
     const report = await importOdin(client, 'acme', source, () => calls++);
     const elapsed = performance.now() - started;
-    perRecord = await ok(client, 'get_program', { id: report.programId });
+    perRecord = await readProgram(client, report.programId);
     console.log(`[odin full stack, ${backend}] ${calls} calls in ${elapsed.toFixed(0)} ms (${(elapsed / calls).toFixed(1)} ms/call)`);
     expect(calls).toBe(1 + 34 + 151 + 146);
     expect(sizes(perRecord)).toEqual([34, 151, 146, 666]);
@@ -72,7 +72,7 @@ describe.skipIf(!present)(`Odin full-stack path through the tools (${present ? '
       source.units.flatMap((u) => u.lessons.flatMap((l) => l.activities.map((a) => a.id))),
     );
 
-    const tree = await ok(client, 'get_program', { id: imported.id });
+    const tree = await readProgram(client, imported.id);
     expect(sizes(tree)).toEqual([34, 151, 146, 666]);
     expect(contentShape(tree.units)).toEqual(contentShape(source.units as unknown as Structured[]));
     expect(contentShape(tree.units)).toEqual(contentShape(perRecord.units));

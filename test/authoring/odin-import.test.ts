@@ -1,14 +1,14 @@
 /**
  * Real content through the tools: The Odin Project "Foundations" and "JavaScript" courses
  * (../shared/data/odin, CC BY-NC-SA 4.0, not copied into this repository), each with one
- * import_program call; get_program returns each tree intact and in source order. (The full-stack
+ * import_program call; read back through the bounded reads, each tree intact and in source order. (The full-stack
  * path, one call per record and in bulk, is odin-full-stack.test.ts.)
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/harness.ts';
-import { importOdinBulk, loadOdin, ODIN_MISSING, odinAvailable } from '../helpers/odin.ts';
-import { authorClient, contentShape, ok, type Structured } from './helpers.ts';
+import { importOdinBulk, loadOdin, ODIN_MISSING, odinAvailable, readProgram } from '../helpers/odin.ts';
+import { authorClient, contentShape, type Structured } from './helpers.ts';
 
 const COURSES = [
   ['odin-foundations.json', [8, 46, 45, 244]],
@@ -32,7 +32,7 @@ describe.skipIf(!odinAvailable())(`Odin courses imported with import_program (${
     const source = loadOdin(file);
     const imported = await importOdinBulk(client, 'acme', source);
     expect(imported.created).toBe(true);
-    const tree = await ok(client, 'get_program', { id: imported.id });
+    const tree = await readProgram(client, imported.id);
     const lessons = tree.units.flatMap((u: Structured) => u.lessons);
     const activities = lessons.flatMap((l: Structured) => l.activities);
     expect([tree.units.length, lessons.length, activities.length, activities.flatMap((a: Structured) => a.rubric).length]).toEqual(sizes);

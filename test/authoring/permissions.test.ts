@@ -98,7 +98,7 @@ describe('a learner of the tenant', () => {
     expect(me.memberships).toEqual([{ tenant: 'acme', tenant_id: tree.program.tenant_id, role: 'learner' }]);
     const listed = await ok(learner, 'list_programs', { tenant: 'acme' });
     expect(listed.programs.map((p: Structured) => p.id)).toEqual([tree.program.id]);
-    const read = await ok(learner, 'get_program', { id: tree.program.id });
+    const read = await ok(learner, 'get_program', { id: tree.program.id, depth: 'full' });
     expect(read.units[0].lessons[0].activities[0].id).toBe(tree.activity.id);
   });
 

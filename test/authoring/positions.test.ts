@@ -35,7 +35,7 @@ async function newLesson(): Promise<{ program: Structured; unit: Structured; les
 
 /** Titles and positions of a lesson's activities, as get_program returns them. */
 async function activitiesOf(programId: string, lessonId: string): Promise<{ title: string; position: number }[]> {
-  const tree = await ok(client, 'get_program', { id: programId });
+  const tree = await ok(client, 'get_program', { id: programId, depth: 'full' });
   const lesson = tree.units.flatMap((u: Structured) => u.lessons).find((l: Structured) => l.id === lessonId);
   return lesson.activities.map((a: Structured) => ({ title: a.title, position: a.position }));
 }
@@ -51,7 +51,7 @@ describe('insert', () => {
     expect((await ok(client, 'create_unit', { program_id: program.id, title: 'a', position: 1 })).position).toBe(1);
     expect((await ok(client, 'create_unit', { program_id: program.id, title: 'c', position: 3 })).position).toBe(3);
     expect((await ok(client, 'create_unit', { program_id: program.id, title: 'e', position: 5 })).position).toBe(5); // n + 1: the end
-    const tree = await ok(client, 'get_program', { id: program.id });
+    const tree = await ok(client, 'get_program', { id: program.id, depth: 'full' });
     expect(tree.units.map((u: Structured) => [u.title, u.position])).toEqual([['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5]]);
   });
 
@@ -79,7 +79,7 @@ describe('move', () => {
     const unit = await ok(client, 'create_unit', { program_id: program.id, title: 'U' });
     const ids: Record<string, string> = {};
     for (const title of ['a', 'b', 'c', 'd', 'e']) ids[title] = (await ok(client, 'create_lesson', { unit_id: unit.id, title })).id;
-    const order = async () => (await ok(client, 'get_program', { id: program.id })).units[0].lessons.map((l: Structured) => `${l.title}${l.position}`);
+    const order = async () => (await ok(client, 'get_program', { id: program.id, depth: 'full' })).units[0].lessons.map((l: Structured) => `${l.title}${l.position}`);
 
     expect(await ok(client, 'update_lesson', { id: ids.b, position: 4 })).toMatchObject({ position: 4 });
     expect(await order()).toEqual(['a1', 'c2', 'd3', 'b4', 'e5']);

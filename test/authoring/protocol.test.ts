@@ -1,11 +1,12 @@
 /**
- * Protocol errors stay protocol errors: an unknown tool, unknown, missing or invalid arguments
- * are JSON-RPC -32602 (the SDK client throws), the tool does not run, nothing is written.
+ * An unknown tool is a protocol error (JSON-RPC -32602, the SDK client throws); unknown, missing
+ * or invalid arguments are `isError` results whose text names the field (SEP-1303, so the model
+ * can correct itself). Either way the tool does not run and nothing is written.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/harness.ts';
-import { authorClient, contentCounts, ok, type Structured } from './helpers.ts';
+import { authorClient, contentCounts, fails, ok, type Structured } from './helpers.ts';
 
 let t: TestApp;
 let client: Client;
@@ -24,45 +25,57 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function expectInvalidParams(name: string, args: Record<string, unknown>, message: RegExp) {
+async function expectUnknownTool(name: string) {
   const before = await contentCounts(t);
-  const err = await client.callTool({ name, arguments: args }).then(
+  const err = await client.callTool({ name, arguments: {} }).then(
     (result) => {
       throw new Error(`${name} answered ${JSON.stringify(result)}`);
     },
     (e: { code?: number; message: string }) => e,
   );
   expect(err.code).toBe(-32602);
-  expect(err.message).toMatch(message);
+  expect(err.message).toMatch(new RegExp(`Tool ${name} not found`));
+  expect(await contentCounts(t)).toEqual(before);
+}
+
+async function expectInvalidArguments(name: string, args: Record<string, unknown>, message: RegExp) {
+  const before = await contentCounts(t);
+  const text = await fails(client, name, args);
+  expect(text).toMatch(message);
   expect(await contentCounts(t)).toEqual(before);
 }
 
 const activity = () => ({ lesson_id: lesson.id, title: 'A', kind: 'document', spec: 'S', rubric: [{ criterion: 'c' }] });
 
 describe('protocol errors', () => {
-  it('unknown tool', () => expectInvalidParams('drop_everything', {}, /Tool drop_everything not found/));
+  it('unknown tool', () => expectUnknownTool('drop_everything'));
+});
 
+describe('invalid arguments: isError naming the field', () => {
   it('unknown argument', () =>
-    expectInvalidParams('create_program', { tenant: 'acme', title: 'x', owner: 'me' }, /Unrecognized key: "owner"/));
+    expectInvalidArguments('create_program', { tenant: 'acme', title: 'x', owner: 'me' }, /Unrecognized key: "owner"/));
 
   it('unknown argument inside a rubric criterion', () =>
-    expectInvalidParams('create_activity', { ...activity(), rubric: [{ criterion: 'c', points: 3 }] }, /Unrecognized key/));
+    expectInvalidArguments('create_activity', { ...activity(), rubric: [{ criterion: 'c', points: 3 }] }, /Unrecognized key/));
 
-  it('missing argument', () => expectInvalidParams('create_unit', { title: 'no program' }, /program_id/));
+  it('missing argument', () => expectInvalidArguments('create_unit', { title: 'no program' }, /program_id/));
 
-  it('wrong kind', () => expectInvalidParams('create_activity', { ...activity(), kind: 'video' }, /kind/));
+  it('wrong kind', () => expectInvalidArguments('create_activity', { ...activity(), kind: 'video' }, /kind/));
 
   it('negative rubric weight', () =>
-    expectInvalidParams('create_activity', { ...activity(), rubric: [{ criterion: 'c', weight: -1 }] }, /weight/));
+    expectInvalidArguments('create_activity', { ...activity(), rubric: [{ criterion: 'c', weight: -1 }] }, /weight/));
 
-  it('pass threshold out of range', () => expectInvalidParams('create_activity', { ...activity(), pass_threshold: 101 }, /pass_threshold/));
+  it('pass threshold out of range', () => expectInvalidArguments('create_activity', { ...activity(), pass_threshold: 101 }, /pass_threshold/));
 
   it('title longer than 500 characters', () =>
-    expectInvalidParams('create_program', { tenant: 'acme', title: 'x'.repeat(501) }, /title/));
+    expectInvalidArguments('create_program', { tenant: 'acme', title: 'x'.repeat(501) }, /title/));
 
-  it('id that is not a uuid', () => expectInvalidParams('get_program', { id: 'abc' }, /id/));
+  it('id that is not a uuid', () => expectInvalidArguments('get_program', { id: 'abc' }, /Invalid arguments for tool get_program:[^]*→ at id/));
 
-  it('update with nothing to change', () => expectInvalidParams('update_program', { id: program.id }, /nothing to update/));
+  it('depth that is not allowed', () =>
+    expectInvalidArguments('get_program', { id: program.id, depth: 'everything' }, /Invalid arguments for tool get_program:[^]*"outline"\|"full"[^]*→ at depth/));
 
-  it('malformed cursor', () => expectInvalidParams('list_programs', { cursor: 'not-a-cursor' }, /cursor/));
+  it('update with nothing to change', () => expectInvalidArguments('update_program', { id: program.id }, /nothing to update/));
+
+  it('malformed cursor', () => expectInvalidArguments('list_programs', { cursor: 'not-a-cursor' }, /cursor/));
 });

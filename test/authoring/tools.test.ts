@@ -19,16 +19,19 @@ afterAll(async () => {
 });
 
 const ALL_TOOLS = [
-  'whoami', 'list_tenants', 'list_programs', 'get_program',
+  'whoami', 'list_tenants', 'list_programs', 'get_program', 'get_unit', 'get_lesson', 'get_activity', 'search_content',
   'create_program', 'update_program', 'delete_program',
   'create_unit', 'update_unit', 'delete_unit',
   'create_lesson', 'update_lesson', 'delete_lesson',
   'create_activity', 'update_activity', 'delete_activity',
   'instantiate_program', 'import_program',
+  'archive_program', 'archive_unit', 'archive_lesson', 'archive_activity',
+  'unarchive_program', 'unarchive_unit', 'unarchive_lesson', 'unarchive_activity',
+  'move_unit', 'move_lesson', 'move_activity',
 ];
 
 describe('tools/list', () => {
-  it('shows the 18 tools with schemas, descriptions and annotations', async () => {
+  it('shows the 33 tools with schemas, descriptions and annotations', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([...ALL_TOOLS].sort());
     for (const tool of tools) {
@@ -40,11 +43,12 @@ describe('tools/list', () => {
         expect((schema as { description?: string }).description, `${tool.name}.${field} is described`).toBeTruthy();
       }
       const a = tool.annotations!;
-      if (/^(whoami|list_|get_)/.test(tool.name)) expect(a.readOnlyHint, tool.name).toBe(true);
+      if (/^(whoami|list_|get_|search_)/.test(tool.name)) expect(a.readOnlyHint, tool.name).toBe(true);
       else expect(a.readOnlyHint, tool.name).toBe(false);
-      if (tool.name.startsWith('delete_')) expect(a.destructiveHint, tool.name).toBe(true);
+      // updates overwrite what they change (a graded activity's spec and rubric), moves rewrite two parents' order: destructive too
+      if (/^(update_|delete_|move_)/.test(tool.name)) expect(a.destructiveHint, tool.name).toBe(true);
       else if (!a.readOnlyHint) expect(a.destructiveHint, tool.name).toBe(false);
-      if (/^(update_|delete_|import_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(true);
+      if (/^(update_|delete_|import_|archive_|unarchive_|move_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(true);
       if (/^(create_|instantiate_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(false);
     }
     const create = tools.find((x) => x.name === 'create_activity')!;
@@ -109,7 +113,7 @@ describe('create, read, update, delete', () => {
     });
     expect(changed).toMatchObject({ kind: 'repo', pass_threshold: 85, spec: activity.spec, rubric: [{ criterion: 'Tests pass', weight: 0 }] });
 
-    const tree = await ok(client, 'get_program', { id: program.id });
+    const tree = await ok(client, 'get_program', { id: program.id, depth: 'full' });
     expect(tree.title).toBe('Web foundations');
     expect(tree.units[0].lessons[0].activities[0]).toMatchObject({ id: activity.id, kind: 'repo' });
 
@@ -186,8 +190,7 @@ describe('list_programs', () => {
     expect(seen).toEqual(all!.ids);
     expect(pages).toBeGreaterThanOrEqual(3);
     expect(seen).toEqual(expect.arrayContaining(created.map((p) => p.id)));
-    const bad = await client.callTool({ name: 'list_programs', arguments: { cursor: 'bm9wZQ' } }).catch((e) => e);
-    expect(bad.code).toBe(-32602);
+    expect(await fails(client, 'list_programs', { cursor: 'bm9wZQ' })).toMatch(/malformed cursor/);
   });
 });
 
@@ -206,8 +209,7 @@ describe('list_tenants', () => {
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
     expect(seen).toEqual(['acme:author', 't-a:author', 't-b:author', 't-c:author', 't-d:author']);
-    const bad = await client.callTool({ name: 'list_tenants', arguments: { cursor: 'eyJ4IjoxfQ' } }).catch((e) => e);
-    expect(bad.code).toBe(-32602);
+    expect(await fails(client, 'list_tenants', { cursor: 'eyJ4IjoxfQ' })).toMatch(/malformed cursor/);
   });
 });
 
@@ -243,8 +245,8 @@ describe('instantiate_program', () => {
       source_program_id: catalogId,
       counts: { units: 2, lessons: 2, activities: 2 },
     });
-    const source = await ok(client, 'get_program', { id: catalogId });
-    const tree = await ok(client, 'get_program', { id: copy.id });
+    const source = await ok(client, 'get_program', { id: catalogId, depth: 'full' });
+    const tree = await ok(client, 'get_program', { id: copy.id, depth: 'full' });
     const shape = (p: any) =>
       p.units.map((u: any) => ({
         title: u.title,
@@ -292,7 +294,7 @@ describe('instantiate_program', () => {
     await ok(client, 'create_lesson', { unit_id: unit.id, title: 'L' });
     const copy = await ok(client, 'instantiate_program', { program_id: program.id, tenant: 'acme', title: 'Copy' });
     expect(copy).toMatchObject({ title: 'Copy', source_program_id: program.id, counts: { units: 1, lessons: 1, activities: 0 } });
-    const tree = await ok(client, 'get_program', { id: copy.id });
+    const tree = await ok(client, 'get_program', { id: copy.id, depth: 'full' });
     expect(tree.units[0].lessons[0].title).toBe('L');
     expect(tree.units[0].id).not.toBe(unit.id);
   });

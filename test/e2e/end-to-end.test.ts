@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, seedAuthor, testJudge, type TestApp } from '../helpers/harness.ts';
-import { callTool, importOdin, loadOdin, ODIN_MISSING, odinAvailable, type ImportReport, type OdinProgram } from '../helpers/odin.ts';
+import { importOdin, loadOdin, ODIN_MISSING, odinAvailable, readProgram, type ImportReport, type OdinProgram } from '../helpers/odin.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
 
@@ -87,7 +87,7 @@ describe.skipIf(!ready)('end to end on The Odin Project foundations', () => {
     imported = await importOdin(client, 'odin', source);
     expect([imported.units, imported.lessons, imported.activities]).toEqual([8, 46, 45]);
 
-    const tree = await callTool(client, 'get_program', { id: imported.programId });
+    const tree = await readProgram(client, imported.programId);
     expect(tree.title).toBe(source.title);
     expect(tree.units.map((u: any) => u.title)).toEqual(source.units.map((u) => u.title));
     for (const [i, unit] of source.units.entries()) {

@@ -57,6 +57,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       judgeInputBytes: 200_000,
     },
     logLevel: 'silent',
+    accessLog: true,
     bodyLimit: 1024 * 1024,
     // Identity: limits high enough that no other suite meets them (test/identity lowers them),
     // and a cheap argon2id cost so sign-ins are fast (the bench measures the real cost).
@@ -127,16 +128,16 @@ export interface TestApp {
 
 /**
  * Start the real app. Pass `db` to share a database with another app (then closing this app
- * leaves the database open). `now` replaces the clock.
+ * leaves the database open), `readDb` for its read replica (left open too). `now` replaces the clock.
  */
 export async function startApp(
   overrides: Partial<Config> = {},
-  options: { db?: Db; now?: () => Date } = {},
+  options: { db?: Db; readDb?: Db; now?: () => Date } = {},
 ): Promise<TestApp> {
   const owned = options.db ? undefined : await freshDb();
   const db = options.db ?? owned!.db;
   const config = testConfig(overrides);
-  const deps: Deps = { config, db, now: options.now ?? (() => new Date()) };
+  const deps: Deps = { config, db, readDb: options.readDb, now: options.now ?? (() => new Date()) };
   const app = await buildApp(deps);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   config.baseUrl = url;

@@ -135,3 +135,24 @@ export function odinImportArgs(tenant: string, program: OdinProgram) {
 export async function importOdinBulk(client: Client, tenant: string, program: OdinProgram): Promise<Record<string, any>> {
   return callTool(client, 'import_program', odinImportArgs(tenant, program));
 }
+
+/**
+ * Read program `id` in full through the bounded reads (issue #16): get_program's outline, then
+ * each unit with get_unit and each lesson with get_lesson at depth full. The same tree get_program
+ * at depth full answers for programs that fit in one answer.
+ */
+export async function readProgram(client: Client, id: string): Promise<Record<string, any>> {
+  const outline = await callTool(client, 'get_program', { id });
+  const units = [];
+  for (const u of outline.units) {
+    const { lessons, depth: _unitDepth, counts: _unitCounts, ...unit } = await callTool(client, 'get_unit', { id: u.id });
+    const full = [];
+    for (const l of lessons) {
+      const { depth: _depth, counts: _counts, ...lesson } = await callTool(client, 'get_lesson', { id: l.id, depth: 'full' });
+      full.push(lesson);
+    }
+    units.push({ ...unit, lessons: full });
+  }
+  const { depth: _depth, counts: _counts, ...program } = outline;
+  return { ...program, units };
+}

@@ -12,8 +12,9 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { alive } from './pids.ts';
 
 const PREFIX = 'svc_faults_';
@@ -34,6 +35,10 @@ export const clusterUnavailable: string | undefined = !existsSync('/usr/bin/pg_c
     : process.getuid?.() !== 0
       ? 'making a throwaway cluster needs root (pg_createcluster)'
       : undefined;
+
+/** Why a streaming replica cannot be made here (`createReplica`), or undefined when it can. */
+export const replicaUnavailable: string | undefined =
+  clusterUnavailable ?? (!existsSync('/usr/bin/pg_basebackup') ? 'pg_basebackup (postgresql-client) is not installed' : undefined);
 
 /** A free TCP port on loopback. */
 export function freePort(): Promise<number> {
@@ -67,6 +72,8 @@ function dropOrphans(version: string): void {
 }
 
 export interface Cluster {
+  /** postgresql-common's name of the cluster (`pg_lsclusters`). */
+  name: string;
   port: number;
   /** `postgres://postgres@127.0.0.1:<port>/<database>` */
   url(database?: string): string;
@@ -96,9 +103,17 @@ export async function createCluster(): Promise<Cluster> {
     '--auth-host=trust',
     '--auth-local=trust',
   ]);
+  return handle(version, name, port);
+}
+
+/** The `Cluster` of an existing cluster `version`/`name` on `port`. */
+function handle(version: string, name: string, port: number): Cluster {
   let dropped = false;
-  const ctl = async (action: string, ...extra: string[]) => void (await runAsync('pg_ctlcluster', [version, name, action, ...extra]));
+  // Without systemd's redirect: the cluster is this test's, started and stopped by pg_ctl directly.
+  const ctl = async (action: string, ...extra: string[]) =>
+    void (await runAsync('pg_ctlcluster', ['--skip-systemctl-redirect', version, name, action, ...extra]));
   return {
+    name,
     port,
     url: (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`,
     stop: () => ctl('stop', '-m', 'fast'),
@@ -110,4 +125,28 @@ export async function createCluster(): Promise<Cluster> {
       run('pg_dropcluster', [version, name, '--stop']);
     },
   };
+}
+
+/**
+ * A streaming replica of `primary` (a hot standby, issue #15): a cluster on another free port
+ * whose data folder is a `pg_basebackup -R` of the primary (so it starts as a standby that
+ * streams from it). Dropped like any other cluster of this helper.
+ */
+export async function createReplica(primary: Cluster): Promise<Cluster> {
+  const version = majorVersion()!;
+  const name = `${PREFIX}${process.pid}_${randomBytes(3).toString('hex')}`;
+  const port = await freePort();
+  run('pg_createcluster', [version, name, '-p', String(port), '-o', 'fsync=off', '-o', 'max_connections=60', '--', '--auth-host=trust', '--auth-local=trust']);
+  const replica = handle(version, name, port);
+  try {
+    // Replace the new cluster's files (not its folder, which postgres owns) by a base backup.
+    const dataDir = run('pg_conftool', ['-s', version, name, 'show', 'data_directory']).trim();
+    for (const entry of readdirSync(dataDir)) rmSync(join(dataDir, entry), { recursive: true, force: true });
+    await runAsync('runuser', ['-u', 'postgres', '--', 'pg_basebackup', '-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', dataDir, '-R', '-X', 'stream', '-c', 'fast']);
+    await replica.start();
+  } catch (err) {
+    replica.drop();
+    throw err;
+  }
+  return replica;
 }

@@ -3,14 +3,15 @@
  * container runtime does to its PID 1 — or to npm's whole process group — what systemd's default
  * `KillMode=control-group` and Ctrl-C do, so the server gets it twice, directly and forwarded by
  * npm — stops the server process within the shutdown deadline, with 0, and releases the embedded
- * data folder.
+ * data folder. And `npm start` is the compiled service (dist/, built by its `prestart`) on the
+ * project's own Node.js LTS, not the machine's (issue #15).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDataDirLocked } from '../../src/db/data-dir-lock.ts';
 import { backend } from '../helpers/harness.ts';
-import { embeddedDatabase, killAll, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';
+import { ROOT, embeddedDatabase, killAll, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';
 import { alive } from '../helpers/pids.ts';
 
 const TIMEOUT_MS = 4000;
@@ -23,16 +24,27 @@ describe.runIf(backend === 'pglite')('npm start', () => {
   const serverPids: number[] = [];
   beforeAll(async () => {
     databases = [embeddedDatabase(), embeddedDatabase()];
-    npms = await Promise.all([
-      startServerProcess({ ...databases[0]!.env, ...SHUTDOWN }, { npm: true }),
-      startServerProcess({ ...databases[1]!.env, ...SHUTDOWN }, { npm: true, group: true }),
-    ]);
-  }, 60_000);
+    // One after the other: each `npm start` builds first, and two builds of one checkout would race.
+    npms.push(await startServerProcess({ ...databases[0]!.env, ...SHUTDOWN }, { npm: true }));
+    npms.push(await startServerProcess({ ...databases[1]!.env, ...SHUTDOWN }, { npm: true, group: true }));
+  }, 180_000);
   afterAll(async () => {
     for (const pid of serverPids) if (alive(pid)) process.kill(pid, 'SIGKILL');
     killAll(npms);
     await Promise.all(npms.map((n) => n.exited));
     await Promise.all(databases.map((d) => d.drop()));
+  });
+
+  it('runs the compiled code on the Node.js LTS the project brings', () => {
+    for (const [i, npm] of npms.entries()) {
+      const line = npm.output().split('\n').find((l) => l.includes('service listening on'))!;
+      expect(JSON.parse(line).node).toMatch(/^v24\./);
+      const serverPid = JSON.parse(readFileSync(join(databases[i]!.dataDir!, 'server.json'), 'utf8')).pid as number;
+      const argv = readFileSync(`/proc/${serverPid}/cmdline`, 'utf8').split('\0');
+      expect(argv).toContain('dist/main.js');
+      expect(argv.join(' ')).not.toContain('tsx');
+    }
+    expect(existsSync(join(ROOT, 'dist/player/assets.json'))).toBe(true);
   });
 
   /** Send `signal()`, then expect the server gone within the deadline, npm ended with 0 and the folder free. */

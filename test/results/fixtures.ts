@@ -66,7 +66,7 @@ export interface NewArtifact {
   verification?: unknown;
   createdAt?: string;
   id?: string;
-  /** Override the tenant (to build an inconsistent row for leak tests); default: the result's. */
+  /** Override the tenant (to try an inconsistent row, which the database refuses); default: the result's. */
   tenantId?: string;
 }
 

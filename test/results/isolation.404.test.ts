@@ -88,17 +88,10 @@ describe('cross-tenant matrix', () => {
     expect(message).toMatch(/^cursor:/);
   });
 
-  it('keeps a foreign artifact out of artifact_ids even if a row points across tenants', async () => {
-    // An inconsistent row: an artifact of tenant B that references tenant A's result.
-    const stray = await newArtifact(t.db, { resultId: a.resultIds[1]!, tenantId: b.id, createdAt: '2026-01-01T00:00:00Z' });
-    try {
-      const result = await getJson(t, `/v1/activity-results/${a.resultIds[1]}`, a.key);
-      expect(result.artifact_ids).toEqual([]);
-      const listed = (await getJson(t, '/v1/activity-results', a.key)).data.find((r: any) => r.id === a.resultIds[1]);
-      expect(listed.artifact_ids).toEqual([]);
-    } finally {
-      await t.db.query('delete from artifacts where id = $1', [stray]);
-    }
+  it('cannot hold an artifact that points across tenants: the database refuses it (migration 0121)', async () => {
+    // An artifact of tenant B referencing tenant A's result: the (tenant_id, result_id) foreign key says no.
+    await expect(newArtifact(t.db, { resultId: a.resultIds[1]!, tenantId: b.id, createdAt: '2026-01-01T00:00:00Z' })).rejects.toMatchObject({ code: '23503' });
+    expect((await getJson(t, `/v1/activity-results/${a.resultIds[1]}`, a.key)).artifact_ids).toEqual([]);
   });
 });
 

@@ -56,6 +56,19 @@ describe('reads', () => {
     expect(seen).toEqual(visible[who]);
   });
 
+  it('archived content (migration 0110) is hidden from learners with everything under it; authors see it', async () => {
+    await f.db.query('update units set archived_at = now() where id = $1', [f.ids.UA]);
+    try {
+      const seen = (who: Who) =>
+        as(f, who, async (tx) => ({ units: await titles(tx, 'units'), lessons: await titles(tx, 'lessons'), activities: await titles(tx, 'activities') }));
+      expect(await seen('learnerA')).toEqual({ units: ['UC'], lessons: ['LC'], activities: ['AC'] });
+      expect(await seen('authorA')).toEqual({ units: ['UA', 'UC'], lessons: ['LA', 'LC'], activities: ['AA1', 'AA2', 'AC'] });
+    } finally {
+      await f.db.query('update units set archived_at = null where id = $1', [f.ids.UA]);
+    }
+    expect(await as(f, 'learnerA', (tx) => titles(tx, 'activities'))).toEqual(['AA1', 'AA2', 'AC']);
+  });
+
   it('tenants, memberships and users: only the caller own', async () => {
     const seen = await as(f, 'learnerA', async (tx) => ({
       tenants: (await tx.query<{ slug: string }>('select slug from tenants')).map((r) => r.slug),
@@ -169,13 +182,23 @@ describe('updates', () => {
     ['programs', 'tenant_id', 'PA'],
     ['programs', 'source_program_id', 'PA'],
     ['programs', 'external_id', 'PA'],
-    ['units', 'program_id', 'UA'],
     ['units', 'tenant_id', 'UA'],
+    ['activities', 'program_id', 'AA1'],
+    ['programs', 'archived', 'PA'],
+    ['units', 'archived', 'UA'],
+    ['activities', 'archived', 'AA1'],
+  ])('%s.%s cannot be changed by anyone (column grant)', async (table, column, id) => {
+    const value = column === 'archived' ? true : f.ids.PB;
+    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update ${table} set ${column} = $1 where id = $2`, [value, f.ids[id]])), '42501');
+  });
+
+  // The parent columns may change (a move, migration 0110), but only to a parent the caller sees.
+  it.each([
+    ['units', 'program_id', 'UA'],
     ['lessons', 'unit_id', 'LA'],
     ['activities', 'lesson_id', 'AA1'],
-    ['activities', 'program_id', 'AA1'],
-  ])('%s.%s cannot be changed by anyone (column grant)', async (table, column, id) => {
-    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update ${table} set ${column} = $1 where id = $2`, [f.ids.PB, f.ids[id]])), '42501');
+  ])('%s.%s to another tenant\'s record is not found (P0002)', async (table, column, id) => {
+    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update ${table} set ${column} = $1 where id = $2`, [f.ids.PB, f.ids[id]])), 'P0002');
   });
 });
 

@@ -352,6 +352,7 @@ export interface components {
             title: string;
             /** @description Order among its siblings, from 1. */
             position: number;
+            archived_at: string | null;
             /** @enum {string} */
             kind: "diagram" | "document" | "site" | "repo";
             /** @description Score at or above which a submission passes. */
@@ -373,6 +374,7 @@ export interface components {
             id: string;
             title: string;
             description: string | null;
+            archived_at: string | null;
             /**
              * Format: date-time
              * @description RFC 3339, UTC, with microseconds.
@@ -393,6 +395,7 @@ export interface components {
             id: string;
             title: string;
             description: string | null;
+            archived_at: string | null;
             /**
              * Format: date-time
              * @description RFC 3339, UTC, with microseconds.
@@ -412,6 +415,7 @@ export interface components {
                 title: string;
                 /** @description Order among its siblings, from 1. */
                 position: number;
+                archived_at: string | null;
                 lessons: {
                     /**
                      * Format: uuid
@@ -421,6 +425,7 @@ export interface components {
                     title: string;
                     /** @description Order among its siblings, from 1. */
                     position: number;
+                    archived_at: string | null;
                     activities: components["schemas"]["OutlineActivity"][];
                 }[];
             }[];

@@ -44,6 +44,7 @@ import { clientLabel, consentPage, errorPage, sendPage, signInPage } from './pag
 import { onlyLoopback, redirectUriMatches } from './redirect-uris.ts';
 import { grantedScope } from './scopes.ts';
 import { tokenRequest } from './token.ts';
+import { countGrant } from '../../telemetry/metrics.ts';
 
 type Surface = 'oauth' | 'page' | 'gotrue';
 
@@ -176,7 +177,11 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
     return reply.redirect(url, 303);
   });
 
-  app.post('/oauth/token', { config: oauth, onRequest: limits.oauthToken }, async (req, reply) => {
+  const countTokenGrant = (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    countGrant((req.body as Record<string, unknown> | undefined)?.grant_type, reply);
+    done();
+  };
+  app.post('/oauth/token', { config: oauth, onRequest: limits.oauthToken, onResponse: countTokenGrant }, async (req, reply) => {
     const body = req.body;
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new OAuthError(400, 'invalid_request', 'the body must be form-encoded parameters');
     const answer = await tokenRequest(deps, body as Record<string, unknown>);

@@ -124,6 +124,7 @@ async function api<T>(path: string, init: RequestInit = {}, retry = true): Promi
 function explain(code: string, message: string): string {
   if (code === 'unauthorized') return `Your sign-in was not accepted (${message}). Sign in again and reload this page.`;
   if (code === 'not_found') return `This activity is not available here (${message}).`;
+  if (code === 'archived') return 'This activity has been retired and no longer accepts submissions.';
   if (code === 'rate_limited') return 'Too many submissions in a short time. Wait a minute and submit again.';
   return message;
 }

@@ -1,0 +1,138 @@
+/**
+ * The bounded reads (issue #16): get_program, get_unit, get_lesson, get_activity.
+ *
+ * Each answers one record in full and what lies under it at a `depth`: `outline` (the default:
+ * id, title and position of every record below, and the kind of each activity, with counts) or
+ * `full` (every record below in full). No answer may exceed `MAX_ANSWER_CHARS` characters (the
+ * whole tool result as JSON, text and `structuredContent` together): a larger one is refused
+ * with an `isError` result that says how large it would be and which narrower read to use, since
+ * an assistant's host truncates or drops tool output of that size (Claude Code caps it near
+ * 25,000 tokens by default). The Odin full-stack path (331 records, about 1 MB of text) answers
+ * get_program in outline at about 70,000 characters; get_program at depth full is refused.
+ */
+import { z } from 'zod';
+import { ToolFailure } from './errors.ts';
+import { ActivityRecord, findRecord, LessonRecord, notFoundFailure, ProgramRecord, UnitRecord, uuid } from './records.ts';
+import { answerSize, defineTool, READ, type AnyTool, type ToolAnswer } from './tool.ts';
+import { readTree, treeCounts, type Json, type Parent } from './tree.ts';
+
+/** Most characters one tool answer may hold (the result as JSON). */
+export const MAX_ANSWER_CHARS = 100_000;
+
+const DEPTHS = ['outline', 'full'] as const;
+type Depth = (typeof DEPTHS)[number];
+const depth = z
+  .enum(DEPTHS)
+  .default('outline')
+  .describe(
+    'outline (default): id, title and position of every record below (and each activity\'s kind); ' +
+      `full: every record below in full (refused when the answer would exceed ${MAX_ANSWER_CHARS.toLocaleString('en')} characters)`,
+  );
+
+/**
+ * `answer`, or a `ToolFailure` when it is larger than `MAX_ANSWER_CHARS`; `instead` says what to
+ * read in its place.
+ */
+export function bounded(answer: ToolAnswer, what: string, instead: string): ToolAnswer {
+  const size = answerSize(answer);
+  if (size <= MAX_ANSWER_CHARS) return answer;
+  throw new ToolFailure(
+    `answer too large: ${what} is ${size.toLocaleString('en')} characters, more than the ${MAX_ANSWER_CHARS.toLocaleString('en')} ` +
+      `one answer may hold; ${instead}`,
+  );
+}
+
+// Output shapes: loose, so that an outline node and a full record both fit.
+const outlineNode = {
+  id: z.string().describe('Record id (uuid)'),
+  title: z.string().describe('Title'),
+  position: z.number().int().describe('Position within its parent (1-based)'),
+};
+const ActivityNode = z.looseObject({ ...outlineNode, kind: z.string().describe('Kind of artifact') }).describe('An activity (outline: id, title, position, kind; full: the whole record)');
+const LessonNode = z.looseObject({ ...outlineNode, activities: z.array(ActivityNode).describe('Activities in order') }).describe('A lesson and its activities');
+const UnitNode = z.looseObject({ ...outlineNode, lessons: z.array(LessonNode).describe('Lessons in order') }).describe('A unit and its lessons');
+const count = (what: string) => z.number().int().describe(`Number of ${what} below`);
+
+type Level = 'units' | 'lessons' | 'activities';
+/** Per record with children: the key of its children, the levels below it, the reads of its parts. */
+const PARENTS: Record<Parent, { level: Level; below: readonly Level[]; next: string; reads: string }> = {
+  program: { level: 'units', below: ['units', 'lessons', 'activities'], next: 'get_unit', reads: 'get_unit, get_lesson and get_activity' },
+  unit: { level: 'lessons', below: ['lessons', 'activities'], next: 'get_lesson', reads: 'get_lesson and get_activity' },
+  lesson: { level: 'activities', below: ['activities'], next: 'get_activity', reads: 'get_activity' },
+};
+
+/** What to read instead of a too-large answer of `name` at `depth`. */
+function narrower(name: Parent, d: Depth): string {
+  const { next, reads } = PARENTS[name];
+  return d === 'full'
+    ? `read it with depth "outline" (the default) and then one part at a time with ${reads}`
+    : `find its parts with search_content (it answers their ids) and read them one at a time with ${next}`;
+}
+
+/** get_program, get_unit or get_lesson. */
+function readTool(name: Parent, record: z.ZodObject, children: z.ZodType, description: string) {
+  const { level, below } = PARENTS[name];
+  return defineTool({
+    name: `get_${name}`,
+    title: `Get a ${name} with an outline of its content`,
+    description: `${description} Larger answers than ${MAX_ANSWER_CHARS.toLocaleString('en')} characters are refused with a message naming the narrower read to use.`,
+    input: z.strictObject({ id: uuid(`Id of the ${name}`), depth }),
+    output: record.extend({
+      depth: z.enum(DEPTHS).describe('The depth of this answer'),
+      counts: z.object(Object.fromEntries(below.map((k) => [k, count(k)]))).describe('How many records are below'),
+      [level]: children,
+    }),
+    annotations: READ,
+    run: async ({ id, depth }, tx) => {
+      const tree = await readTree(tx, name, id, depth);
+      const all = treeCounts(tree);
+      const counts = Object.fromEntries(below.map((k) => [k, all[k]]));
+      const answer = {
+        structured: { ...tree, depth, counts },
+        summary: `${name} ${id} "${tree.title}" (${depth}): ${below.map((k) => `${all[k]} ${k}`).join(', ')}`,
+      };
+      return bounded(answer, `${name} ${id} at depth ${depth}`, narrower(name, depth));
+    },
+  });
+}
+
+export const getProgram = readTool(
+  'program',
+  ProgramRecord,
+  z.array(UnitNode).describe('Units in order, each with its lessons and their activities'),
+  'Read one program: the program itself in full, and its units → lessons → activities in order (each level by position, 1..n) ' +
+    'as an outline (id, title, position, kind) by default, or in full with depth "full". ' +
+    'Read one part in full with get_unit, get_lesson or get_activity.',
+);
+
+const getUnit = readTool(
+  'unit',
+  UnitRecord,
+  z.array(LessonNode).describe('Lessons in order, each with its activities'),
+  'Read one unit: the unit in full, and its lessons → activities in order as an outline by default, or in full with depth "full".',
+);
+
+const getLesson = readTool(
+  'lesson',
+  LessonRecord,
+  z.array(ActivityNode).describe('Activities in order'),
+  'Read one lesson: the lesson in full (with its body), and its activities in order as an outline by default ' +
+    '(id, title, position, kind), or in full (spec, rubric, pass threshold) with depth "full".',
+);
+
+const getActivity = defineTool({
+  name: 'get_activity',
+  title: 'Get an activity',
+  description: 'Read one activity in full: what the learner must produce (kind, spec) and how it is graded (rubric, pass threshold).',
+  input: z.strictObject({ id: uuid('Id of the activity') }),
+  output: ActivityRecord,
+  annotations: READ,
+  run: async ({ id }, tx) => {
+    const record: Json | undefined = await findRecord(tx, 'activity', id);
+    if (!record) throw await notFoundFailure(tx, 'activity', id);
+    const answer = { structured: record, summary: `activity ${id} "${record.title}" (${record.kind}, ${record.rubric.length} rubric criteria)` };
+    return bounded(answer, `activity ${id}`, `read it as the resource svc://activities/${id}, which holds it once`);
+  },
+});
+
+export const readTools: AnyTool[] = [getProgram, getUnit, getLesson, getActivity];

@@ -1,0 +1,53 @@
+/**
+ * Reads on a streaming read replica (issue #15, `DATABASE_READ_URL`, docs/scaling.md).
+ *
+ * A hot standby serves the same SQL read-only, a little behind the primary (its replay lag). Only
+ * reads that may be that much behind go there — the results API and the learner reads — and only
+ * through `fromReplica`, which sends the read to the primary instead when the replica cannot
+ * answer it as well as the primary would:
+ *
+ * - the replica is unavailable (`DbUnavailableError`: down, refusing, a dropped connection — the
+ *   service keeps answering from the primary, at the primary's cost);
+ * - it has not replayed what the read needs yet: a statement function created by a newer version
+ *   of the service (SQLSTATE 42883 undefined_function, src/results/queries.ts installs them on the
+ *   primary at start-up), or a query cancelled by replay (40001, "conflict with recovery");
+ * - the caller says the answer is stale (`stale.result` / `stale.error`): a feed page that would
+ *   end before the cursor it continues, an object not there yet (404).
+ *
+ * Everything else the replica throws is the caller's, as from the primary. Writes, API-key and
+ * session checks (revocation must hold at once) never come here: they use `deps.db`.
+ */
+import { isDbUnavailable, sqlState } from './errors.ts';
+import type { Db } from './types.ts';
+
+/** SQLSTATEs of a replica that is behind the primary: undefined_function, serialization_failure. */
+const BEHIND = new Set(['42883', '40001']);
+
+/** When a replica's answer is not good enough and the primary should answer instead. */
+export interface Staleness<T> {
+  /** The replica's answer is behind what the caller already knows (e.g. a cursor). */
+  result?: (value: T) => boolean;
+  /** The replica threw what the primary may not (e.g. not found). */
+  error?: (err: unknown) => boolean;
+}
+
+/**
+ * Run `read` on the read replica `target.readDb` when there is one, otherwise (or when the replica
+ * cannot serve it, see above) on the primary `target.db`. At most two runs; the primary's answer
+ * or error is final.
+ */
+export async function fromReplica<T>(
+  target: { db: Db; readDb?: Db },
+  read: (db: Db) => Promise<T>,
+  stale: Staleness<T> = {},
+): Promise<T> {
+  if (!target.readDb) return read(target.db);
+  let value: T;
+  try {
+    value = await read(target.readDb);
+  } catch (err) {
+    if (isDbUnavailable(err) || BEHIND.has(sqlState(err) ?? '') || stale.error?.(err)) return read(target.db);
+    throw err;
+  }
+  return stale.result?.(value) ? read(target.db) : value;
+}

@@ -1,0 +1,90 @@
+/**
+ * Traces opt in through the standard OpenTelemetry environment (issue #15): a real server process
+ * started with `OTEL_EXPORTER_OTLP_ENDPOINT` (OTLP/HTTP JSON) sends its spans to a loopback
+ * collector — the inbound HTTP server span (instrumentation-http, `traceparent` honoured), Fastify's
+ * request span with the route template and the request id — and a process started without
+ * OTEL_* sends nothing.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { killAll, serverDatabase, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: { key: string; value: Record<string, unknown> }[];
+}
+
+/** What the collector received on POST /v1/traces (OTLP/HTTP JSON). */
+const received: OtlpSpan[] = [];
+const collector = createServer((req, res) => {
+  let body = '';
+  req.on('data', (c: Buffer) => (body += c));
+  req.on('end', () => {
+    if (req.url === '/v1/traces') {
+      const doc = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
+      for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) received.push(...ss.spans);
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+});
+
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const attr = (s: OtlpSpan, key: string) => Object.values(s.attributes.find((a) => a.key === key)?.value ?? {})[0];
+
+let databases: ServerDatabase[] = [];
+let traced: ServerProcess;
+let plain: ServerProcess;
+
+beforeAll(async () => {
+  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+  const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+  databases = await Promise.all([serverDatabase(), serverDatabase()]);
+  [traced, plain] = await Promise.all([
+    startServerProcess({
+      ...databases[0]!.env,
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+      OTEL_METRICS_EXPORTER: 'none',
+      OTEL_LOGS_EXPORTER: 'none',
+    }),
+    startServerProcess({ ...databases[1]!.env }),
+  ]);
+}, 180_000);
+
+afterAll(async () => {
+  killAll([traced, plain].filter(Boolean));
+  await Promise.all([traced, plain].filter(Boolean).map((s) => s.exited));
+  await Promise.all(databases.map((d) => d.drop()));
+  await new Promise((r) => collector.close(r));
+});
+
+describe('OTLP export (opt-in by OTEL_*)', () => {
+  it("sends the request's trace: the server span continuing the caller's, Fastify's request span with route and request id", async () => {
+    const res = await fetch(`${traced.url}/v1/health`, {
+      headers: { 'x-request-id': 'otlp-req-1', traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01` },
+    });
+    expect(res.status).toBe(200);
+    await fetch(`${traced.url}/readyz`);
+    await expect.poll(() => received.filter((s) => s.traceId === TRACE_ID).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+
+    const trace = received.filter((s) => s.traceId === TRACE_ID);
+    const server = trace.find((s) => s.kind === 2 /* SERVER */);
+    expect(server?.parentSpanId).toBe('00f067aa0ba902b7'); // continues the caller's trace
+    const request = trace.find((s) => attr(s, 'svc.request_id') === 'otlp-req-1');
+    expect(attr(request!, 'http.route')).toBe('/v1/health');
+    // Probes are not traced.
+    expect(received.some((s) => attr(s, 'http.route') === '/readyz' || attr(s, 'http.target') === '/readyz')).toBe(false);
+  });
+
+  it('sends nothing from a process without OTEL_* settings', async () => {
+    await fetch(`${plain.url}/v1/health`, { headers: { 'x-request-id': 'plain-1' } });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(received.some((s) => attr(s, 'svc.request_id') === 'plain-1')).toBe(false);
+  });
+});
