@@ -8,11 +8,13 @@
  * it reads only rows of `current_member_tenant_ids()` (the service catalog is not searched; see
  * list_programs), and RLS applies on top. Results come in record order (programs, units, lessons,
  * activities), then by id, in keyset pages; an activity matched in its spec carries a snippet of
- * the text around the first match.
+ * the text around the first match. A page is bounded like the reads (reads.ts, 100,000
+ * characters; 100 matches with 500-character titles could pass it).
  */
 import { z } from 'zod';
 import { UUID_RE } from '../lib/ids.ts';
 import { decodeCursor, page } from './cursor.ts';
+import { bounded } from './reads.ts';
 import { tenantIdBySlug, tenantSlug } from './records.ts';
 import { defineTool, READ, type AnyTool } from './tool.ts';
 
@@ -97,10 +99,11 @@ const searchContent = defineTool({
     ]);
     const { items, next_cursor } = page(rows, limit, (r) => [String(r.rank), r.id]);
     const results = items.map(({ rank: _rank, ...match }) => match);
-    return {
+    const answer = {
       structured: { results, next_cursor },
       summary: `${results.length} match(es) for "${query}"${next_cursor ? ', more on the next page' : ''}`,
     };
+    return bounded(answer, 'this page of matches', 'ask for a smaller limit');
   },
 });
 

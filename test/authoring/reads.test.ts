@@ -144,6 +144,16 @@ describe('search_content', () => {
     expect(await fails(a, 'search_content', { query: 'e', cursor: 'bm9wZQ' })).toMatch(/malformed cursor/);
   });
 
+  it('refuses a page larger than the answer bound, pointing to a smaller limit', async () => {
+    const title = `Zq${'x'.repeat(498)}`;
+    const activities = Array.from({ length: 100 }, () => ({ title, kind: 'document', spec: 'S', rubric: [{ criterion: 'c' }] }));
+    await ok(a, 'import_program', { tenant: 'acme', external_id: 'long-titles', title: 'Long titles', units: [{ title: 'U', lessons: [{ title: 'L', activities }] }] });
+    expect(await fails(a, 'search_content', { query: 'Zqxxx', limit: 100 })).toMatch(
+      /^answer too large: this page of matches is [\d,]+ characters, more than the 100,000 one answer may hold; ask for a smaller limit$/,
+    );
+    expect((await ok(a, 'search_content', { query: 'Zqxxx' })).results).toHaveLength(20);
+  });
+
   it('refuses a 100 KB query, an empty one and a missing one, naming the field', async () => {
     const huge = await fails(a, 'search_content', { query: 'flexbox '.repeat(12_800) });
     expect(huge).toMatch(/^Invalid arguments for tool search_content: [^]*200[^]*→ at query/);
