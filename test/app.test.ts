@@ -1,12 +1,8 @@
 /** App-wide behaviour: request ids, and malformed URLs answered in each surface's error body. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from './helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { useApp } from './helpers/harness.ts';
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(() => t.close());
+const t = useApp();
 
 describe('app', () => {
   it('echoes an incoming X-Request-Id and makes one otherwise', async () => {

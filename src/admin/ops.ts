@@ -10,15 +10,28 @@
 import { z } from 'zod';
 import type { Db, Queryable } from '../db/index.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../results/api-keys.ts';
-import { AuthError } from '../identity/errors.ts';
-import { createUser, findUserByEmail, userJson } from '../identity/users.ts';
+import {
+  AuthError,
+  createUser,
+  deleteUser,
+  findUserByEmail,
+  getUserByIdOrEmail,
+  listClients,
+  listGrants,
+  listParams,
+  listUsers,
+  normaliseEmail,
+  revokeClient,
+  revokeGrant,
+  updateUser,
+  userJson,
+  type UserUpdate,
+} from '../identity/index.ts';
 import { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from '../embed/author-grants.ts';
 import { decide, listHeld } from '../embed/review.ts';
 import { callsOf, requestBody } from '../embed/ledger.ts';
-import { listClients, revokeClient } from '../identity/oauth/clients.ts';
-import { listGrants, revokeGrant } from '../identity/oauth/grants.ts';
 import { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin } from '../embed/origins.ts';
-import { deleteUser, getUserByIdOrEmail, listParams, listUsers, updateUser, type UserUpdate } from '../identity/admin-users.ts';
+import { slugSchema } from '../lib/ids.ts';
 
 export class AdminError extends Error {
   constructor(
@@ -29,9 +42,7 @@ export class AdminError extends Error {
   }
 }
 
-const slug = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a tenant slug is 1–63 lower-case letters, digits and dashes, starting with a letter or digit');
+const slug = slugSchema('a tenant slug is 1–63 lower-case letters, digits and dashes, starting with a letter or digit');
 const email = z.string().min(3).max(320);
 const url = z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
 
@@ -120,7 +131,7 @@ export const ops = {
         const { svc_user_id } = await grantBySubject(q, id, issuer, a.subject);
         return { tenant: a.tenant, issuer, subject: a.subject, svc_user_id, role: 'author' };
       }
-      const mail = a.email!.trim().toLowerCase();
+      const mail = normaliseEmail(a.email!);
       const user = await findUserByEmail(q, mail);
       // The email grant also covers IdP sign-ins into the tenant whose token carries the address verified.
       await grantByEmail(q, id, mail);
@@ -144,7 +155,7 @@ export const ops = {
         if (!revoked) throw new AdminError('not_found', `${a.subject} at ${issuer} is not an author of "${a.tenant}"`);
         return { tenant: a.tenant, issuer, subject: a.subject, svc_user_id, role: 'learner' };
       }
-      const mail = a.email!.trim().toLowerCase();
+      const mail = normaliseEmail(a.email!);
       const user = await findUserByEmail(q, mail);
       const rows = user
         ? await q.query(

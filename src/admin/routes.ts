@@ -8,8 +8,9 @@
 import type { FastifyInstance } from 'fastify';
 import { DB_RETRY_AFTER_SECONDS, isBadInput, isDbUnavailable, isUniqueViolation } from '../db/errors.ts';
 import type { Deps } from '../deps.ts';
-import { safeEqual } from '../identity/routes.ts';
+import { safeEqual } from '../lib/safe-equal.ts';
 import { AdminError, isOpName, runOp } from './ops.ts';
+import { bearerToken } from '../http/bearer.ts';
 
 const STATUS = { invalid: 400, not_found: 404, conflict: 409 } as const;
 
@@ -34,8 +35,8 @@ export default async function adminRoutes(app: FastifyInstance, deps: Deps) {
   });
 
   app.post<{ Params: { op: string } }>('/ops/:op', async (req, reply) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
-    if (!m || !safeEqual(m[1]!, deps.config.serviceRoleKey)) {
+    const token = bearerToken(req.headers.authorization);
+    if (!token || !safeEqual(token, deps.config.serviceRoleKey)) {
       return reply.code(401).send({ error: { code: 'unauthorized', message: 'the service-role key is required' } });
     }
     if (!isOpName(req.params.op)) throw new AdminError('not_found', `unknown operation "${req.params.op}"`);

@@ -14,10 +14,8 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
-import { AuthError } from '../identity/errors.ts';
-import { AUDIENCE, mcpResource } from '../identity/jwt.ts';
-import { DEFAULT_SCOPE, SUPPORTED_SCOPES } from '../identity/oauth/scopes.ts';
-import { TokenError, verifySession, type VerifiedSession } from '../identity/sessions.ts';
+import { AUDIENCE, AuthError, DEFAULT_SCOPE, mcpResource, SUPPORTED_SCOPES, TokenError, verifySession, type VerifiedSession } from '../identity/index.ts';
+import { bearerToken } from '../http/bearer.ts';
 
 export const UNAUTHORIZED = -32001;
 
@@ -47,8 +45,7 @@ const quote = (s: string) => s.replace(/["\\]/g, '');
  * 401 reply. Other errors (database down) are thrown to the surface's error handler.
  */
 export async function authenticate(deps: Deps, req: FastifyRequest, reply: FastifyReply): Promise<VerifiedSession | undefined> {
-  const header = req.headers.authorization;
-  const token = typeof header === 'string' ? /^Bearer +([^\s]+) *$/i.exec(header)?.[1] : undefined;
+  const token = bearerToken(req.headers.authorization);
   if (!token) {
     reply
       .code(401)

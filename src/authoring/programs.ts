@@ -4,7 +4,8 @@
  * (programs with no tenant); only authors of the tenant write (RLS, migration 0001).
  */
 import { z } from 'zod';
-import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page, TIMESTAMP_RE, UUID_RE } from './cursor.ts';
+import { PG_TIMESTAMP_RE, UUID_RE } from '../lib/ids.ts';
+import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page } from './cursor.ts';
 import { deleteTool, updateTool } from './crud.ts';
 import {
   clearableText,
@@ -51,7 +52,7 @@ export const listPrograms = defineTool({
   }),
   annotations: READ,
   run: async ({ tenant, cursor, limit = DEFAULT_LIMIT }, tx) => {
-    const after = cursor === undefined ? undefined : decodeCursor('list_programs', cursor, [TIMESTAMP_RE, UUID_RE]);
+    const after = cursor === undefined ? undefined : decodeCursor('list_programs', cursor, [PG_TIMESTAMP_RE, UUID_RE]);
     const tenantId = tenant === undefined ? null : await tenantIdBySlug(tx, tenant);
     const rows = await tx.query<{ record: Record<string, unknown> }>(LIST_PROGRAMS_SQL, [tenantId, after?.[0] ?? null, after?.[1] ?? null, limit + 1]);
     const { items, next_cursor } = page(

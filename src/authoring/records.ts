@@ -17,16 +17,14 @@
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
 import { explainDbError, invalidArguments, NOT_ALLOWED, notFound, tenantNotFound, ToolFailure, type Subject } from './errors.ts';
+import { slugSchema } from '../lib/ids.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Input field schemas (each tool adds its own `.describe()` where the meaning differs)
 // ---------------------------------------------------------------------------------------------
 export const uuid = (what: string) => z.uuid().describe(what);
 export const tenantSlug = (what: string) =>
-  z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'a tenant slug is 1–63 lower-case letters, digits and dashes')
-    .describe(what);
+  slugSchema('a tenant slug is 1–63 lower-case letters, digits and dashes').describe(what);
 export const title = (what: string) => z.string().min(1).max(500).describe(`${what} (1–500 characters)`);
 export const longText = (what: string) => z.string().max(200_000).describe(what);
 /** A text field an update may clear with null. */

@@ -15,7 +15,7 @@
 import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ListResourcesRequestSchema, McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { asUser } from '../db/index.ts';
-import { UUID_RE } from './cursor.ts';
+import { UUID_RE } from '../lib/ids.ts';
 import { INVALID_PARAMS, NotFound, ToolFailure } from './errors.ts';
 import { listPrograms } from './programs.ts';
 import { getProgram } from './reads.ts';

@@ -21,7 +21,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Deps } from '../deps.ts';
-import type { VerifiedSession } from '../identity/sessions.ts';
+import type { VerifiedSession } from '../identity/index.ts';
 import { authenticate, jsonRpcError, protectedResourceDocument } from './auth.ts';
 import { originGuard } from './origin.ts';
 import { wantsProgress } from './progress.ts';

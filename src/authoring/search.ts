@@ -12,7 +12,8 @@
  * characters; 100 matches with 500-character titles could pass it).
  */
 import { z } from 'zod';
-import { decodeCursor, page, UUID_RE } from './cursor.ts';
+import { UUID_RE } from '../lib/ids.ts';
+import { decodeCursor, page } from './cursor.ts';
 import { bounded } from './reads.ts';
 import { tenantIdBySlug, tenantSlug } from './records.ts';
 import { defineTool, READ, type AnyTool } from './tool.ts';

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { asUser, type Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
-import type { VerifiedSession } from '../identity/sessions.ts';
+import type { VerifiedSession } from '../identity/index.ts';
 import { failureResult, INVALID_PARAMS, ProtocolError } from './errors.ts';
 
 const INTERNAL_ERROR = -32603;

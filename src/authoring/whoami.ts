@@ -3,7 +3,8 @@
  * caller belongs to, with the role in each). Read under RLS like every other tool.
  */
 import { z } from 'zod';
-import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page, SLUG_RE } from './cursor.ts';
+import { SLUG_RE } from '../lib/ids.ts';
+import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page } from './cursor.ts';
 import { defineTool, READ, type AnyTool } from './tool.ts';
 
 const MEMBERSHIPS_SQL = `

@@ -14,6 +14,7 @@
  * Every function runs in the caller's transaction as the database owner.
  */
 import type { Queryable } from '../db/index.ts';
+import { normaliseEmail } from '../identity/index.ts';
 import type { IdpClaims } from './idp.ts';
 
 /** `auth.identities.provider` of an IdP (the same rule as learner.ts). */
@@ -83,7 +84,7 @@ export async function revokeByEmail(q: Queryable, tenantId: string, email: strin
 
 /** At an embed sign-in of `userId` with `claims` from `issuer` into `tenantId`: make the user an author when a grant matches. */
 export async function applyGrants(tx: Queryable, tenantId: string, issuer: string, claims: IdpClaims, userId: string): Promise<boolean> {
-  const email = typeof claims.email === 'string' && claims.email_verified === true ? claims.email.trim().toLowerCase() : null;
+  const email = typeof claims.email === 'string' && claims.email_verified === true ? normaliseEmail(claims.email) : null;
   const [grant] = await tx.query<{ id: string }>(
     `select id from embed_author_grants
       where tenant_id = $1 and ((issuer = $2 and subject = $3) or ($4::text is not null and email = $4::text))

@@ -12,7 +12,11 @@
  *    run: the submission waits, `pending` with `reason: "budget_exhausted"` and `retry_at`, and
  *    runs again when the window that is full ends. Between attempts: exponential backoff with
  *    full jitter (`backoffMs`), or what `Retry-After` asks when it is at most `MAX_BACKOFF_MS`;
- *    a longer `Retry-After` ends the run and sets the next one's delay.
+ *    a longer `Retry-After` ends the run and sets the next one's delay. The `openai` SDK's own
+ *    retries (which honour `Retry-After` too) stay off (`maxRetries: 0`, grader.ts): each of its
+ *    retries would be a model call that the ledger never reserved nor the tenant's budget
+ *    counted, and it would not retry the artifact's failures (malformed or truncated output),
+ *    which an attempt here does. So the attempts stay ours, one ledger row each.
  * 4. Outcome, in one transaction with the job's completion or its next run (verdict.ts):
  *    - a verdict → recorded (a pass flagged as a possible prompt injection is held for review);
  *    - every attempt failed for the artifact's sake (malformed or truncated output, a refusal,
@@ -31,7 +35,7 @@
  */
 import type { Deps } from '../deps.ts';
 import type { Queryable } from '../db/index.ts';
-import { PROMPT_VERSION, rubricCriteria, rubricHash, type CallRecord, type Grader, type GraderError, type Verdict } from './grader.ts';
+import { PROMPT_VERSION, rubricCriteria, rubricHash, type CallRecord, type Grader, type GraderError, type GradingRequest, type Verdict } from './grader.ts';
 import { completeCall, reserveCall } from './ledger.ts';
 import type { GradingJob, JobControl, JobOutcome } from './queue.ts';
 import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from './read/index.ts';
@@ -114,7 +118,7 @@ const addUsage = (a: Usage, calls: number, prompt: number, completion: number): 
   completion_tokens: a.completion_tokens + completion,
 });
 
-/** Make the handler of grading jobs for this process's `grader`. */
+/** Make the handler of grading jobs for this process's `grader`: the four steps of the header. */
 export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['lookup'] } = {}) {
   const handle = gradeOne(deps, grader, options);
   return (job: GradingJob, control: JobControl, signal: AbortSignal): Promise<JobOutcome> => observeGradingJob(job, () => handle(job, control, signal));
@@ -123,148 +127,217 @@ export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: R
 function gradeOne(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['lookup'] }) {
   return async (job: GradingJob, control: JobControl, signal: AbortSignal): Promise<JobOutcome> => {
     const { artifact_id: artifactId, tenant_id: tenantId } = job.data;
-    const e = deps.config.embed;
 
     // Step 1: the submission.
-    const [s] = await deps.db.query<SubmissionRow>(
-      `select a.id, a.tenant_id, a.kind, a.ref_url, a.repo_url, a.content,
-              a.verification->>'status' as status, (a.verification->>'runs')::int as runs, a.verification->'usage' as usage,
-              to_json(a.created_at) #>> '{}' as created_at,
-              act.title, act.kind as activity_kind, act.spec, act.rubric, act.pass_threshold, act.rubric_version
-         from artifacts a join activities act on act.id = a.activity_id
-        where a.id = $1 and a.tenant_id = $2`,
-      [artifactId, tenantId],
-    );
+    const s = await loadSubmission(deps, tenantId, artifactId);
     if (!s || s.status !== 'pending') {
       await deps.db.transaction((tx) => control.complete(tx, { skipped: s ? 'already graded' : 'artifact gone' }));
-      if (!s) return { kind: 'gone' };
-      return storedOutcome(deps, tenantId, artifactId);
+      return s ? storedOutcome(deps, tenantId, artifactId) : { kind: 'gone' };
     }
-    const run = (s.runs ?? 0) + 1;
-    let usage: Usage = s.usage ?? { calls: 0, prompt_tokens: 0, completion_tokens: 0 };
-    const activity = { title: s.title, kind: s.activity_kind, spec: s.spec, rubric: s.rubric, pass_threshold: Number(s.pass_threshold) };
-    const provenance = () => ({ prompt_version: PROMPT_VERSION, rubric_version: s.rubric_version, runs: run, usage });
-    const end = (verification: RecordedOutcome & Record<string, unknown>, effect: Effect, call?: LedgerEntry) =>
-      finish(deps, control, tenantId, artifactId, verification, effect, call);
+    const run: RunContext = {
+      deps,
+      control,
+      tenantId,
+      artifactId,
+      submission: s,
+      number: (s.runs ?? 0) + 1,
+      usage: s.usage ?? { calls: 0, prompt_tokens: 0, completion_tokens: 0 },
+      activity: { title: s.title, kind: s.activity_kind, spec: s.spec, rubric: s.rubric, pass_threshold: Number(s.pass_threshold) },
+    };
 
     // Step 2: read, once for this run.
-    let view: ArtifactView;
-    try {
-      view = await readArtifact(s, {
-        allowPrivate: deps.config.fetchAllowPrivate,
-        timeoutMs: e.fetchTimeoutMs,
-        maxBytes: e.fetchMaxBytes,
-        inputBytes: e.judgeInputBytes,
-        vision: e.judgeVision,
-        signal,
-        lookup: options.lookup,
-      });
-    } catch (err) {
-      if (!(err instanceof Unreadable) || signal.aborted) throw err;
-      return end(
-        {
-          status: 'not_gradable',
-          reason: 'unreadable',
-          feedback: `Your work could not be read: ${err.message}. Check the link or the file and submit again.`,
-          detail: err.message,
-          model: null,
-          rubric_hash: rubricHash(rubricCriteria(activity.rubric), activity.pass_threshold),
-          artifact_hash: null,
-          graded_at: deps.now().toISOString(),
-          ...provenance(),
-        },
-        { kind: 'none' },
-      );
-    }
+    const view = await readOnce(run, signal, options.lookup);
+    if (view instanceof Unreadable) return recordUnreadable(run, view);
 
     // Step 3: grade, with bounded attempts, each within the tenant's budget.
-    const request = grader.prepare(activity, s, view);
-    let verdict: (Verdict & { call_id: string; response_id: string | null }) | undefined;
-    let verdictCall: LedgerEntry | undefined;
-    let last: GraderError | undefined;
-    let transient = false;
-    for (let n = 1; n <= e.judgeAttempts && !signal.aborted; n++) {
-      const slot = await reserveCall(deps.db, deps.now(), e.tenantBudget, { tenantId, artifactId, run, attempt: n, model: grader.model, request });
-      if ('exhausted' in slot) {
-        const { limit, retryAt } = slot.exhausted;
-        const delay = (retryAt.getTime() - deps.now().getTime()) / 1000 + Math.random() * 30;
-        return wait(deps, control, tenantId, artifactId, { reason: 'budget_exhausted', limit, retry_at: retryAt.toISOString(), runs: run - 1, usage }, delay);
-      }
-      const result = await grader.call(request, deps.now, signal);
-      usage = addUsage(usage, 1, result.record.promptTokens, result.record.completionTokens);
-      if ('verdict' in result) {
-        // Its ledger row is completed in the verdict's transaction (one round trip fewer).
-        verdict = { ...result.verdict, call_id: slot.id, response_id: result.record.responseId ?? null };
-        verdictCall = { id: slot.id, record: result.record };
-        break;
-      }
-      await completeCall(deps.db, tenantId, slot.id, result.record);
-      last = result.error;
-      transient ||= last.transient;
-      if (n < e.judgeAttempts) {
-        const pause = backoffMs(n, last);
-        if (pause > MAX_BACKOFF_MS) break; // the model asked for a longer pause: the next run honours it
-        await sleep(pause, signal);
-      }
-    }
-    if (signal.aborted && !verdict) throw new Error('grading run aborted');
+    const request = grader.prepare(run.activity, s, view);
+    const graded = await attempt(run, grader, request, signal);
 
     // Step 4: the outcome.
-    if (verdict) {
-      const held = verdict.passed && verdict.injection.suspected;
-      return end(
-        { ...verdict, read: view.sources, request_sha256: request.sha256, ...provenance(), ...(held && { review: 'required' }) },
-        held ? { kind: 'hold' } : verdict.passed ? { kind: 'pass', score: verdict.score } : { kind: 'fail', score: verdict.score },
-        verdictCall,
-      );
-    }
-    const failure = last!;
-    const common = { model: grader.model, rubric_hash: request.rubricHash, artifact_hash: request.artifactHash, request_sha256: request.sha256, graded_at: deps.now().toISOString() };
-    if (!transient) {
-      return end(
-        {
-          status: 'not_gradable',
-          reason: failure.reason,
-          feedback: 'Your work could not be graded automatically. It is not counted against you; check that it is what the activity asks for and submit again.',
-          detail: failure.message,
-          ...common,
-          ...provenance(),
-        },
-        { kind: 'none' },
-      );
-    }
-    const delay = nextRunDelaySeconds(run, e.judgeRetryDelaySeconds, e.judgeRetryMaxDelaySeconds, failure.retryAfterSeconds);
-    const deadline = new Date(s.created_at).getTime() + e.judgeMaxAgeSeconds * 1000;
-    if (deps.now().getTime() + delay * 1000 > deadline) {
-      return end(
-        {
-          status: 'failed',
-          reason: 'model_unavailable',
-          feedback: `Your work could not be graded: the grading model did not answer for ${Math.round(e.judgeMaxAgeSeconds / 3600)} hours. Please submit again.`,
-          detail: failure.message,
-          ...common,
-          ...provenance(),
-        },
-        { kind: 'fail', score: null },
-      );
-    }
-    const retryAt = new Date(deps.now().getTime() + delay * 1000).toISOString();
-    return wait(deps, control, tenantId, artifactId, { reason: failure.reason, error: failure.reason, attempted_at: deps.now().toISOString(), retry_at: retryAt, runs: run, usage }, delay);
+    if (graded.kind === 'budget_exhausted') return wait(run, graded.note, graded.delaySeconds);
+    if (graded.kind === 'verdict') return recordVerdict(run, graded, view, request);
+    return recordModelFailure(run, grader, request, graded);
   };
+}
+
+/** One run of one job: the submission and what the run has spent so far. */
+interface RunContext {
+  deps: Deps;
+  control: JobControl;
+  tenantId: string;
+  artifactId: string;
+  submission: SubmissionRow;
+  /** This run's number (1 for the first). */
+  number: number;
+  /** Calls and tokens of this submission, all runs, this one included so far. */
+  usage: Usage;
+  activity: { title: string; kind: string; spec: string; rubric: unknown; pass_threshold: number };
+}
+
+/** What every recorded outcome says of its provenance. */
+const provenance = (run: RunContext) => ({ prompt_version: PROMPT_VERSION, rubric_version: run.submission.rubric_version, runs: run.number, usage: run.usage });
+
+/** Step 1: the artifact `artifactId` of `tenantId` with its activity, or undefined when gone. */
+async function loadSubmission(deps: Deps, tenantId: string, artifactId: string): Promise<SubmissionRow | undefined> {
+  const [s] = await deps.db.query<SubmissionRow>(
+    `select a.id, a.tenant_id, a.kind, a.ref_url, a.repo_url, a.content,
+            a.verification->>'status' as status, (a.verification->>'runs')::int as runs, a.verification->'usage' as usage,
+            to_json(a.created_at) #>> '{}' as created_at,
+            act.title, act.kind as activity_kind, act.spec, act.rubric, act.pass_threshold, act.rubric_version
+       from artifacts a join activities act on act.id = a.activity_id
+      where a.id = $1 and a.tenant_id = $2`,
+    [artifactId, tenantId],
+  );
+  return s;
+}
+
+/** Step 2: the artifact as the grader sees it, or the `Unreadable` that says why nothing could be read. */
+async function readOnce(run: RunContext, signal: AbortSignal, lookup: ReadOptions['lookup']): Promise<ArtifactView | Unreadable> {
+  const e = run.deps.config.embed;
+  try {
+    return await readArtifact(run.submission, {
+      allowPrivate: run.deps.config.fetchAllowPrivate,
+      timeoutMs: e.fetchTimeoutMs,
+      maxBytes: e.fetchMaxBytes,
+      inputBytes: e.judgeInputBytes,
+      vision: e.judgeVision,
+      signal,
+      lookup,
+    });
+  } catch (err) {
+    if (!(err instanceof Unreadable) || signal.aborted) throw err;
+    return err;
+  }
+}
+
+/** What step 3's attempts came to. */
+type Attempts =
+  | { kind: 'verdict'; verdict: Verdict & { call_id: string; response_id: string | null }; call: LedgerEntry }
+  | { kind: 'budget_exhausted'; note: { reason: string; runs: number } & Record<string, unknown>; delaySeconds: number }
+  | { kind: 'model_failed'; last: GraderError; transient: boolean };
+
+/**
+ * Step 3: up to `judgeAttempts` model calls with one prepared request, each first reserved in the
+ * ledger within the tenant's budget; full-jitter backoff between them (`backoffMs`), or what
+ * `Retry-After` asks up to `MAX_BACKOFF_MS` (a longer one ends the attempts). Adds to `run.usage`.
+ * Throws when the run is aborted without a verdict.
+ */
+async function attempt(run: RunContext, grader: Grader, request: GradingRequest, signal: AbortSignal): Promise<Attempts> {
+  const { deps, tenantId, artifactId } = run;
+  const e = deps.config.embed;
+  let last: GraderError | undefined;
+  let transient = false;
+  for (let n = 1; n <= e.judgeAttempts && !signal.aborted; n++) {
+    const slot = await reserveCall(deps.db, deps.now(), e.tenantBudget, { tenantId, artifactId, run: run.number, attempt: n, model: grader.model, request });
+    if ('exhausted' in slot) {
+      const { limit, retryAt } = slot.exhausted;
+      const delaySeconds = (retryAt.getTime() - deps.now().getTime()) / 1000 + Math.random() * 30;
+      return { kind: 'budget_exhausted', note: { reason: 'budget_exhausted', limit, retry_at: retryAt.toISOString(), runs: run.number - 1, usage: run.usage }, delaySeconds };
+    }
+    const result = await grader.call(request, deps.now, signal);
+    run.usage = addUsage(run.usage, 1, result.record.promptTokens, result.record.completionTokens);
+    if ('verdict' in result) {
+      // Its ledger row is completed in the verdict's transaction (one round trip fewer).
+      return {
+        kind: 'verdict',
+        verdict: { ...result.verdict, call_id: slot.id, response_id: result.record.responseId ?? null },
+        call: { id: slot.id, record: result.record },
+      };
+    }
+    await completeCall(deps.db, tenantId, slot.id, result.record);
+    last = result.error;
+    transient ||= last.transient;
+    if (n < e.judgeAttempts) {
+      const pause = backoffMs(n, last);
+      if (pause > MAX_BACKOFF_MS) break; // the model asked for a longer pause: the next run honours it
+      await sleep(pause, signal);
+    }
+  }
+  if (signal.aborted || !last) throw new Error('grading run aborted');
+  return { kind: 'model_failed', last, transient };
+}
+
+/** Step 4, nothing readable: `not_gradable` / `unreadable`, without a model call. */
+function recordUnreadable(run: RunContext, err: Unreadable): Promise<JobOutcome> {
+  return finish(
+    run,
+    {
+      status: 'not_gradable',
+      reason: 'unreadable',
+      feedback: `Your work could not be read: ${err.message}. Check the link or the file and submit again.`,
+      detail: err.message,
+      model: null,
+      rubric_hash: rubricHash(rubricCriteria(run.activity.rubric), run.activity.pass_threshold),
+      artifact_hash: null,
+      graded_at: run.deps.now().toISOString(),
+      ...provenance(run),
+    },
+    { kind: 'none' },
+  );
+}
+
+/** Step 4, a verdict: recorded; a pass flagged as a possible prompt injection is held for review. */
+function recordVerdict(run: RunContext, graded: Extract<Attempts, { kind: 'verdict' }>, view: ArtifactView, request: GradingRequest): Promise<JobOutcome> {
+  const { verdict } = graded;
+  const held = verdict.passed && verdict.injection.suspected;
+  return finish(
+    run,
+    { ...verdict, read: view.sources, request_sha256: request.sha256, ...provenance(run), ...(held && { review: 'required' }) },
+    held ? { kind: 'hold' } : verdict.passed ? { kind: 'pass', score: verdict.score } : { kind: 'fail', score: verdict.score },
+    graded.call,
+  );
+}
+
+/**
+ * Step 4, no verdict: `not_gradable` when every failure was the artifact's; otherwise the model
+ * is at fault and the submission waits for the next run — or ends `failed` / `model_unavailable`
+ * when that run would come after `judgeMaxAgeSeconds`.
+ */
+function recordModelFailure(run: RunContext, grader: Grader, request: GradingRequest, graded: Extract<Attempts, { kind: 'model_failed' }>): Promise<JobOutcome> {
+  const { deps, submission } = run;
+  const e = deps.config.embed;
+  const failure = graded.last;
+  const common = { model: grader.model, rubric_hash: request.rubricHash, artifact_hash: request.artifactHash, request_sha256: request.sha256, graded_at: deps.now().toISOString() };
+  if (!graded.transient) {
+    return finish(
+      run,
+      {
+        status: 'not_gradable',
+        reason: failure.reason,
+        feedback: 'Your work could not be graded automatically. It is not counted against you; check that it is what the activity asks for and submit again.',
+        detail: failure.message,
+        ...common,
+        ...provenance(run),
+      },
+      { kind: 'none' },
+    );
+  }
+  const delay = nextRunDelaySeconds(run.number, e.judgeRetryDelaySeconds, e.judgeRetryMaxDelaySeconds, failure.retryAfterSeconds);
+  const deadline = new Date(submission.created_at).getTime() + e.judgeMaxAgeSeconds * 1000;
+  if (deps.now().getTime() + delay * 1000 > deadline) {
+    return finish(
+      run,
+      {
+        status: 'failed',
+        reason: 'model_unavailable',
+        feedback: `Your work could not be graded: the grading model did not answer for ${Math.round(e.judgeMaxAgeSeconds / 3600)} hours. Please submit again.`,
+        detail: failure.message,
+        ...common,
+        ...provenance(run),
+      },
+      { kind: 'fail', score: null },
+    );
+  }
+  const retryAt = new Date(deps.now().getTime() + delay * 1000).toISOString();
+  return wait(run, { reason: failure.reason, error: failure.reason, attempted_at: deps.now().toISOString(), retry_at: retryAt, runs: run.number, usage: run.usage }, delay);
 }
 
 /**
  * Keep the submission pending with `note` (its `reason` is what the judge answers) and queue the
  * job's next run after `delaySeconds`, in one transaction.
  */
-async function wait(
-  deps: Deps,
-  control: JobControl,
-  tenantId: string,
-  artifactId: string,
-  note: { reason: string; runs: number } & Record<string, unknown>,
-  delaySeconds: number,
-): Promise<JobOutcome> {
+async function wait(run: RunContext, note: { reason: string; runs: number } & Record<string, unknown>, delaySeconds: number): Promise<JobOutcome> {
+  const { deps, control, tenantId, artifactId } = run;
   await deps.db.transaction(async (tx: Queryable) => {
     await tx.query(
       `update artifacts set verification = $3::text::jsonb, updated_at = clock_timestamp()
@@ -286,15 +359,8 @@ interface LedgerEntry {
  * Record the outcome and complete the job — and the ledger row of the call that gave the
  * verdict, if any — in one transaction; the outcome for a waiting request.
  */
-async function finish(
-  deps: Deps,
-  control: JobControl,
-  tenantId: string,
-  artifactId: string,
-  verification: RecordedOutcome & Record<string, unknown>,
-  effect: Effect,
-  call?: LedgerEntry,
-): Promise<JobOutcome> {
+async function finish(run: RunContext, verification: RecordedOutcome & Record<string, unknown>, effect: Effect, call?: LedgerEntry): Promise<JobOutcome> {
+  const { deps, control, tenantId, artifactId } = run;
   const recorded = await deps.db.transaction(async (tx) => {
     if (call) await completeCall(tx, tenantId, call.id, call.record);
     const ok = await recordOutcome(tx, tenantId, artifactId, verification, effect);

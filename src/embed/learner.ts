@@ -15,9 +15,7 @@
  */
 import type { Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
-import { AuthError } from '../identity/errors.ts';
-import { TokenError, verifySession, type VerifiedSession } from '../identity/sessions.ts';
-import { createUser, findUserById, type UserRow } from '../identity/users.ts';
+import { AuthError, createUser, findUserById, TokenError, verifySession, type UserRow, type VerifiedSession } from '../identity/index.ts';
 import { applyGrants } from './author-grants.ts';
 import { forbidden, unauthorized } from './errors.ts';
 import type { IdpClaims, TenantIdp } from './idp.ts';

@@ -34,14 +34,10 @@ import { GradingQueue } from './queue.ts';
 import { activityView, idParams, progressQuery, progressView, readActivity, readProgress, readResult, resultView } from './reads.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
 import { countGrant, judgeSubmissions } from '../telemetry/metrics.ts';
-
-const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+import { bearerToken } from '../http/bearer.ts';
 
 /** The bearer token of the request, if the Authorization header has one. */
-function bearer(req: FastifyRequest): string | undefined {
-  const h = req.headers.authorization;
-  return typeof h === 'string' ? BEARER_RE.exec(h)?.[1] : undefined;
-}
+const bearer = (req: FastifyRequest) => bearerToken(req.headers.authorization);
 
 export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
   const idps = new IdpVerifier(deps, deps.config.embed.jwksMaxAgeSeconds * 1000);

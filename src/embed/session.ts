@@ -18,15 +18,13 @@
  */
 import { z } from 'zod';
 import type { Deps } from '../deps.ts';
-import { startSession } from '../identity/sessions.ts';
+import { startSession } from '../identity/index.ts';
 import { unauthorized } from './errors.ts';
 import { findTenantIdp, type IdpVerifier } from './idp.ts';
 import { findOrCreateIdpLearner } from './learner.ts';
+import { slugSchema } from '../lib/ids.ts';
 
-export const tenantSlug = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be a tenant slug')
-  .describe('The tenant, by slug.');
+export const tenantSlug = slugSchema('must be a tenant slug').describe('The tenant, by slug.');
 
 export const sessionBody = z.object({
   idp_token: z.string().min(1).max(16_384).describe("A JWT issued by the tenant's identity provider."),

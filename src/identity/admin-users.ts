@@ -19,15 +19,16 @@
  * Every function runs in the caller's transaction and throws `AuthError`.
  */
 import type { Queryable } from '../db/index.ts';
+import { keysetCodec, keysetPage } from '../lib/cursor.ts';
+import { PG_TIMESTAMP_RE, UUID_RE } from '../lib/ids.ts';
 import { parseGoDuration } from './duration.ts';
 import { AuthError } from './errors.ts';
 import { hashPassword, validatePassword } from './passwords.ts';
-import { findUserById, metadataPatchParams, metadataPatchSql, USER_COLUMNS, userJson, validEmail, type UserRow } from './users.ts';
+import { findUserById, metadataPatchParams, metadataPatchSql, normaliseEmail, USER_COLUMNS, userJson, validEmail, type UserRow } from './users.ts';
 
 export const DEFAULT_PER_PAGE = 50;
 export const MAX_PER_PAGE = 1000;
 
-export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export type UserJson = ReturnType<typeof userJson>;
 
@@ -74,17 +75,12 @@ export function listParams(query: Record<string, unknown>): ListParams {
   return { mode: 'page', page: page ?? 1, perPage: Math.min(perPage ?? DEFAULT_PER_PAGE, MAX_PER_PAGE), filter };
 }
 
-const encodeCursor = (createdAt: string, id: string) => Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
+/** Keyset cursors (src/lib/cursor.ts, unsigned): `[created_at, id]` of the last user sent. */
+const cursors = keysetCodec();
 
 function decodeCursor(cursor: string): [string, string] {
-  try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && UUID_RE.test(String(value[1]))) {
-      if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)$/.test(value[0])) return [value[0], value[1]];
-    }
-  } catch {
-    // fall through
-  }
+  const parts = cursors.decode(cursor);
+  if (parts?.length === 2 && PG_TIMESTAMP_RE.test(parts[0]!) && UUID_RE.test(parts[1]!)) return [parts[0]!, parts[1]!];
   throw badPagination('invalid cursor');
 }
 
@@ -93,7 +89,7 @@ const likeLiteral = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /** One page of users, newest first. */
 export async function listUsers(q: Queryable, params: ListParams): Promise<UserPage> {
-  const pattern = params.filter ? `%${likeLiteral(params.filter.trim().toLowerCase())}%` : null;
+  const pattern = params.filter ? `%${likeLiteral(normaliseEmail(params.filter))}%` : null;
   const from = `auth.users u join public.users su on su.auth_user_id = u.id where ($1::text is null or u.email like $1)`;
   if (params.mode === 'page') {
     const [{ total }] = (await q.query<{ total: number }>(`select count(*)::int as total from ${from}`, [pattern])) as [{ total: number }];
@@ -110,13 +106,11 @@ export async function listUsers(q: Queryable, params: ListParams): Promise<UserP
       order by u.created_at desc, u.id desc limit $4`,
     [pattern, after?.[0] ?? null, after?.[1] ?? null, params.limit + 1],
   );
-  const hasMore = rows.length > params.limit;
-  const page = rows.slice(0, params.limit);
-  const last = page.at(-1);
+  const { items, next_cursor } = keysetPage(rows, params.limit, (last) => cursors.encode([last.cursor_ts, last.id]));
   return {
-    users: page.map(userJson),
+    users: items.map(userJson),
     aud: 'authenticated',
-    pagination: hasMore && last ? { next_cursor: encodeCursor(last.cursor_ts, last.id), has_more: true } : { has_more: false },
+    pagination: next_cursor ? { next_cursor, has_more: true } : { has_more: false },
   };
 }
 
@@ -131,7 +125,7 @@ export async function getUser(q: Queryable, id: string): Promise<UserRow> {
 /** The user with this email (normalised), for the CLI; throws 404 `user_not_found`. */
 export async function getUserByIdOrEmail(q: Queryable, idOrEmail: string): Promise<UserRow> {
   if (UUID_RE.test(idOrEmail)) return getUser(q, idOrEmail);
-  const [row] = await q.query<{ id: string }>('select id from auth.users where email = $1', [idOrEmail.trim().toLowerCase()]);
+  const [row] = await q.query<{ id: string }>('select id from auth.users where email = $1', [normaliseEmail(idOrEmail)]);
   if (!row) throw new AuthError(404, 'user_not_found', 'User not found');
   return getUser(q, row.id);
 }

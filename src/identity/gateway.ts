@@ -11,24 +11,11 @@
  *   key, otherwise 403 `not_admin` "User not allowed" (GoTrue `requireAdmin`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import { AuthError } from './errors.ts';
 import { verifySession, type VerifiedSession } from './sessions.ts';
-
-/** Constant-time string comparison (lengths may leak; the contents do not). */
-export function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
-/** The token of `Authorization: Bearer <token>`, if that is the header. */
-export function bearer(req: FastifyRequest): string | undefined {
-  const h = req.headers.authorization;
-  const m = typeof h === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
-  return m?.[1];
-}
+import { bearerToken } from '../http/bearer.ts';
+import { safeEqual } from '../lib/safe-equal.ts';
 
 /** `onRequest` hook: the gateway's `apikey` check. Sends the 401 itself. */
 export function apiKeyCheck(deps: Pick<Deps, 'config'>) {
@@ -46,7 +33,7 @@ export function apiKeyCheck(deps: Pick<Deps, 'config'>) {
 
 /** The caller's live session; throws 401 `no_authorization`, `TokenError` or 403 `AuthError`. */
 export async function requireSession(deps: Deps, req: FastifyRequest): Promise<VerifiedSession> {
-  const token = bearer(req);
+  const token = bearerToken(req.headers.authorization);
   if (!token) throw new AuthError(401, 'no_authorization', 'This endpoint requires a valid Bearer token');
   return verifySession(deps, token);
 }
@@ -54,7 +41,7 @@ export async function requireSession(deps: Deps, req: FastifyRequest): Promise<V
 /** Throws 403 `not_admin` unless the request carries the service-role key. */
 export function requireServiceRole(deps: Pick<Deps, 'config'>, req: FastifyRequest): void {
   const header = req.headers.apikey;
-  const token = bearer(req) ?? (typeof header === 'string' ? header : undefined);
+  const token = bearerToken(req.headers.authorization) ?? (typeof header === 'string' ? header : undefined);
   if (!token || !safeEqual(token, deps.config.serviceRoleKey)) {
     throw new AuthError(403, 'not_admin', 'User not allowed');
   }

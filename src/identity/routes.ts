@@ -28,8 +28,6 @@ import { tokenRoute } from './token.ts';
 import { userRoutes } from './user.ts';
 import { oauthRoutes } from './oauth/routes.ts';
 
-export { safeEqual } from './gateway.ts';
-
 /** Largest request body /auth/v1 reads (user metadata included); larger → 413. */
 export const IDENTITY_BODY_LIMIT = 64 * 1024;
 

@@ -21,7 +21,7 @@ import { AuthError } from './errors.ts';
 import { requireSession } from './gateway.ts';
 import { hashPassword, validatePassword, verifyPassword } from './passwords.ts';
 import { endSessions } from './sessions.ts';
-import { findUserById, metadataPatchParams, metadataPatchSql, userJson } from './users.ts';
+import { findUserById, metadataPatchParams, metadataPatchSql, normaliseEmail, userJson } from './users.ts';
 
 const updateBody = z.object({
   email: z.string().max(1024).optional(),
@@ -39,7 +39,7 @@ export function userRoutes(app: FastifyInstance, deps: Deps) {
     const { user, claims } = await requireSession(deps, req);
     const body = parseBody(updateBody, req.body);
     if (body.app_metadata) throw new AuthError(403, 'not_admin', 'Updating app_metadata requires admin privileges');
-    if (body.email !== undefined && body.email !== '' && body.email.trim().toLowerCase() !== user.email) {
+    if (body.email !== undefined && body.email !== '' && normaliseEmail(body.email) !== user.email) {
       throw new AuthError(422, 'validation_failed', 'Changing the email address is done by an administrator (PUT /admin/users/{id})');
     }
     if (body.phone) throw new AuthError(422, 'validation_failed', 'Phone numbers are not supported');

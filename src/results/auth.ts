@@ -13,8 +13,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LiveKey } from './api-keys.ts';
 import type { ApiKeyCache } from './key-cache.ts';
 import { ApiError } from '../http/api-errors.ts';
-
-const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+import { bearerToken } from '../http/bearer.ts';
 
 const MISSING = 'an API key is required: send "Authorization: Bearer svc_…" or "X-Svc-Api-Key: svc_…"';
 const INVALID = 'the API key is not valid (malformed, unknown or revoked)';
@@ -30,9 +29,8 @@ export function apiKeyOf(req: FastifyRequest): string | undefined {
   const custom = req.headers['x-svc-api-key'];
   let fromAuthorization: string | undefined;
   if (authorization !== undefined) {
-    const m = BEARER_RE.exec(authorization);
-    if (!m) throw new ApiError('unauthorized', INVALID);
-    fromAuthorization = m[1];
+    fromAuthorization = bearerToken(authorization);
+    if (fromAuthorization === undefined) throw new ApiError('unauthorized', INVALID);
   }
   let fromCustom: string | undefined;
   if (custom !== undefined) {

@@ -6,7 +6,7 @@
  * the last row sent, or its (`updated_at`, `id`) in the `updated_since` feed — with the
  * timestamp as PostgreSQL text with microseconds (never a JS Date), plus the endpoint and a
  * fingerprint of the filters it was issued for (`updated_since` counts as a filter). It is
- * authenticated:
+ * authenticated (the signed form of src/lib/cursor.ts):
  *
  *   base64url( tag[16] ‖ payload )   payload = JSON [order, endpoint, filters fingerprint, timestamp, id]
  *   order = "v1" (created_at order) | "u1" (updated_at order, the updated_since feed)
@@ -18,7 +18,8 @@
  * saying so. Rows inserted after a cursor was issued do not invalidate it: it is a position,
  * not a snapshot. Errors are `invalid_request` naming the `cursor` parameter.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { keysetCodec } from '../lib/cursor.ts';
 import { invalidParam } from './errors.ts';
 
 /** The paginated endpoints, as they appear after `/v1/`. */
@@ -55,10 +56,6 @@ export interface CursorCodec {
 /** The first payload element of each order (a created-order cursor keeps its original format). */
 const ORDER_TAG: Record<Order, string> = { created: 'v1', updated: 'u1' };
 const ORDER_OF_TAG: Record<string, Order> = { v1: 'created', u1: 'updated' };
-const TAG_BYTES = 16;
-/** Longest cursor accepted (ours are about 180 characters). */
-export const MAX_CURSOR_LENGTH = 512;
-const BASE64URL_RE = /^[A-Za-z0-9_-]+$/;
 
 const NOT_OURS = 'is not a cursor issued by this API; pass the next_cursor of the previous page unchanged';
 
@@ -76,40 +73,24 @@ function fingerprint(filters: CursorScope['filters']): string {
  * invalidates outstanding cursors, which clients recover from by starting over).
  */
 export function cursorCodec(secret: string): CursorCodec {
-  const key = createHmac('sha256', secret).update('svc results cursor v1').digest();
-  const tag = (tenantId: string, payload: Buffer) =>
-    createHmac('sha256', key).update(tenantId).update('\n').update(payload).digest().subarray(0, TAG_BYTES);
+  const codec = keysetCodec({ secret, label: 'svc results cursor v1' });
 
   return {
     encode(scope, last) {
-      const payload = Buffer.from(JSON.stringify([ORDER_TAG[scope.order], scope.endpoint, fingerprint(scope.filters), last.at, last.id]));
-      return Buffer.concat([tag(scope.tenantId, payload), payload]).toString('base64url');
+      return codec.encode([ORDER_TAG[scope.order], scope.endpoint, fingerprint(scope.filters), last.at, last.id], scope.tenantId);
     },
 
     decode(scope, token) {
       if (token.length === 0) throw invalidParam('cursor', 'must not be empty');
-      if (token.length > MAX_CURSOR_LENGTH || !BASE64URL_RE.test(token)) throw invalidParam('cursor', NOT_OURS);
-      const raw = Buffer.from(token, 'base64url');
-      // Only the exact encoding we produce: no padding, no stray trailing bits, no other alphabet.
-      if (raw.toString('base64url') !== token || raw.length <= TAG_BYTES) throw invalidParam('cursor', NOT_OURS);
-      const payload = raw.subarray(TAG_BYTES);
-      if (!timingSafeEqual(raw.subarray(0, TAG_BYTES), tag(scope.tenantId, payload))) throw invalidParam('cursor', NOT_OURS);
-
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(payload.toString('utf8'));
-      } catch {
-        throw invalidParam('cursor', NOT_OURS);
-      }
+      const parts = codec.decode(token, scope.tenantId);
       if (
-        !Array.isArray(parsed) ||
-        parsed.length !== 5 ||
-        !Object.hasOwn(ORDER_OF_TAG, parsed[0]) ||
-        !parsed.slice(1).every((part) => typeof part === 'string' && part.length > 0 && part.length <= 64)
+        parts?.length !== 5 ||
+        !Object.hasOwn(ORDER_OF_TAG, parts[0]!) ||
+        !parts.slice(1).every((part) => part.length > 0 && part.length <= 64)
       ) {
         throw invalidParam('cursor', NOT_OURS);
       }
-      const [orderTag, endpoint, filters, at, id] = parsed as string[];
+      const [orderTag, endpoint, filters, at, id] = parts;
       if (endpoint !== scope.endpoint) {
         throw invalidParam('cursor', `was issued by /v1/${endpoint}, not by /v1/${scope.endpoint}`);
       }

@@ -10,6 +10,7 @@
  * below describe exactly what it builds (DESIGN §6 plus `updated_at`).
  */
 import { z } from 'zod';
+import { UUID_RE } from '../lib/ids.ts';
 import type { Endpoint } from './cursor.ts';
 import { normalizeTimestamp } from './timestamps.ts';
 
@@ -37,7 +38,6 @@ function doc<T extends z.ZodType>(schema: T, description: string, keywords: Reco
 const UUID_FORMAT = { format: 'uuid', pattern: undefined };
 const DATE_TIME_FORMAT = { format: 'date-time', pattern: undefined };
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const UUID_OUT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RFC3339_OUT_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 

@@ -4,23 +4,21 @@
  * a positive control with the genuine token shows the same call would have written one.
  */
 import Fastify from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { protectedResourceMetadata } from '../../src/authoring/routes.ts';
 import { forgedTokens } from '../helpers/forged-tokens.ts';
-import { seedAuthor, startApp, type TestApp } from '../helpers/harness.ts';
+import { seedAuthor, useApp } from '../helpers/harness.ts';
 import { connect, ok, rawPost, signIn } from './helpers.ts';
 
-let t: TestApp;
 let email: string;
 let password: string;
 let token: string;
 
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   ({ email, password } = await seedAuthor(t, 'acme'));
   token = await signIn(t, email, password);
 });
-afterAll(() => t?.close());
 
 /** A tools/call that would write a program titled `title`. */
 const createCall = (title: string) => ({

@@ -8,8 +8,8 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedAuthor, startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { seedAuthor, useApp } from '../helpers/harness.ts';
 import { contentCounts, signIn } from './helpers.ts';
 
 const BIN = fileURLToPath(new URL('../../node_modules/.bin/mcp-inspector-cli', import.meta.url));
@@ -20,15 +20,13 @@ const present = existsSync(BIN);
 const run = promisify(execFile);
 
 describe.skipIf(!present)(`MCP Inspector CLI (${present ? BIN : `skipped: ${BIN} is missing; run npm ci`})`, () => {
-  let t: TestApp;
   let token: string;
 
+  const t = useApp();
   beforeAll(async () => {
-    t = await startApp();
     const author = await seedAuthor(t, 'acme');
     token = await signIn(t, author.email, author.password);
   });
-  afterAll(() => t?.close());
 
   /** Run the inspector in CLI mode against /mcp; returns its parsed JSON output. */
   async function inspector(args: string[], bearer = token): Promise<{ code: number; json?: any; stderr: string }> {

@@ -16,6 +16,7 @@
  * `pg_createcluster` cannot be used.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/wait.ts';
 import pg from 'pg';
 import { migrate, openDb, type Db } from '../../src/db/index.ts';
 import { embedSettings, expectError, post, seedActivity, type SeededActivity } from '../embed/fixtures.ts';
@@ -78,16 +79,6 @@ const importArgs = (externalId: string) => ({
   title: 'Imported',
   units: [{ title: 'Unit', lessons: [{ title: 'Lesson', activities: [{ title: 'Do it', kind: 'document', spec: 'Write', rubric: [{ criterion: 'Clear' }] }] }] }],
 });
-
-/** Poll `probe` every 200 ms until it returns true, for at most `ms`. */
-async function eventually(probe: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await probe().catch(() => false)) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 /**
  * Start `request` while `table` is locked against writes by another connection, wait until the
@@ -219,7 +210,7 @@ describe.skipIf(clusterUnavailable !== undefined)(`database faults on a throwawa
     for (const [what, seen] of statuses) {
       expect(new Set(seen), what).toSatisfy((s: Set<number>) => [...s].every((x) => x === 200 || x === 503));
     }
-    await eventually(async () => (await results()).status === 200, 10_000, 'the results API after the restart');
+    await eventually(async () => (await results()).status === 200, 10_000, 'the results API after the restart', 200);
     expect(await mcpStatus()).toBe(200);
     expect((await judge()).status).toBe(200);
     expect((await signIn()).status).toBe(200);
@@ -261,7 +252,7 @@ describe.skipIf(clusterUnavailable !== undefined)(`database faults on a throwawa
 
     it('once the cluster is back, the same requests succeed without a restart; revocation and grading work', async () => {
       await cluster!.start();
-      await eventually(async () => (await results()).status === 200, 15_000, 'the results API after the outage');
+      await eventually(async () => (await results()).status === 200, 15_000, 'the results API after the outage', 200);
       expect((await signIn()).status).toBe(200);
       const created = (await (await mcpCall('create_program', { tenant: 'acme', title: 'Back' })).json()) as any;
       expect(created.result.isError).toBeUndefined();
@@ -272,7 +263,7 @@ describe.skipIf(clusterUnavailable !== undefined)(`database faults on a throwawa
       // A revocation NOTIFY reaches the process: the cache would trust the key for a minute otherwise.
       expect((await results()).status).toBe(200);
       await t.op('key.revoke', { prefix: keyPrefix });
-      await eventually(async () => (await results()).status === 401, 5000, 'the revoked key to be refused');
+      await eventually(async () => (await results()).status === 401, 5000, 'the revoked key to be refused', 200);
     }, 40_000);
   });
 });

@@ -109,17 +109,6 @@ export const withoutRequestId = (body: any) => ({ error: { ...body?.error, reque
 /** The harness's embed settings with `overrides` (for `startApp({embed: …})`). */
 export const embedSettings = (overrides: Partial<EmbedConfig> = {}): EmbedConfig => ({ ...testConfig().embed, ...overrides });
 
-/** Poll `probe` every 100 ms until it returns a truthy value or `ms` pass (then throws). */
-export async function eventually<T>(probe: () => Promise<T | undefined | null | false>, ms = 20_000, what = 'condition'): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** The stored verification of an artifact. */
 export const verificationOf = async (t: TestApp, artifactId: string) =>
   (await t.db.query<{ verification: any }>('select verification from artifacts where id = $1', [artifactId]))[0]?.verification;

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { countRows, embedSettings, eventually, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
+import { countRows, embedSettings, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
+import { eventually } from '../helpers/wait.ts';
 import { startSite, type Loopback } from './servers.ts';
 
 let idp: TestIdp;

@@ -10,7 +10,8 @@ import type { JudgeConfig } from '../../src/config.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 import { recordOutcome } from '../../src/embed/verdict.ts';
-import { countRows, embedSettings, eventually, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
+import { countRows, embedSettings, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
+import { eventually } from '../helpers/wait.ts';
 
 let store: Awaited<ReturnType<typeof freshDb>>;
 let t: TestApp;

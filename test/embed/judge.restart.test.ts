@@ -17,7 +17,8 @@ import { migrate, openDb, type Db } from '../../src/db/index.ts';
 import { backend, freshDb, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { eventually, seedActivity, type SeededActivity } from './fixtures.ts';
+import { seedActivity, type SeededActivity } from './fixtures.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { deflateRawSync, gzipSync } from 'node:zlib';
+import tarStream from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isBlockedAddress } from '../../src/embed/fetch-page.ts';
 import { readArtifact, Unreadable, type ReadOptions } from '../../src/embed/read/index.ts';
@@ -43,7 +44,9 @@ beforeAll(async () => {
         };
         pump();
       },
-      '/repo.tar.gz': { type: 'application/gzip', body: gzipSync(tar({ 'proj-1/README.md': '# Archived project', 'proj-1/src/main.py': 'print("hi")' })) },
+      '/repo.tar.gz': { type: 'application/gzip', body: gzipSync(await tar({ 'proj-1/README.md': '# Archived project', 'proj-1/src/main.py': 'print("hi")' })) },
+      // 3 KB to download, 8 MB unpacked: an archive bomb.
+      '/bomb.tar.gz': { type: 'application/gzip', body: gzipSync(await tar({ 'README.md': '# Bomb', 'zeros.bin': Buffer.alloc(8 * 1024 * 1024) })) },
     }),
     startGitServer({
       'README.md': '# Shortener\nA URL shortener.',
@@ -62,28 +65,14 @@ afterAll(async () => {
   await Promise.all([site?.close(), repo?.close(), bigRepo?.close()]);
 });
 
-/** A tar archive of `files` (ustar headers). */
-function tar(files: Record<string, string>): Buffer {
-  const blocks: Buffer[] = [];
-  for (const [name, content] of Object.entries(files)) {
-    const body = Buffer.from(content);
-    const header = Buffer.alloc(512);
-    header.write(name, 0);
-    header.write('0000644\0', 100);
-    header.write('0000000\0', 108);
-    header.write('0000000\0', 116);
-    header.write(`${body.length.toString(8).padStart(11, '0')}\0`, 124);
-    header.write('00000000000\0', 136);
-    header.write('0', 156);
-    header.write('ustar\0' + '00', 257);
-    header.fill(' ', 148, 156);
-    let sum = 0;
-    for (const b of header) sum += b;
-    header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
-    blocks.push(header, body, Buffer.alloc((512 - (body.length % 512)) % 512));
-  }
-  blocks.push(Buffer.alloc(1024));
-  return Buffer.concat(blocks);
+/** A tar archive of `files` (`tar-stream`'s writer). */
+async function tar(files: Record<string, string | Buffer>): Promise<Buffer> {
+  const pack = tarStream.pack();
+  for (const [name, content] of Object.entries(files)) pack.entry({ name }, content);
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of pack) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }
 
 const options = (over: Partial<ReadOptions> = {}): ReadOptions => ({
@@ -220,6 +209,12 @@ describe('repo', () => {
     expect(t).toContain('file tree (2 files)');
     expect(t).toContain('--- file README.md\n# Archived project');
     expect(t).toContain('print("hi")');
+  });
+
+  it('refuses an archive that unpacks to more than four times the download cap, while unpacking', async () => {
+    await expect(readArtifact({ kind: 'repo', repo_url: `${site.url}/bomb.tar.gz` }, options({ maxBytes: 1024 * 1024 }))).rejects.toThrow(
+      /unpacks to more than the size limit/,
+    );
   });
 });
 

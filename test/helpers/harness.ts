@@ -6,69 +6,60 @@
  * whole suite once per backend.
  */
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll } from 'vitest';
 import postgres from 'postgres';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import type { Config, JudgeConfig } from '../../src/config.ts';
+import { defaultSections } from '../../src/config/sections.ts';
 import { migrate, openDb, type Db } from '../../src/db/index.ts';
-import { DEFAULT_ACQUIRE_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS } from '../../src/db/postgres.ts';
 import type { Deps } from '../../src/deps.ts';
 import { runOp, type OpName } from '../../src/admin/ops.ts';
 
 export const backend = process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite';
 
+/**
+ * The config of the test apps: the service's own defaults (`defaultSections()`, what an empty
+ * environment gives, src/config/sections.ts), fresh random secrets, and only what tests need
+ * otherwise — said here, field by field.
+ */
 export function testConfig(overrides: Partial<Config> = {}): Config {
+  const d = defaultSections();
   return {
+    ...d,
     port: 0,
-    host: '127.0.0.1',
     baseUrl: 'http://127.0.0.1:0',
+    dataDir: undefined, // the harness opens the database itself (freshDb)
     jwtSecret: randomBytes(32).toString('base64url'),
     anonKey: `sb_publishable_${randomBytes(16).toString('base64url')}`,
     serviceRoleKey: `sb_secret_${randomBytes(24).toString('base64url')}`,
-    dbPoolSize: DEFAULT_POOL_SIZE,
-    dbAcquireTimeoutMs: DEFAULT_ACQUIRE_TIMEOUT_MS,
-    dbStatementTimeoutMs: DEFAULT_STATEMENT_TIMEOUT_MS,
-    trustProxy: false,
-    accessTokenTtl: 3600,
-    refreshReuseInterval: 10,
-    judge: null,
-    fetchAllowPrivate: true,
+    fetchAllowPrivate: true, // loopback sites and models
+    logLevel: 'silent',
     // Embed judge: short waits and retries; idle workers look at the queue only every minute, so a
     // suite that shares a database between apps sees no background grading unless it asks for it
     // (test/embed lowers judgePollSeconds where it tests the queue).
     embed: {
+      ...d.embed,
       judgeWaitMs: 10_000,
       judgeAttempts: 2,
       judgeRetryDelaySeconds: 1,
       judgeRetryMaxDelaySeconds: 2,
-      judgeMaxAgeSeconds: 86_400,
       // Per-learner rate and tenant budget: out of reach unless a suite lowers them (test/embed/bounds).
       learnerRate: 100_000,
-      learnerWindowSeconds: 60,
       tenantBudget: { callsPerHour: 1e9, callsPerDay: 1e9, tokensPerHour: 1e12, tokensPerDay: 1e12 },
-      jwksMaxAgeSeconds: 300,
-      judgeLeaseSeconds: 30,
-      judgeConcurrency: 4,
       judgePollSeconds: 60,
-      judgeVision: true,
       fetchTimeoutMs: 5_000,
       fetchMaxBytes: 5 * 1024 * 1024,
-      judgeInputBytes: 200_000,
     },
-    logLevel: 'silent',
-    accessLog: true,
-    bodyLimit: 1024 * 1024,
     // Identity: limits high enough that no other suite meets them (test/identity lowers them),
     // and a cheap argon2id cost so sign-ins are fast (the bench measures the real cost).
     identity: {
-      sessionMaxLifetime: 0,
-      sessionInactivityTimeout: 0,
-      rateLimit: { windowSeconds: 300, signInPerIp: 100_000, signInPerEmail: 100_000, refreshPerIp: 100_000, registerPerIp: 100_000 },
+      ...d.identity,
+      rateLimit: { ...d.identity.rateLimit, signInPerIp: 100_000, signInPerEmail: 100_000, refreshPerIp: 100_000, registerPerIp: 100_000 },
       argon2: { memoryKib: 1024, timeCost: 1, parallelism: 1 },
-      corsOrigins: '*',
     },
     // Results API: no suite meets the rate limit unless it lowers it (test/results does).
-    results: { rateLimit: { max: 1_000_000, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 },
+    results: { ...d.results, rateLimit: { ...d.results.rateLimit, max: 1_000_000 } },
     shutdown: { delayMs: 0, timeoutMs: 5000 },
     ...overrides,
   };
@@ -152,6 +143,29 @@ export async function startApp(
       await owned?.drop();
     },
   };
+}
+
+/**
+ * The app fixture of a test file or `describe` block, instead of a `beforeAll`/`afterAll` pair:
+ * starts the app with `start` before the block's tests (and before the hooks registered after
+ * this call) and closes it after them. The handle it returns forwards to the started app, so
+ * tests and later hooks use it as a `TestApp` (`t.url`, `t.db`, `t.op(…)`). `start` runs in the
+ * hook, so it may use what earlier hooks set up (a loopback model's URL).
+ */
+export function useApp(start: () => Promise<TestApp> = () => startApp()): TestApp {
+  let started: TestApp | undefined;
+  beforeAll(async () => {
+    started = await start();
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  return new Proxy({} as TestApp, {
+    get(_, key) {
+      if (!started) throw new Error('the app fixture is used before its beforeAll hook ran');
+      return started[key as keyof TestApp];
+    },
+  });
 }
 
 /** Create a tenant, a user with a password, and make the user an author of the tenant. */

@@ -8,16 +8,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminError } from '../../src/admin/ops.ts';
-import { backend, freshDb, startApp, type TestApp } from '../helpers/harness.ts';
+import { backend, freshDb, useApp } from '../helpers/harness.ts';
 import { admin, auth, identityRows, signIn } from './helpers.ts';
 
-let t: TestApp;
 const ids: Record<string, string> = {};
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   for (const n of [1, 2, 3, 4, 5]) ids[`u${n}`] = (await t.op('user.create', { email: `u${n}@list.test`, password: `list password ${n}` })).id;
 });
-afterAll(() => t.close());
 
 const json = async (res: Response) => (await res.json()) as Record<string, any>;
 

@@ -3,18 +3,16 @@
  * grant_type, emails with odd case or whitespace, 10,000-character passwords, wrong types.
  * Each gets a 4xx in GoTrue's shape (exact keys, both API versions) and writes nothing.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
 import { admin, auth, identityRows, signIn, type CallOptions } from './helpers.ts';
 
-let t: TestApp;
 let session: Record<string, any>;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   await t.op('user.create', { email: 'ada@example.com', password: 'correct horse battery' });
   session = await signIn(t, 'ada@example.com', 'correct horse battery');
 });
-afterAll(() => t.close());
 
 /** Call, expect `status` and `code` in the 2024 shape with exactly {code, message}, and no rows written. */
 async function refused(path: string, o: CallOptions, status: number, code: string) {

@@ -3,16 +3,14 @@
  * `X-Supabase-Api-Version`, and CORS for browser clients (preflight, exposed headers, errors
  * included, an origin allow-list).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
 import { auth, identityConfig } from './helpers.ts';
 
-let t: TestApp;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   await t.op('user.create', { email: 'ada@example.com', password: 'correct horse battery' });
 });
-afterAll(() => t.close());
 
 const credentials = { email: 'ada@example.com', password: 'correct horse battery' };
 

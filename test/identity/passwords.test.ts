@@ -8,17 +8,13 @@ import bcrypt from 'bcryptjs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { OWASP_ARGON2ID } from '../../src/identity/passwords.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { useApp } from '../helpers/harness.ts';
 import { admin, auth, identityRows, signIn } from './helpers.ts';
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startApp();
-});
-afterAll(() => t.close());
+const t = useApp();
 
 const storedHash = async (email: string) =>
   (await t.db.query<{ h: string }>('select encrypted_password as h from auth.users where email = $1', [email]))[0]!.h;

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordVerificationCount } from '../../src/identity/passwords.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
 import { auth, identityConfig } from './helpers.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -28,12 +28,10 @@ const grant = (t: TestApp, email: string, password: string, version: string | nu
   auth(t, '/token?grant_type=password', { body: { email, password }, version });
 
 describe('per-email limit (in memory)', () => {
-  let t: TestApp;
+  const t = useApp(() => startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 3, windowSeconds: 60 } }) }));
   beforeAll(async () => {
-    t = await startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 3, windowSeconds: 60 } }) });
     await t.op('user.create', { email: 'victim@example.com', password: 'victim password' });
   });
-  afterAll(() => t.close());
 
   it('after 3 attempts on one email (however written), even the right password gets 429 without hashing', async () => {
     for (const email of ['victim@example.com', ' VICTIM@example.com', 'Victim@Example.COM ']) {
@@ -88,12 +86,10 @@ describe('the client address behind a proxy', () => {
 });
 
 describe('per-IP limits (in memory)', () => {
-  let t: TestApp;
+  const t = useApp(() => startApp({ identity: identityConfig({ rateLimit: { signInPerIp: 5, refreshPerIp: 4, windowSeconds: 60 } }) }));
   beforeAll(async () => {
-    t = await startApp({ identity: identityConfig({ rateLimit: { signInPerIp: 5, refreshPerIp: 4, windowSeconds: 60 } }) });
     await t.op('user.create', { email: 'ip@example.com', password: 'ip password 1' });
   });
-  afterAll(() => t.close());
 
   it('sign-in: the 6th attempt from one address is 429 before its body is even read', async () => {
     for (let i = 0; i < 5; i++) expect((await grant(t, `someone${i}@example.com`, 'any password')).status).toBe(400);
@@ -140,12 +136,10 @@ describe.runIf(redisUp)('with Redis (REDIS_URL)', () => {
 });
 
 describe('when the Redis store is unreachable', () => {
-  let t: TestApp;
+  const t = useApp(() => startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 1 } }), redisUrl: 'redis://127.0.0.1:1' }));
   beforeAll(async () => {
-    t = await startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 1 } }), redisUrl: 'redis://127.0.0.1:1' });
     await t.op('user.create', { email: 'open@example.com', password: 'fail open please' });
   });
-  afterAll(() => t.close());
 
   it('sign-in still works (fails open, logged)', async () => {
     expect((await grant(t, 'open@example.com', 'fail open please')).status).toBe(200);

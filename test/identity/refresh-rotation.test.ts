@@ -5,20 +5,18 @@
  * measured on the app's injectable clock, moved forward here instead of sleeping, so the test
  * does not depend on how fast a loaded machine serves 20 serialised refreshes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { startApp, useApp } from '../helpers/harness.ts';
 import { mcpInitialize } from './helpers.ts';
 
-let t: TestApp;
 let skew = 0; // milliseconds
 const advance = (seconds: number) => {
   skew += seconds * 1000;
 };
+const t = useApp(() => startApp({ refreshReuseInterval: 10 }, { now: () => new Date(Date.now() + skew) }));
 beforeAll(async () => {
-  t = await startApp({ refreshReuseInterval: 10 }, { now: () => new Date(Date.now() + skew) });
   await t.op('user.create', { email: 'tabs@example.com', password: 'many tabs open' });
 });
-afterAll(() => t.close());
 
 const post = (path: string, body: object) =>
   fetch(`${t.url}/auth/v1${path}`, {

@@ -6,15 +6,13 @@
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/identity/sessions.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
 import { auth, mcpInitialize } from './helpers.ts';
 
-let t: TestApp;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   await t.op('user.create', { email: 'Ada@Example.com', password: 'correct horse battery' });
 });
-afterAll(() => t.close());
 
 const client = (key = t.deps.config.anonKey, app = t) =>
   createClient(app.url, key, { auth: { persistSession: false, autoRefreshToken: false } });

@@ -4,19 +4,17 @@
  * wrong aud, tampered payload (test/helpers/forged-tokens.ts); a refresh token replayed after
  * rotation; a token of a logged-out session. The genuine token passes both (control).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { forgedTokens } from '../helpers/forged-tokens.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, useApp } from '../helpers/harness.ts';
 import { auth, mcpInitialize, signIn } from './helpers.ts';
 
-let t: TestApp;
 let session: Record<string, any>;
+const t = useApp(() => startApp({ refreshReuseInterval: 0 }));
 beforeAll(async () => {
-  t = await startApp({ refreshReuseInterval: 0 });
   await t.op('user.create', { email: 'eve@example.com', password: 'eve password' });
   session = await signIn(t, 'eve@example.com', 'eve password');
 });
-afterAll(() => t.close());
 
 async function expectRefusedEverywhere(token: string, name: string, code = 'bad_jwt') {
   const user = await auth(t, '/user', { bearer: token });

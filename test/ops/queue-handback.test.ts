@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDb, startApp, testJudge } from '../helpers/harness.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { embedSettings, eventually, post, seedActivity, verificationOf } from '../embed/fixtures.ts';
+import { embedSettings, post, seedActivity, verificationOf } from '../embed/fixtures.ts';
+import { eventually } from '../helpers/wait.ts';
 
 let store: Awaited<ReturnType<typeof freshDb>>;
 let idp: TestIdp;

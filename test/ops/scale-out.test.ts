@@ -14,7 +14,8 @@ import { backend, startApp, type TestApp } from '../helpers/harness.ts';
 import { killAll, serverDatabase, spawnServer, type ServerDatabase, type SpawnedServer } from '../helpers/server-process.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { eventually, seedActivity, type SeededActivity } from '../embed/fixtures.ts';
+import { seedActivity, type SeededActivity } from '../embed/fixtures.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const redisUp = await new Promise<boolean>((resolve) => {

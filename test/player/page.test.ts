@@ -5,22 +5,20 @@
  * no Set-Cookie on any of them.
  */
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
 import { seedActivity, type SeededActivity } from '../embed/fixtures.ts';
 
-let t: TestApp;
 let doc: SeededActivity;
 
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   await t.op('tenant.create', { slug: 'acme' });
   await t.op('tenant.create', { slug: 'closed' });
   doc = await seedActivity(t, 'acme');
   await t.op('embed.origins.add', { tenant: 'acme', origin: 'https://learn.example.com' });
   await t.op('embed.origins.add', { tenant: 'acme', origin: 'https://*.partner.example' });
 });
-afterAll(() => t?.close());
 
 const get = async (path: string) => {
   const res = await fetch(`${t.url}${path}`);

@@ -2,19 +2,17 @@
  * Results API, 401 unauthorized: every data route refuses a missing, malformed, unknown or
  * revoked key, in both header styles; a live key works in both styles; health needs none.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
 import { expectError, get, getJson, seedTenant, type KeyStyle, type SeededTenant } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
 let b: SeededTenant;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await seedTenant(t, 'alpha');
   b = await seedTenant(t, 'beta');
 });
-afterAll(() => t.close());
 
 /** Every data route, with ids that exist in tenant a (so a pass would be a 200). */
 const routes = () => [
@@ -78,8 +76,7 @@ describe('the permission suite, on every data route', () => {
     const { key, prefix } = await t.op('key.create', { tenant: 'alpha', name: 'to revoke' });
     for (const style of STYLES) await getJson(t, '/v1/progress', key, 200, style);
     await t.op('key.revoke', { prefix });
-    const until = Date.now() + 1000;
-    while ((await get(t, '/v1/progress', key)).status !== 401 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await expect.poll(async () => (await get(t, '/v1/progress', key)).status, { timeout: 1000, interval: 20 }).toBe(401);
     for (const path of routes()) for (const style of STYLES) await expectUnauthorized(await get(t, path, key, style));
     // Other keys of the tenant keep working.
     await getJson(t, '/v1/progress', a.key);

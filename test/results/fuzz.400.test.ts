@@ -7,17 +7,16 @@
  */
 import { connect } from 'node:net';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
 import { expectError, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
 let b: SeededTenant;
 let foreign: Set<string>;
 let cursors: { own: string; foreignCursor: string; feed: string };
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await seedTenant(t, 'alpha');
   b = await seedTenant(t, 'beta');
   foreign = new Set([...b.resultIds, ...b.artifactIds, ...b.userIds, b.programId, b.emptyProgramId, ...b.activityIds, b.lessonId]);
@@ -27,7 +26,6 @@ beforeAll(async () => {
     feed: (await getJson(t, '/v1/artifacts?limit=1&updated_since=2000-01-01T00:00:00Z', a.key)).next_cursor,
   };
 });
-afterAll(() => t.close());
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 100);
 const LISTS = ['/v1/activity-results', '/v1/progress', '/v1/artifacts'];

@@ -3,17 +3,15 @@
  * parameters, and every kind of cursor we did not issue for this endpoint and filter set.
  * Each message names the parameter; each body is exactly {error: {code, message}}.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
 import { expectError, get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await seedTenant(t, 'alpha');
 });
-afterAll(() => t.close());
 
 /** Expect 400 invalid_request whose message starts with `param`. */
 async function expectInvalid(path: string, param: string) {

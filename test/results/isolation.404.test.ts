@@ -3,21 +3,19 @@
  * appear in lists, filters or artifact_ids; cursors do not cross tenants; and the database
  * itself (role svc_results + RLS) confines a query that forgot its tenant filter.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { asResultsTenant } from '../../src/db/index.ts';
 import { allStatements, statementFunction } from '../../src/results/queries.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { useApp } from '../helpers/harness.ts';
 import { expectError, get, getJson, newArtifact, seedTenant, walk, type KeyStyle, type SeededTenant } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
 let b: SeededTenant;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await seedTenant(t, 'alpha');
   b = await seedTenant(t, 'beta');
 });
-afterAll(() => t.close());
 
 const STYLES: KeyStyle[] = ['bearer', 'x-svc-api-key'];
 

@@ -7,28 +7,16 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { findLiveKey } from '../../src/results/api-keys.ts';
-import { backend, freshDb, startApp, type TestApp } from '../helpers/harness.ts';
+import { backend, freshDb, startApp, useApp } from '../helpers/harness.ts';
 import { expectError, get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await seedTenant(t, 'alpha');
 });
-afterAll(() => t.close());
-
-/** Poll `check` every 20 ms until it is true or `ms` have passed; returns whether it became true. */
-async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('key format and storage', () => {
   it('is svc_<12 base62>_<40 base62>, all distinct, and only the prefix and sha256 are stored', async () => {
@@ -142,11 +130,9 @@ describe('last_used_at', () => {
     try {
       const k = await app.op('key.create', { tenant: 'alpha', name: 'periodic' });
       await getJson(app, '/v1/progress', k.key);
-      const written = await eventually(
-        async () => (await t.db.query<{ ok: boolean }>('select last_used_at is not null as ok from api_keys where id = $1', [k.id]))[0]!.ok,
-        5000,
-      );
-      expect(written).toBe(true);
+      await expect
+        .poll(async () => (await t.db.query<{ ok: boolean }>('select last_used_at is not null as ok from api_keys where id = $1', [k.id]))[0]!.ok, { timeout: 5000, interval: 20 })
+        .toBe(true);
     } finally {
       await app.close();
     }
@@ -162,8 +148,7 @@ describe('revocation in a running process', () => {
       await getJson(app, '/v1/progress', k.key);
       // Revoked straight in SQL, as an operator would: the trigger sends the notice.
       await t.db.query('update api_keys set revoked_at = now() where id = $1', [k.id]);
-      const refused = await eventually(async () => (await get(app, '/v1/progress', k.key)).status === 401, 5000);
-      expect(refused).toBe(true);
+      await expect.poll(async () => (await get(app, '/v1/progress', k.key)).status === 401, { timeout: 5000, interval: 20 }).toBe(true);
       await expectError(await get(app, '/v1/progress', k.key), 401, 'unauthorized');
       // Another key of the tenant keeps working from the cache.
       await getJson(app, '/v1/progress', a.key);
@@ -178,7 +163,7 @@ describe('revocation in a running process', () => {
       const k = await app.op('key.create', { tenant: 'alpha', name: 'deleted' });
       await getJson(app, '/v1/progress', k.key);
       await t.db.query('delete from api_keys where id = $1', [k.id]);
-      expect(await eventually(async () => (await get(app, '/v1/progress', k.key)).status === 401, 5000)).toBe(true);
+      await expect.poll(async () => (await get(app, '/v1/progress', k.key)).status === 401, { timeout: 5000, interval: 20 }).toBe(true);
     } finally {
       await app.close();
     }

@@ -13,22 +13,20 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
 import { get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
 let doc: any;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await seedTenant(t, 'alpha');
   const res = await fetch(`${t.url}/v1/openapi.json`);
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   doc = await res.json();
 });
-afterAll(() => t.close());
 
 /** The routes of the contract (DESIGN §6) and what each answers. */
 const ROUTES: Record<string, number[]> = {

@@ -2,8 +2,8 @@
  * Results API keyset pagination over (created_at, id): exact microseconds end to end, ties
  * broken by id, no gaps or repeats, stable while rows are inserted, limit default and bounds.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
 import {
   getJson,
   newArtifact,
@@ -16,13 +16,12 @@ import {
   type SeededTenant,
 } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
 let other: SeededTenant;
 let activityIds: string[];
 let users: string[];
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   other = await seedTenant(t, 'other'); // rows that must never show up in a's pages
   const tenant = await t.op('tenant.create', { slug: 'paging' });
   const key = await t.op('key.create', { tenant: 'paging', name: 'k' });
@@ -31,7 +30,6 @@ beforeAll(async () => {
   users = [];
   for (let i = 0; i < 4; i++) users.push(await newUser(t.db));
 });
-afterAll(() => t.close());
 
 /** Results keyed by a short name, created with explicit created_at (and some explicit ids). */
 const ROWS: Array<{ name: string; createdAt: string; id?: string }> = [

@@ -6,16 +6,14 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import resultsRoutes from '../../src/results/routes.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { useApp } from '../helpers/harness.ts';
 import { expectError, get, seedTenant, type SeededTenant } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await seedTenant(t, 'alpha');
 });
-afterAll(() => t.close());
 
 describe('internal errors', () => {
   it('answer 500 internal_error with the fixed body and no detail', async () => {

@@ -6,7 +6,7 @@
  */
 import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
 import { expectError, get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -21,13 +21,11 @@ const redisUp = await new Promise<boolean>((resolve) => {
 if (!redisUp) console.warn(`ratelimit.429: Redis is not reachable at ${REDIS_URL}; the cross-process tests are skipped`);
 
 const LIMIT = 3;
-let t: TestApp;
 let a: SeededTenant;
+const t = useApp(() => startApp({ results: { rateLimit: { max: LIMIT, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 } }));
 beforeAll(async () => {
-  t = await startApp({ results: { rateLimit: { max: LIMIT, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 } });
   a = await seedTenant(t, 'alpha');
 });
-afterAll(() => t.close());
 
 const headers = (res: Response) => ({
   limit: res.headers.get('ratelimit-limit'),

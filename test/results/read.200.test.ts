@@ -1,18 +1,16 @@
 /** Results API, successful reads: exact shapes of every endpoint, filters, progress math. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { SERVICE_NAME, VERSION } from '../../src/version.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { useApp } from '../helpers/harness.ts';
 import { getJson, newArtifact, newProgram, newProgress, newResult, RFC3339_MICROS, seedTenant, UUID, type SeededTenant } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
 let b: SeededTenant;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await seedTenant(t, 'alpha');
   b = await seedTenant(t, 'beta');
 });
-afterAll(() => t.close());
 
 const LIST_KEYS = ['data', 'has_more', 'next_cursor'];
 // DESIGN §6's fields plus updated_at (issue #4) and program_id, unit_id (issue #14).

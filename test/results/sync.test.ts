@@ -4,19 +4,17 @@
  * updated_at; content changes move progress; and a transaction that commits late is never
  * skipped by a consumer tailing the feed (two overlapping transactions, PostgreSQL only).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backend, startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { backend, useApp } from '../helpers/harness.ts';
 import { expectError, get, getJson, newArtifact, newProgram, newProgress, newResult, RFC3339_MICROS, seedTenant, walk, type SeededTenant } from './fixtures.ts';
 
-let t: TestApp;
 let a: SeededTenant;
 let b: SeededTenant;
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   a = await seedTenant(t, 'alpha');
   b = await seedTenant(t, 'beta');
 });
-afterAll(() => t.close());
 
 const EPOCH = '2000-01-01T00:00:00Z';
 const LISTS = [

@@ -4,7 +4,8 @@
  * (its shapes and the connections between them, also from compressed `<diagram>` pages).
  */
 import { inflateRawSync } from 'node:zlib';
-import { attribute, decodeEntities } from './html.ts';
+import { decodeHTML } from 'entities';
+import { attribute } from './html.ts';
 
 const MERMAID_TYPES =
   /^(graph|flowchart|sequenceDiagram|classDiagram|stateDiagram(?:-v2)?|erDiagram|gantt|pie|journey|gitGraph|mindmap|timeline|quadrantChart|requirementDiagram|sankey-beta|xychart-beta|block-beta|packet-beta|architecture-beta|C4Context|C4Container|C4Component|C4Dynamic|C4Deployment)\b/;
@@ -27,7 +28,7 @@ export const isSvg = (text: string) => /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s
 /** True when `text` is draw.io / diagrams.net XML. */
 export const isDrawio = (text: string) => /^\s*(<\?xml[^>]*>\s*)?<(mxfile|mxGraphModel)\b/i.test(text);
 
-const stripTags = (s: string) => decodeEntities(s.replace(/<[^>]*>/g, ' ')).replace(/\s+/g, ' ').trim();
+const stripTags = (s: string) => decodeHTML(s.replace(/<[^>]*>/g, ' ')).replace(/\s+/g, ' ').trim();
 
 /** Title, description and text labels of an SVG, one label per line. */
 export function describeSvg(svg: string): string {

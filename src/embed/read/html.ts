@@ -5,9 +5,10 @@
  * Not a browser: a small tag-stripper that is good enough to grade. It drops comments and the
  * contents of `script`, `style`, `noscript`, `template`, `svg` and `head` (except `title` and the
  * meta description), turns block ends and `<br>` into line breaks, keeps image `alt` text as
- * `[image: …]`, decodes entities and collapses blank runs. Linked CSS (`<link rel=stylesheet
+ * `[image: …]`, decodes character references as a browser does (the `entities` library) and collapses blank runs. Linked CSS (`<link rel=stylesheet
  * href>`) and JS (`<script src>`) are listed by their URL as written in the page.
  */
+import { decodeHTML, decodeHTMLAttribute } from 'entities';
 
 export interface ReadablePage {
   title: string;
@@ -22,23 +23,10 @@ export interface ReadablePage {
   text: string;
 }
 
-const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', copy: '©', reg: '®', hellip: '…', mdash: '—', ndash: '–', laquo: '«', raquo: '»', rsquo: '’', lsquo: '‘', rdquo: '”', ldquo: '“', eacute: 'é', egrave: 'è', agrave: 'à', uuml: 'ü', ouml: 'ö', auml: 'ä', szlig: 'ß', ccedil: 'ç' };
-
-/** Decode HTML character references (named ones from a small common set, and all numeric ones). */
-export function decodeEntities(text: string): string {
-  return text.replace(/&(#x[0-9a-f]{1,6}|#[0-9]{1,7}|[a-z][a-z0-9]{1,31});/gi, (all, ref: string) => {
-    if (ref[0] === '#') {
-      const code = ref[1] === 'x' || ref[1] === 'X' ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10);
-      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : '\uFFFD';
-    }
-    return NAMED[ref.toLowerCase()] ?? all;
-  });
-}
-
 /** The value of attribute `name` in the attribute text of one tag, decoded; undefined when absent. */
 export function attribute(tag: string, name: string): string | undefined {
   const m = new RegExp(`(?:^|[\\s"'/])${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s"'>]+))`, 'i').exec(tag);
-  return m ? decodeEntities(m[1] ?? m[2] ?? m[3] ?? '') : undefined;
+  return m ? decodeHTMLAttribute(m[1] ?? m[2] ?? m[3] ?? '') : undefined;
 }
 
 const unique = (values: string[]) => [...new Set(values.filter(Boolean))];
@@ -67,7 +55,7 @@ export function readHtml(html: string): ReadablePage {
       .filter((m) => m[1]!.toLowerCase() === 'meta' && (attribute(m[2]!, 'name') ?? '').toLowerCase() === 'description')
       .map((m) => attribute(m[2]!, 'content') ?? '')[0] ?? '';
   const titleMatch = /<title\b[^>]*>([\s\S]*?)<\/title>/i.exec(withoutComments);
-  const title = titleMatch ? collapse(decodeEntities(titleMatch[1]!.replace(/<[^>]*>/g, ''))) : '';
+  const title = titleMatch ? collapse(decodeHTML(titleMatch[1]!.replace(/<[^>]*>/g, ''))) : '';
 
   let body = withoutComments
     .replace(/<head\b[\s\S]*?(<\/head>|$)/i, ' ')
@@ -81,7 +69,7 @@ export function readHtml(html: string): ReadablePage {
     .replace(/<\/?(p|div|section|article|main|header|footer|nav|aside|h[1-6]|li|ul|ol|dl|dt|dd|tr|table|blockquote|pre|form|fieldset|figure|figcaption)\b[^>]*>/gi, '\n')
     .replace(/<\/?(td|th)\b[^>]*>/gi, ' \t ')
     .replace(/<[^>]*>/g, '');
-  const text = decodeEntities(body)
+  const text = decodeHTML(body)
     .split('\n')
     .map((line) => collapse(line))
     .filter((line, i, all) => line !== '' || (i > 0 && all[i - 1] !== ''))

@@ -13,13 +13,17 @@
  * in another one; redirects are refused (`http.followRedirects=false`); only the http(s)
  * transports are allowed (`GIT_ALLOW_PROTOCOL`), no credential helper, prompt, proxy, system or
  * user configuration is used. The clone is killed when its folder outgrows `maxBytes` or the
- * read outlives `timeoutMs`. Every failure throws `Unreadable` with a short reason.
+ * read outlives `timeoutMs`. An archive is fetched within `maxBytes` and unpacked as a stream
+ * (`tar-stream`) within four times that (`untar`). Every failure throws `Unreadable` with a short reason.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import tarStream from 'tar-stream';
 import { fetchResource, FetchRefused, refuseUrl, resolveAllowed } from '../fetch-page.ts';
 import { humanSize, MAX_FILE_BYTES, repoText, type RepoFile } from './repo-files.ts';
 import { Unreadable, type ReadOptions } from './types.ts';
@@ -218,29 +222,48 @@ async function readGit(url: URL, o: ReadOptions, budget: number): Promise<{ deta
   }
 }
 
-/** Entries of a tar archive (ustar, with GNU long names and pax `path`). Directories are skipped. */
-export function untar(tar: Buffer): { path: string; body: Buffer }[] {
-  const files: { path: string; body: Buffer }[] = [];
-  let at = 0;
-  let longName: string | undefined;
-  while (at + 512 <= tar.length) {
-    const header = tar.subarray(at, at + 512);
-    if (header.every((b) => b === 0)) break;
-    const field = (start: number, length: number) => header.subarray(start, start + length).toString('utf8').replace(/\0.*$/s, '');
-    const size = parseInt(field(124, 12).trim() || '0', 8);
-    if (!Number.isFinite(size) || size < 0) throw new Unreadable('the archive is damaged');
-    const type = String.fromCharCode(header[156]!);
-    const prefix = header.subarray(257, 263).toString('latin1').startsWith('ustar') ? field(345, 155) : '';
-    const name = longName ?? (prefix ? `${prefix}/${field(0, 100)}` : field(0, 100));
-    const body = tar.subarray(at + 512, at + 512 + size);
-    longName = undefined;
-    if (type === 'L') longName = body.toString('utf8').replace(/\0.*$/s, '');
-    else if (type === 'x') longName = /\d+ path=([^\n]*)\n/.exec(body.toString('utf8'))?.[1];
-    else if (type === '0' || type === '\0' || type === '7') files.push({ path: name, body });
-    at += 512 + Math.ceil(size / 512) * 512;
+/** A file of an archive: its path, its size, and its first `MAX_FILE_BYTES + 1` bytes. */
+interface ArchiveFile {
+  path: string;
+  size: number;
+  head: Buffer;
+}
+
+/**
+ * The regular files of a tar archive, gzipped or not (`tar-stream`: ustar, GNU long names, pax
+ * headers), read as a stream with the caps enforced on the way: at most `maxUnpacked` bytes
+ * unpacked in all, and only the first `MAX_FILE_BYTES + 1` bytes of each file kept. Throws
+ * `Unreadable` when the archive is damaged or unpacks to more than the cap.
+ */
+export async function untar(archive: Buffer, maxUnpacked: number): Promise<ArchiveFile[]> {
+  const files: ArchiveFile[] = [];
+  let unpacked = 0;
+  const extract = tarStream.extract();
+  const source = Readable.from([archive]);
+  const gzipped = archive[0] === 0x1f && archive[1] === 0x8b;
+  const piping = pipeline(gzipped ? [source, createGunzip(), extract] : [source, extract]).catch(() => {});
+  try {
+    for await (const entry of extract) {
+      const { name, size = 0, type } = entry.header;
+      unpacked += size;
+      if (unpacked > maxUnpacked) throw new Unreadable(TOO_BIG);
+      const head: Buffer[] = [];
+      let kept = 0;
+      for await (const chunk of entry as AsyncIterable<Buffer>) {
+        if (kept <= MAX_FILE_BYTES) head.push(chunk.subarray(0, MAX_FILE_BYTES + 1 - kept));
+        kept += chunk.length;
+      }
+      if (type === 'file' || type === 'contiguous-file') files.push({ path: name, size, head: Buffer.concat(head) });
+    }
+  } catch (err) {
+    extract.destroy();
+    throw err instanceof Unreadable ? err : new Unreadable(TOO_BIG);
   }
+  await piping;
   return files;
 }
+
+const TOO_BIG = 'the repository archive is damaged or unpacks to more than the size limit';
 
 async function readArchive(url: string, o: ReadOptions, budget: number): Promise<{ detail: string; text: string }> {
   let archive;
@@ -259,22 +282,16 @@ async function readArchive(url: string, o: ReadOptions, budget: number): Promise
     throw new Unreadable(err instanceof FetchRefused ? `the repository archive could not be fetched: ${err.message}` : 'the repository archive could not be fetched');
   }
   if (archive.truncated) throw new Unreadable(`the repository archive is over the size limit (${humanSize(o.maxBytes)})`);
-  let tar: Buffer;
-  try {
-    tar = archive.body[0] === 0x1f && archive.body[1] === 0x8b ? gunzipSync(archive.body, { maxOutputLength: o.maxBytes * 4 }) : archive.body;
-  } catch {
-    throw new Unreadable('the repository archive is damaged or unpacks to more than the size limit');
-  }
-  let entries = untar(tar).filter((e) => !e.path.endsWith('/'));
+  let entries = (await untar(archive.body, o.maxBytes * 4)).filter((e) => !e.path.endsWith('/'));
   // GitHub-style archives put everything under one top folder: drop it.
   const top = entries[0]?.path.split('/')[0];
   if (top && entries.every((e) => e.path.startsWith(`${top}/`))) entries = entries.map((e) => ({ ...e, path: e.path.slice(top.length + 1) }));
-  const byPath = new Map(entries.map((e) => [e.path, e.body]));
+  const byPath = new Map(entries.map((e) => [e.path, e.head]));
   const files: RepoFile[] = entries.map((e) => ({
     path: e.path,
-    size: e.body.length,
-    skipped: e.body.length > MAX_BLOB_BYTES ? `over the size limit (${humanSize(MAX_BLOB_BYTES)})` : undefined,
+    size: e.size,
+    skipped: e.size > MAX_BLOB_BYTES ? `over the size limit (${humanSize(MAX_BLOB_BYTES)})` : undefined,
   }));
-  const { text, shown } = await repoText(`archive ${url}`, files, budget, async (paths) => new Map(paths.map((p) => [p, byPath.get(p)!.subarray(0, MAX_FILE_BYTES + 1)])));
+  const { text, shown } = await repoText(`archive ${url}`, files, budget, async (paths) => new Map(paths.map((p) => [p, byPath.get(p)!])));
   return { detail: `archive, ${files.length} files, ${shown.length} shown`, text };
 }

@@ -14,7 +14,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Queryable } from '../../db/index.ts';
 import type { Deps } from '../../deps.ts';
-import { UUID_RE } from '../admin-users.ts';
+import { UUID_RE } from '../../lib/ids.ts';
 import { issuer } from '../jwt.ts';
 import { sha256Hex } from '../sessions.ts';
 import { scopesCover } from './scopes.ts';

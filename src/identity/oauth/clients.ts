@@ -15,7 +15,7 @@
  */
 import type { Queryable } from '../../db/index.ts';
 import type { Deps } from '../../deps.ts';
-import { UUID_RE } from '../admin-users.ts';
+import { UUID_RE } from '../../lib/ids.ts';
 import { OAuthError } from './errors.ts';
 import { isMetadataDocumentUrl, resolveMetadataDocument } from './metadata-document.ts';
 import { redirectUriProblem } from './redirect-uris.ts';

@@ -7,19 +7,17 @@
  * and the pages' anti-framing headers (the browser test shows chromium refusing the frame).
  */
 import { decodeJwt, SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedAuthor, startApp, type TestApp } from '../../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { seedAuthor, startApp, useApp } from '../../helpers/harness.ts';
 import { auth, mcpInitialize, signIn } from '../helpers.ts';
 import { authorizeUrl, browse, hiddenFields, pkce, rawFlow, REDIRECT, register, token } from './helpers.ts';
 
-let t: TestApp;
 const author = { email: 'grace@attacks.test', password: 'correct horse battery' };
 
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   await seedAuthor(t, 'attacks', author.email, author.password);
 });
-afterAll(() => t?.close());
 
 const mcpStatus = async (accessToken: string) => (await mcpInitialize(t, accessToken)).status;
 

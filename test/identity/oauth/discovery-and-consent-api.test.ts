@@ -5,20 +5,18 @@
  */
 import { createClient } from '@supabase/supabase-js';
 import { decodeJwt } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedAuthor, startApp, type TestApp } from '../../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { seedAuthor, useApp } from '../../helpers/harness.ts';
 import { signIn } from '../helpers.ts';
 import { authorizeUrl, hiddenFields, pkce, rawFlow, REDIRECT, register, token } from './helpers.ts';
 
-let t: TestApp;
 const author = { email: 'alan@consent.test', password: 'correct horse battery' };
 
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   await seedAuthor(t, 'consent', author.email, author.password);
   await seedAuthor(t, 'consent-2', 'other@consent.test', author.password);
 });
-afterAll(() => t?.close());
 
 describe('discovery', () => {
   it('serves RFC 8414 metadata at every URL MCP clients try, without an apikey; issuer = the tokens\' iss', async () => {

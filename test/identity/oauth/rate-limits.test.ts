@@ -2,19 +2,17 @@
  * Issue #12: the sign-in page reuses the password grant's rate limits (one budget per email,
  * whichever door), and dynamic registration is bounded per IP (cost abuse: unbounded rows).
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { seedAuthor, startApp, type TestApp } from '../../helpers/harness.ts';
+import { beforeAll, expect, it } from 'vitest';
+import { seedAuthor, startApp, useApp } from '../../helpers/harness.ts';
 import { auth, identityConfig } from '../helpers.ts';
 import { authorizeUrl, hiddenFields, pkce, register } from './helpers.ts';
 
-let t: TestApp;
 const email = 'rate@limits.test';
 
+const t = useApp(() => startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 3, registerPerIp: 4, windowSeconds: 60 } }) }));
 beforeAll(async () => {
-  t = await startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 3, registerPerIp: 4, windowSeconds: 60 } }) });
   await seedAuthor(t, 'limits', email, 'correct horse battery');
 });
-afterAll(() => t?.close());
 
 it('sign-in page and password grant share the per-email budget; over it: 429 page with Retry-After', async () => {
   const wrong = await auth(t, '/token?grant_type=password', { method: 'POST', body: { email, password: 'wrong wrong wrong' } });
