@@ -5,8 +5,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { expect } from 'vitest';
-import { seedAuthor, type TestApp } from '../helpers/harness.ts';
+import { afterAll, expect } from 'vitest';
+import { seedAuthor, useFixture, type TestApp } from '../helpers/harness.ts';
 
 /** Password grant → the session's access token. */
 export async function signIn(t: TestApp, email: string, password: string): Promise<string> {
@@ -34,6 +34,15 @@ export async function authorClient(t: TestApp, slug: string) {
   const seeded = await seedAuthor(t, slug);
   const token = await signIn(t, seeded.email, seeded.password);
   return { ...seeded, token, client: await connect(t, token) };
+}
+
+/** The MCP client of an author of tenant `slug` in app `t`, for a test file or block (closed after it). */
+export function useAuthorClient(t: TestApp, slug = 'acme'): Client {
+  const client = useFixture(async () => (await authorClient(t, slug)).client);
+  afterAll(async () => {
+    await (client as Partial<Client>).close?.();
+  });
+  return client;
 }
 
 export type Structured = Record<string, any>;

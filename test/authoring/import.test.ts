@@ -4,22 +4,12 @@
  * imported, nothing written; other content → refused); duplicate external ids refused before any
  * write; concurrent identical imports write once. Also external ids on the create_* tools.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backend, startApp, type TestApp } from '../helpers/harness.ts';
-import { authorClient, contentCounts, contentShape, fails, ok, type Structured } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { backend, useApp } from '../helpers/harness.ts';
+import { useAuthorClient, contentCounts, contentShape, fails, ok, type Structured } from './helpers.ts';
 
-let t: TestApp;
-let client: Client;
-
-beforeAll(async () => {
-  t = await startApp();
-  client = (await authorClient(t, 'acme')).client;
-});
-afterAll(async () => {
-  await client?.close();
-  await t?.close();
-});
+const t = useApp();
+const client = useAuthorClient(t);
 
 const rubric = [{ criterion: 'Explains the idea', weight: 2 }, { criterion: 'Gives an example' }];
 /** A two-unit program with external ids at every level. */

@@ -4,11 +4,10 @@
  * import_program call; read back through the bounded reads, each tree intact and in source order. (The full-stack
  * path, one call per record and in bulk, is odin-full-stack.test.ts.)
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
 import { importOdinBulk, loadOdin, ODIN_MISSING, odinAvailable, readProgram } from '../helpers/odin.ts';
-import { authorClient, contentShape, type Structured } from './helpers.ts';
+import { useAuthorClient, contentShape, type Structured } from './helpers.ts';
 
 const COURSES = [
   ['odin-foundations.json', [8, 46, 45, 244]],
@@ -16,17 +15,8 @@ const COURSES = [
 ] as const;
 
 describe.skipIf(!odinAvailable())(`Odin courses imported with import_program (${odinAvailable() ? 'data present' : ODIN_MISSING})`, () => {
-  let t: TestApp;
-  let client: Client;
-
-  beforeAll(async () => {
-    t = await startApp();
-    client = (await authorClient(t, 'acme')).client;
-  });
-  afterAll(async () => {
-    await client?.close();
-    await t?.close();
-  });
+  const t = useApp();
+  const client = useAuthorClient(t);
 
   it.each(COURSES)('%s: read back intact and in order', async (file, sizes) => {
     const source = loadOdin(file);

@@ -4,23 +4,13 @@
  * position is a clear refusal with nothing written, and concurrent inserts into one parent never
  * share a position. A fast-check model drives random sequences of the three operations.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backend, startApp, type TestApp } from '../helpers/harness.ts';
-import { authorClient, contentCounts, fails, ok, type Structured } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { backend, useApp } from '../helpers/harness.ts';
+import { useAuthorClient, contentCounts, fails, ok, type Structured } from './helpers.ts';
 
-let t: TestApp;
-let client: Client;
-
-beforeAll(async () => {
-  t = await startApp();
-  client = (await authorClient(t, 'acme')).client;
-});
-afterAll(async () => {
-  await client?.close();
-  await t?.close();
-});
+const t = useApp();
+const client = useAuthorClient(t);
 
 const activity = (lesson_id: string, title: string, extra: Record<string, unknown> = {}) => ({
   lesson_id, title, kind: 'document', spec: 'Write it', rubric: [{ criterion: 'c' }], ...extra,

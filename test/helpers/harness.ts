@@ -153,18 +153,36 @@ export async function startApp(
  * hook, so it may use what earlier hooks set up (a loopback model's URL).
  */
 export function useApp(start: () => Promise<TestApp> = () => startApp()): TestApp {
-  let started: TestApp | undefined;
-  beforeAll(async () => {
-    started = await start();
-  });
+  const app = useFixture(start);
   afterAll(async () => {
-    await started?.close();
+    await (app as Partial<TestApp>).close?.();
   });
-  return new Proxy({} as TestApp, {
-    get(_, key) {
-      if (!started) throw new Error('the app fixture is used before its beforeAll hook ran');
-      return started[key as keyof TestApp];
+  return app;
+}
+
+/**
+ * A value made once for a test file or `describe` block by `make` (in a `beforeAll`, after the
+ * hooks registered before this call): the returned handle forwards to it, so
+ * `const a = useFixture(() => seedTenant(t, 'alpha'))` reads as the seeded tenant in tests.
+ */
+export function useFixture<T extends object>(make: () => Promise<T>): T {
+  let value: T | undefined;
+  beforeAll(async () => {
+    value = await make();
+  });
+  const target = () => {
+    if (!value) throw new Error('the fixture is used before its beforeAll hook ran');
+    return value;
+  };
+  return new Proxy({} as T, {
+    get: (_, key) => {
+      if (value === undefined && key === 'close') return undefined;
+      const got = Reflect.get(target(), key);
+      return typeof got === 'function' ? got.bind(value) : got; // methods run on the value itself
     },
+    has: (_, key) => Reflect.has(target(), key),
+    ownKeys: () => Reflect.ownKeys(target()),
+    getOwnPropertyDescriptor: (_, key) => ({ ...Reflect.getOwnPropertyDescriptor(target(), key), configurable: true }),
   });
 }
 

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordVerificationCount } from '../../src/identity/passwords.ts';
 import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
 import { auth, identityConfig } from './helpers.ts';
+import { REDIS_URL } from '../helpers/redis.ts';
 
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const redisUp = await (async () => {
   const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 500, retryStrategy: () => null });
   try {

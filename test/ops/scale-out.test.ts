@@ -7,7 +7,6 @@
  * PostgreSQL only (an embedded PGlite folder is open in one process at a time), and the rate part
  * needs Redis on 127.0.0.1:6379 (TEST_REDIS_URL); each is skipped with its reason otherwise.
  */
-import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/index.ts';
 import { backend, startApp, type TestApp } from '../helpers/harness.ts';
@@ -16,16 +15,9 @@ import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 import { seedActivity, type SeededActivity } from '../embed/fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
+import { REDIS_URL, redisReachable } from '../helpers/redis.ts';
 
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const redisUp = await new Promise<boolean>((resolve) => {
-  const url = new URL(REDIS_URL);
-  const socket = createConnection({ host: url.hostname, port: Number(url.port || 6379) });
-  socket.setTimeout(500);
-  socket.once('connect', () => (socket.destroy(), resolve(true)));
-  socket.once('error', () => resolve(false));
-  socket.once('timeout', () => (socket.destroy(), resolve(false)));
-});
+const redisUp = await redisReachable();
 const skip = backend !== 'postgres' ? 'PostgreSQL only (TEST_DATABASE_URL)' : !redisUp ? `Redis is not reachable at ${REDIS_URL}` : undefined;
 
 /** The default rate budget of each key in this suite, per minute. */

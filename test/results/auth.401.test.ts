@@ -2,17 +2,13 @@
  * Results API, 401 unauthorized: every data route refuses a missing, malformed, unknown or
  * revoked key, in both header styles; a live key works in both styles; health needs none.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
-import { expectError, get, getJson, seedTenant, type KeyStyle, type SeededTenant } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { expectError, get, getJson, seedTenant, type KeyStyle } from './fixtures.ts';
 
-let a: SeededTenant;
-let b: SeededTenant;
 const t = useApp();
-beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-  b = await seedTenant(t, 'beta');
-});
+const a = useFixture(() => seedTenant(t, 'alpha'));
+const b = useFixture(() => seedTenant(t, 'beta'));
 
 /** Every data route, with ids that exist in tenant a (so a pass would be a 200). */
 const routes = () => [

@@ -3,19 +3,15 @@
  * appear in lists, filters or artifact_ids; cursors do not cross tenants; and the database
  * itself (role svc_results + RLS) confines a query that forgot its tenant filter.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { asResultsTenant } from '../../src/db/index.ts';
 import { allStatements, statementFunction } from '../../src/results/queries.ts';
-import { useApp } from '../helpers/harness.ts';
-import { expectError, get, getJson, newArtifact, seedTenant, walk, type KeyStyle, type SeededTenant } from './fixtures.ts';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { expectError, get, getJson, newArtifact, seedTenant, walk, type KeyStyle } from './fixtures.ts';
 
-let a: SeededTenant;
-let b: SeededTenant;
 const t = useApp();
-beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-  b = await seedTenant(t, 'beta');
-});
+const a = useFixture(() => seedTenant(t, 'alpha'));
+const b = useFixture(() => seedTenant(t, 'beta'));
 
 const STYLES: KeyStyle[] = ['bearer', 'x-svc-api-key'];
 

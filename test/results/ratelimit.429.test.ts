@@ -4,20 +4,12 @@
  * answer; shared across app instances through Redis when REDIS_URL is set (Redis runs on
  * 127.0.0.1:6379 here; the Redis part is skipped, with a message, when it is not reachable).
  */
-import { createConnection } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
 import { expectError, get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
+import { REDIS_URL, redisReachable } from '../helpers/redis.ts';
 
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const redisUp = await new Promise<boolean>((resolve) => {
-  const url = new URL(REDIS_URL);
-  const socket = createConnection({ host: url.hostname, port: Number(url.port || 6379) });
-  socket.setTimeout(500);
-  socket.once('connect', () => (socket.destroy(), resolve(true)));
-  socket.once('error', () => resolve(false));
-  socket.once('timeout', () => (socket.destroy(), resolve(false)));
-});
+const redisUp = await redisReachable();
 if (!redisUp) console.warn(`ratelimit.429: Redis is not reachable at ${REDIS_URL}; the cross-process tests are skipped`);
 
 const LIMIT = 3;

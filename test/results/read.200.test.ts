@@ -1,16 +1,12 @@
 /** Results API, successful reads: exact shapes of every endpoint, filters, progress math. */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SERVICE_NAME, VERSION } from '../../src/version.ts';
-import { useApp } from '../helpers/harness.ts';
-import { getJson, newArtifact, newProgram, newProgress, newResult, RFC3339_MICROS, seedTenant, UUID, type SeededTenant } from './fixtures.ts';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { getJson, newArtifact, newProgram, newProgress, newResult, RFC3339_MICROS, seedTenant, UUID } from './fixtures.ts';
 
-let a: SeededTenant;
-let b: SeededTenant;
 const t = useApp();
-beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-  b = await seedTenant(t, 'beta');
-});
+const a = useFixture(() => seedTenant(t, 'alpha'));
+const b = useFixture(() => seedTenant(t, 'beta'));
 
 const LIST_KEYS = ['data', 'has_more', 'next_cursor'];
 // DESIGN §6's fields plus updated_at (issue #4) and program_id, unit_id (issue #14).

@@ -4,17 +4,13 @@
  * updated_at; content changes move progress; and a transaction that commits late is never
  * skipped by a consumer tailing the feed (two overlapping transactions, PostgreSQL only).
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { backend, useApp } from '../helpers/harness.ts';
-import { expectError, get, getJson, newArtifact, newProgram, newProgress, newResult, RFC3339_MICROS, seedTenant, walk, type SeededTenant } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { backend, useApp, useFixture } from '../helpers/harness.ts';
+import { expectError, get, getJson, newArtifact, newProgram, newProgress, newResult, RFC3339_MICROS, seedTenant, walk } from './fixtures.ts';
 
-let a: SeededTenant;
-let b: SeededTenant;
 const t = useApp();
-beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-  b = await seedTenant(t, 'beta');
-});
+const a = useFixture(() => seedTenant(t, 'alpha'));
+const b = useFixture(() => seedTenant(t, 'beta'));
 
 const EPOCH = '2000-01-01T00:00:00Z';
 const LISTS = [

@@ -19,7 +19,7 @@ import { looksLikeHtml, readHtml } from './html.ts';
 import { pdfText } from './pdf.ts';
 import { readRepo } from './repo.ts';
 import { humanSize } from './repo-files.ts';
-import { Unreadable, type ArtifactImage, type ArtifactPart, type ArtifactView, type ReadOptions, type ReadSource } from './types.ts';
+import { fetchBounds, Unreadable, type ArtifactImage, type ArtifactPart, type ArtifactView, type ReadOptions, type ReadSource } from './types.ts';
 
 export { Unreadable } from './types.ts';
 export type { ArtifactImage, ArtifactPart, ArtifactView, ReadOptions } from './types.ts';
@@ -139,12 +139,7 @@ export async function readArtifact(artifact: ArtifactInput, o: ReadOptions): Pro
   if (artifact.ref_url) {
     try {
       const res = await fetchResource(artifact.ref_url, {
-        allowPrivate: o.allowPrivate,
-        timeoutMs: o.timeoutMs,
-        maxBytes: o.maxBytes,
-        signal: o.signal,
-        lookup: o.lookup,
-        isBlocked: o.isBlocked,
+        ...fetchBounds(o),
         accept: accepts(artifact.kind),
       });
       const mime = mimeOf(res.contentType);

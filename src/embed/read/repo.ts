@@ -26,7 +26,7 @@ import { createGunzip } from 'node:zlib';
 import tarStream from 'tar-stream';
 import { fetchResource, FetchRefused, refuseUrl, resolveAllowed } from '../fetch-page.ts';
 import { humanSize, MAX_FILE_BYTES, repoText, type RepoFile } from './repo-files.ts';
-import { Unreadable, type ReadOptions } from './types.ts';
+import { fetchBounds, Unreadable, type ReadOptions } from './types.ts';
 
 /** Blobs over this size are not downloaded (partial clone) nor shown. */
 export const MAX_BLOB_BYTES = 1024 * 1024;
@@ -269,12 +269,7 @@ async function readArchive(url: string, o: ReadOptions, budget: number): Promise
   let archive;
   try {
     archive = await fetchResource(url, {
-      allowPrivate: o.allowPrivate,
-      timeoutMs: o.timeoutMs,
-      maxBytes: o.maxBytes,
-      signal: o.signal,
-      lookup: o.lookup,
-      isBlocked: o.isBlocked,
+      ...fetchBounds(o),
       accept: () => true,
       acceptHeader: 'application/gzip, application/x-tar, application/octet-stream;q=0.5',
     });

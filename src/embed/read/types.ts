@@ -22,6 +22,16 @@ export interface ReadOptions {
   isBlocked?: FetchOptions['isBlocked'];
 }
 
+/** The download bounds of `o` as `fetchResource` takes them (the caller adds what to accept). */
+export const fetchBounds = (o: ReadOptions) => ({
+  allowPrivate: o.allowPrivate,
+  timeoutMs: o.timeoutMs,
+  maxBytes: o.maxBytes,
+  signal: o.signal,
+  lookup: o.lookup,
+  isBlocked: o.isBlocked,
+});
+
 /** An image for a vision-capable model, as a data URL. */
 export interface ArtifactImage {
   /** Where it came from: `content` or the URL. */
