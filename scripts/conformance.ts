@@ -4,10 +4,10 @@
  * → sign-in → Allow → token) gives the access token, and a loopback proxy adds it to every
  * request, since the suite has no option for credentials.
  *
- *   npx tsx scripts/conformance.ts [scenario …]      (default: the scenarios listed below)
+ *   npm run conformance [-- scenario …]      (default: the scenarios listed below)
  *
- * Needs the conformance package on the npm registry (fetched by npx) and Node.js ≥ 22 on PATH
- * for it (it uses fs.globSync). The suite's auth scenarios test MCP *clients* against its own
+ * Needs the conformance package on the npm registry (fetched by npx) and Node.js ≥ 22 for it (it
+ * uses fs.globSync): under npm, the project's Node.js 24. The suite's auth scenarios test MCP *clients* against its own
  * servers, so they do not apply to this server; its tool, resource and prompt scenarios expect
  * the suite's reference tools (test_simple_text, …), which a real server does not have.
  * Results: docs/connect-mcp.md "Conformance".
