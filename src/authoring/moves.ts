@@ -8,7 +8,10 @@
  * below follows (the program of lessons and activities; the lesson of an activity's learner
  * results). Positions obey the rules of migration 0030 — 1-based, contiguous, no duplicates even
  * under concurrent calls — with the order locks of both programs, taken here before the row is
- * touched (as updates and deletes do), in one global order, so concurrent moves cannot deadlock.
+ * touched (as updates and deletes do), in one global order. A move can still meet a deadlock when
+ * another move re-parents its record between that lock and the update (the update then follows the
+ * record to a program it has not locked): PostgreSQL aborts one of the two, and `invoke` (tool.ts)
+ * runs the victim's transaction again, so the caller sees the move done.
  *
  * Refused, nothing changed (`isError`): an unknown or invisible record or parent ("… not found";
  * an id of another kind is named, so a move into one's own descendant reads "unit … not found

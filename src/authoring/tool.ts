@@ -12,6 +12,7 @@
  * can read it and correct itself); an unknown tool is a JSON-RPC -32602 protocol error.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import pRetry from 'p-retry';
 import { z } from 'zod';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { asUser, type Queryable } from '../db/index.ts';
@@ -65,11 +66,28 @@ export const CREATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: f
 export const UPDATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 export const DELETE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 
-/** Run one validated call of `tool` as the caller and build its result. */
+/**
+ * SQLSTATEs after which PostgreSQL asks for the whole transaction to be run again: a deadlock
+ * victim (40P01 — e.g. two moves whose records another move re-parented between their lock and
+ * their update) and a serialization failure (40001). The transaction rolled back, so a rerun is safe.
+ */
+const RERUN = new Set(['40P01', '40001']);
+
+/**
+ * Run one validated call of `tool` as the caller and build its result. A transaction PostgreSQL
+ * aborted as a deadlock victim or for serialization runs again, twice at most, after 5–50 ms
+ * (p-retry); any other failure answers at once.
+ */
 export async function invoke(tool: AnyTool, ctx: ToolContext, args: Record<string, unknown>): Promise<CallToolResult> {
   let answer: ToolAnswer;
   try {
-    answer = await asUser(ctx.deps.db, ctx.session.claims, (tx) => tool.run(args, tx, ctx));
+    answer = await pRetry(() => asUser(ctx.deps.db, ctx.session.claims, (tx) => tool.run(args, tx, ctx)), {
+      retries: 2,
+      minTimeout: 5,
+      maxTimeout: 50,
+      randomize: true,
+      shouldRetry: ({ error }) => RERUN.has((error as { code?: string }).code ?? ''),
+    });
   } catch (err) {
     return failureResult(err, ctx.log, tool.name);
   }
