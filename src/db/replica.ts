@@ -14,11 +14,14 @@
  * - the caller says the answer is stale (`stale.result` / `stale.error`): a feed page that would
  *   end before the cursor it continues, an object not there yet (404).
  *
+ * Each such fallback is counted in `svc_db_replica_fallbacks_total{reason}` (src/telemetry/metrics.ts):
+ * the service stays up on the primary alone, and the metric is how an operator sees it doing so.
  * Everything else the replica throws is the caller's, as from the primary. Writes, API-key and
  * session checks (revocation must hold at once) never come here: they use `deps.db`.
  */
 import { isDbUnavailable, sqlState } from './errors.ts';
 import type { Db } from './types.ts';
+import { replicaFallbacks } from '../telemetry/metrics.ts';
 
 /** SQLSTATEs of a replica that is behind the primary: undefined_function, serialization_failure. */
 const BEHIND = new Set(['42883', '40001']);
@@ -46,8 +49,15 @@ export async function fromReplica<T>(
   try {
     value = await read(target.readDb);
   } catch (err) {
-    if (isDbUnavailable(err) || BEHIND.has(sqlState(err) ?? '') || stale.error?.(err)) return read(target.db);
-    throw err;
+    const reason = isDbUnavailable(err) ? 'unavailable' : BEHIND.has(sqlState(err) ?? '') ? 'behind' : stale.error?.(err) ? 'stale' : undefined;
+    if (reason === undefined) throw err;
+    return onPrimary(target.db, read, reason);
   }
-  return stale.result?.(value) ? read(target.db) : value;
+  return stale.result?.(value) ? onPrimary(target.db, read, 'stale') : value;
+}
+
+/** The primary's run of a replica read, counted by why (`svc_db_replica_fallbacks_total`). */
+function onPrimary<T>(db: Db, read: (db: Db) => Promise<T>, reason: 'unavailable' | 'behind' | 'stale'): Promise<T> {
+  replicaFallbacks.inc({ reason });
+  return read(db);
 }

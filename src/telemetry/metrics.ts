@@ -48,6 +48,15 @@ export const modelCallDuration = new client.Histogram<'outcome'>({
 export const authGrants = counter('svc_auth_grants_total', 'Token grants by grant type and outcome (success, failure).', ['grant_type', 'outcome']);
 export const rateLimited = counter('svc_rate_limited_total', 'Requests answered 429 (rate limits, budgets), by surface.', ['surface']);
 export const toolCalls = counter('svc_mcp_tool_calls_total', 'MCP tools/call requests by tool and outcome (ok, error, invalid).', ['tool', 'outcome']);
+/**
+ * Reads meant for the read replica that the primary answered (src/db/replica.ts `fromReplica`), by
+ * reason: `unavailable` (the replica is down or refusing), `behind` (it has not replayed the
+ * statement functions yet, or replay cancelled the query), `stale` (its answer was older than what
+ * the caller knew). A steady `unavailable` rate means every replica read costs the primary twice.
+ */
+export const replicaFallbacks = counter('svc_db_replica_fallbacks_total', 'Replica reads answered by the primary instead, by reason (unavailable, behind, stale).', [
+  'reason',
+]);
 export const toolCallDuration = new client.Histogram<'tool'>({
   name: 'svc_mcp_tool_call_duration_seconds',
   help: 'Duration of MCP tool calls, in seconds.',

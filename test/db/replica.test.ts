@@ -11,6 +11,7 @@ import pg from 'pg';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { migrate, openDb, type Db } from '../../src/db/index.ts';
 import { startApp, type TestApp } from '../helpers/harness.ts';
+import { replicaFallbacks } from '../../src/telemetry/metrics.ts';
 import { createCluster, createReplica, replicaUnavailable, type Cluster } from '../helpers/pg-cluster.ts';
 import { getJson, newResult, newUser, seedTenant, type SeededTenant } from '../results/fixtures.ts';
 import { post, seedActivity } from '../embed/fixtures.ts';
@@ -75,6 +76,8 @@ describe.skipIf(replicaUnavailable !== undefined)(`read replica on a streaming s
   }
 
   const ids = (page: { data: { id: string }[] }) => page.data.map((r) => r.id);
+  /** This process's `svc_db_replica_fallbacks_total{reason}` (both apps share the registry). */
+  const fallbacks = async (reason: string) => (await replicaFallbacks.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
   const feed = (t: TestApp, query: string) => getJson(t, `/v1/activity-results?updated_since=${EPOCH}${query}`, acme.key);
 
   beforeAll(async () => {
@@ -121,7 +124,9 @@ describe.skipIf(replicaUnavailable !== undefined)(`read replica on a streaming s
       expect(ids(await getJson(replicaApp, '/v1/activity-results?limit=200', acme.key))).not.toContain(written.id);
       expect(ids(await getJson(primaryApp, '/v1/activity-results?limit=200', acme.key))).toContain(written.id);
       // Asked for by id (it just came back from the judge, say), it is found on the primary.
+      const stale = await fallbacks('stale');
       expect((await getJson(replicaApp, `/v1/activity-results/${written.id}`, acme.key)).id).toBe(written.id);
+      expect(await fallbacks('stale')).toBe(stale + 1);
     } finally {
       await resumeReplay();
     }
@@ -230,11 +235,13 @@ describe.skipIf(replicaUnavailable !== undefined)(`read replica on a streaming s
     }
   });
 
-  it('reads on the primary while the replica is down', async () => {
+  it('reads on the primary while the replica is down, and counts it for the operator', async () => {
     await replica.stop();
     try {
+      const before = await fallbacks('unavailable');
       const page = await getJson(replicaApp, '/v1/activity-results?limit=200', acme.key);
       expect(ids(page)).toEqual(ids(await getJson(primaryApp, '/v1/activity-results?limit=200', acme.key)));
+      expect(await fallbacks('unavailable')).toBe(before + 1);
     } finally {
       await replica.start();
     }
