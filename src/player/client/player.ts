@@ -349,9 +349,10 @@ async function submit(f: HTMLFormElement) {
     post({ type: 'svc:submitted', v: PROTOCOL_VERSION, activity_id: activity!.id });
     answer = await pending;
   } catch (err) {
-    button.disabled = false;
+    const error = asPlayerError(err);
+    button.disabled = error.code === 'archived'; // retired: no later submission can succeed
     hideOutcome();
-    showError(asPlayerError(err), button);
+    showError(error, button);
     return;
   }
   await followGrade(answer.result_id, answer.artifact_id);
