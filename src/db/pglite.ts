@@ -9,8 +9,18 @@ import type { Db, Queryable } from './types.ts';
 const rawText = (value: string) => value;
 const parsers = { [types.TIMESTAMPTZ]: rawText, [types.TIMESTAMP]: rawText, [types.NUMERIC]: Number };
 
-export async function openPglite(dataDir?: string): Promise<Db> {
-  const pg = await PGlite.create(dataDir ? { dataDir, parsers } : { parsers });
+/** The embedded database; `dumpDataDir` is PGlite's: the data directory as an uncompressed tarball. */
+export interface PgliteDb extends Db {
+  dumpDataDir(): Promise<Blob>;
+}
+
+/**
+ * Open PGlite in `dataDir`, or in memory when it is undefined. `from`: a data directory dumped by
+ * `dumpDataDir` to start from instead of an empty cluster (PGlite's `loadDataDir`; it skips
+ * initdb — the tests start each in-memory database from one migrated dump, test/helpers).
+ */
+export async function openPglite(dataDir?: string, from?: Blob): Promise<PgliteDb> {
+  const pg = await PGlite.create({ parsers, ...(dataDir ? { dataDir } : {}), ...(from ? { loadDataDir: from } : {}) });
   // Operations started and not finished (PGlite runs one at a time; the rest wait): for poolStats.
   let inFlight = 0;
   const counted = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -42,6 +52,7 @@ export async function openPglite(dataDir?: string): Promise<Db> {
       onListen?.();
       return () => stop();
     },
+    dumpDataDir: () => pg.dumpDataDir('none'),
     close: () => pg.close(),
   };
 }

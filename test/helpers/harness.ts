@@ -15,6 +15,8 @@ import { defaultSections } from '../../src/config/sections.ts';
 import { migrate, openDb, type Db } from '../../src/db/index.ts';
 import type { Deps } from '../../src/deps.ts';
 import { runOp, type OpName } from '../../src/admin/ops.ts';
+import { openPglite } from '../../src/db/pglite.ts';
+import { migratedSnapshot } from './pglite-snapshot.ts';
 
 export const backend = process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite';
 
@@ -82,8 +84,8 @@ export const testJudge = (baseUrl: string, overrides: Partial<JudgeConfig> = {})
 export async function freshDb(): Promise<{ db: Db; url?: string; drop: () => Promise<void> }> {
   const server = process.env.TEST_DATABASE_URL;
   if (!server) {
-    const db = await openDb({});
-    await migrate(db);
+    const db = await openPglite(undefined, await migratedSnapshot());
+    await migrate(db); // nothing to do on the snapshot: it checks that
     return { db, drop: () => db.close() };
   }
   const name = `svc_test_${randomBytes(6).toString('hex')}`;
