@@ -37,7 +37,7 @@ function documentFor(config: Config): Document {
 const withServer = (doc: Document, config: Config): Document => ({ ...doc, servers: [{ url: config.baseUrl }] });
 
 const header = (description: string, schema: Record<string, unknown>) => ({ description, schema });
-/** Response headers of the document, by name (src/results/routes.ts, rate-limit.ts, app.ts send them). */
+/** Response headers of the document (its `components.headers`), by name (src/results/routes.ts, rate-limit.ts, app.ts send them). */
 const HEADERS = {
   'X-Request-Id': header('The request’s id (yours if you sent a valid one, else a uuid); quote it to support.', { type: 'string' }),
   'RateLimit-Limit': header('Requests the key may make per window.', { type: 'integer' }),
@@ -102,7 +102,7 @@ function shareComponents(doc: { paths?: Record<string, Record<string, Operation>
         }
         responses[shared] ??= documented;
         if (!isDeepStrictEqual(responses[shared], documented)) {
-          throw new Error(`${op.operationId}: its ${status} answer differs from the other keyed operations' (components.responses.${shared})`);
+          throw new Error(`${op.operationId} ${status}: differs from the keyed operations' components.responses.${shared}`);
         }
         answers[status] = ref('responses', shared);
       }
