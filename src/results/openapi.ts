@@ -12,6 +12,7 @@
  * app is ready) with @fastify/swagger's static mode, which @fastify/swagger-ui reads.
  * The `servers` entry is the configured BASE_URL, read at request time.
  */
+import { isDeepStrictEqual } from 'node:util';
 import fastifySwagger from '@fastify/swagger';
 import type { OpenAPIV3 } from 'openapi-types';
 import fastifySwaggerUi from '@fastify/swagger-ui';
@@ -36,7 +37,7 @@ function documentFor(config: Config): Document {
 const withServer = (doc: Document, config: Config): Document => ({ ...doc, servers: [{ url: config.baseUrl }] });
 
 const header = (description: string, schema: Record<string, unknown>) => ({ description, schema });
-/** Response headers of the document, by name (src/results/routes.ts, rate-limit.ts, app.ts send them). */
+/** Response headers of the document (its `components.headers`), by name (src/results/routes.ts, rate-limit.ts, app.ts send them). */
 const HEADERS = {
   'X-Request-Id': header('The request’s id (yours if you sent a valid one, else a uuid); quote it to support.', { type: 'string' }),
   'RateLimit-Limit': header('Requests the key may make per window.', { type: 'integer' }),
@@ -50,26 +51,60 @@ const HEADERS = {
   ),
 };
 
-type Operation = { operationId?: string; security?: unknown[]; parameters?: { name: string }[]; responses?: Record<string, { headers?: object }> };
+type Operation = { operationId?: string; security?: unknown[]; parameters?: { name: string }[]; responses?: Record<string, object> };
+type Components = { headers?: Record<string, unknown>; responses?: Record<string, unknown> };
+
+/** A Reference Object to `#/components/<kind>/<name>`. */
+const ref = (kind: keyof Components, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
 /**
- * Document the response headers on every operation: X-Request-Id everywhere; on keyed routes the
- * RateLimit-* headers; Retry-After on 429 and 503; on list pages (200) Link, and the watermark
- * header where the list has a feed.
+ * The error answers of the keyed operations (routes.ts's ERRORS, with their headers), by status:
+ * each is the same on every keyed operation, so the document holds it once, in
+ * `components.responses` under this name.
  */
-function documentHeaders(doc: { paths?: Record<string, Record<string, Operation>> }): void {
+const SHARED_ERRORS: Record<string, string> = {
+  400: 'InvalidRequest',
+  401: 'Unauthorized',
+  404: 'NotFound',
+  429: 'RateLimited',
+  500: 'InternalError',
+  503: 'Unavailable',
+};
+
+/**
+ * Document the response headers of every operation, as references to `components.headers`:
+ * X-Request-Id everywhere; on keyed routes the RateLimit-* headers; Retry-After on 429 and 503;
+ * on list pages (200) Link, and the watermark header where the list has a feed. Then move the
+ * keyed operations' error answers to `components.responses` (SHARED_ERRORS) and reference them;
+ * throws if one operation's answer differs from another's of the same status.
+ */
+function shareComponents(doc: { paths?: Record<string, Record<string, Operation>>; components?: Components }): void {
+  const components = (doc.components ??= {});
+  components.headers = HEADERS;
+  const responses: Record<string, unknown> = (components.responses = {});
   for (const item of Object.values(doc.paths ?? {})) {
     for (const op of Object.values(item)) {
       const keyed = (op.security ?? []).length > 0;
       const list = op.operationId?.startsWith('list_') === true;
       const feed = list && (op.parameters ?? []).some((p) => p.name === 'updated_since');
-      for (const [status, response] of Object.entries(op.responses ?? {})) {
+      const answers = op.responses ?? {};
+      for (const [status, response] of Object.entries(answers)) {
         const names: (keyof typeof HEADERS)[] = ['X-Request-Id'];
         if (keyed && status !== '401') names.push('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset');
         if (status === '429' || status === '503') names.push('Retry-After');
         if (status === '200' && list) names.push('Link');
         if (status === '200' && feed) names.push('Svc-Consistent-Through');
-        response.headers = Object.fromEntries(names.map((n) => [n, HEADERS[n]]));
+        const documented = { ...response, headers: Object.fromEntries(names.map((n) => [n, ref('headers', n)])) };
+        const shared = keyed ? SHARED_ERRORS[status] : undefined;
+        if (shared === undefined) {
+          answers[status] = documented;
+          continue;
+        }
+        responses[shared] ??= documented;
+        if (!isDeepStrictEqual(responses[shared], documented)) {
+          throw new Error(`${op.operationId} ${status}: differs from the keyed operations' components.responses.${shared}`);
+        }
+        answers[status] = ref('responses', shared);
       }
     }
   }
@@ -121,7 +156,7 @@ export async function registerOpenApi(app: FastifyInstance, deps: Deps): Promise
       const doc = transformObject(input);
       const schemas = ((doc as { components?: { schemas?: Record<string, unknown> } }).components?.schemas ?? {}) as Record<string, unknown>;
       for (const name of Object.keys(schemas)) if (name.endsWith('Input')) delete schemas[name];
-      documentHeaders(doc as Parameters<typeof documentHeaders>[0]);
+      shareComponents(doc as Parameters<typeof shareComponents>[0]);
       return doc;
     },
   });

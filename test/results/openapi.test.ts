@@ -52,6 +52,9 @@ function resolve(ref: string): unknown {
     .reduce<any>((node, part) => node?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
 }
 
+/** An operation's answer: a shared one (`components.responses`) through its `$ref`. */
+const answer = (response: any): any => (response.$ref === undefined ? response : resolve(response.$ref));
+
 /** Every `$ref` anywhere under `node`. */
 function refs(node: unknown, out: string[] = []): string[] {
   if (Array.isArray(node)) for (const item of node) refs(item, out);
@@ -120,14 +123,15 @@ describe('the document', () => {
       expect(Object.keys(doc.paths[path]), path).toEqual(['get']);
       const op = doc.paths[path].get;
       expect(Object.keys(op.responses).map(Number).sort(), path).toEqual(statuses);
-      for (const [status, response] of Object.entries<any>(op.responses)) {
+      const answers = Object.entries<any>(op.responses).map(([status, response]) => [status, answer(response)]);
+      for (const [status, response] of answers) {
         expect(response.description, `${path} ${status}`).toEqual(expect.any(String));
         expect(Object.keys(response.content), `${path} ${status}`).toEqual(['application/json']);
       }
       expect(operationIds.has(op.operationId), path).toBe(false);
       operationIds.add(op.operationId);
       expect(op.security).toEqual(path === '/v1/health' ? [] : [{ bearerKey: [] }, { headerKey: [] }]);
-      for (const [status, response] of Object.entries<any>(op.responses)) {
+      for (const [status, response] of answers) {
         expect(Object.keys(response.headers ?? {}), `${path} ${status}`).toContain('X-Request-Id');
         if (status === '429') expect(Object.keys(response.headers)).toContain('Retry-After');
       }
@@ -185,7 +189,7 @@ describe('the document', () => {
     ]);
     for (const path of Object.keys(ROUTES)) {
       const op = doc.paths[path].get;
-      for (const response of Object.values<any>(op.responses)) validatorFor(response.content['application/json'].schema);
+      for (const response of Object.values<any>(op.responses).map(answer)) validatorFor(response.content['application/json'].schema);
       for (const p of op.parameters ?? []) validatorFor(p.schema);
     }
   });
@@ -196,7 +200,7 @@ describe('the document matches the answers', () => {
     const res = await get(t, url, key);
     expect(res.status, url).toBe(expectedStatus);
     const body = await res.json();
-    const validate = validatorFor(doc.paths[route].get.responses[String(expectedStatus)].content['application/json'].schema);
+    const validate = validatorFor(answer(doc.paths[route].get.responses[String(expectedStatus)]).content['application/json'].schema);
     expect(validate(body), `${url}: ${JSON.stringify(validate.errors)}`).toBe(true);
     return body;
   };

@@ -459,10 +459,103 @@ export interface components {
             };
         };
     };
-    responses: never;
+    responses: {
+        /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
+        InvalidRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
+        Unauthorized: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
+        NotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
+        RateLimited: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `internal_error`: something failed on our side; quote `request_id`. */
+        InternalError: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
+        Unavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
+        "X-Request-Id": string;
+        /** @description Requests the key may make per window. */
+        "RateLimit-Limit": number;
+        /** @description Requests left in the current window. */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until the window resets. */
+        "RateLimit-Reset": number;
+        /** @description Seconds to wait before retrying. */
+        "Retry-After": number;
+        /** @description `<url>; rel="next"` when another page follows. */
+        Link: string;
+        /** @description On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body. */
+        "Svc-Consistent-Through": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -479,8 +572,7 @@ export interface operations {
             /** @description The service is up. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -495,8 +587,7 @@ export interface operations {
             /** @description `invalid_request`: the request URL is too long. */
             400: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -530,18 +621,12 @@ export interface operations {
             /** @description One page, oldest first. `Link: <…>; rel="next"` when another page follows. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description `<url>; rel="next"` when another page follows. */
-                    Link?: string;
-                    /** @description On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body. */
-                    "Svc-Consistent-Through"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    Link: components["headers"]["Link"];
+                    "Svc-Consistent-Through": components["headers"]["Svc-Consistent-Through"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -555,106 +640,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     get_activity_result: {
@@ -672,120 +663,22 @@ export interface operations {
             /** @description The object. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ActivityResult"];
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_progress: {
@@ -811,18 +704,12 @@ export interface operations {
             /** @description One page, oldest first. `Link: <…>; rel="next"` when another page follows. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description `<url>; rel="next"` when another page follows. */
-                    Link?: string;
-                    /** @description On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body. */
-                    "Svc-Consistent-Through"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    Link: components["headers"]["Link"];
+                    "Svc-Consistent-Through": components["headers"]["Svc-Consistent-Through"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -836,106 +723,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_artifacts: {
@@ -961,18 +754,12 @@ export interface operations {
             /** @description One page, oldest first. `Link: <…>; rel="next"` when another page follows. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description `<url>; rel="next"` when another page follows. */
-                    Link?: string;
-                    /** @description On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body. */
-                    "Svc-Consistent-Through"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    Link: components["headers"]["Link"];
+                    "Svc-Consistent-Through": components["headers"]["Svc-Consistent-Through"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -986,106 +773,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     get_artifact: {
@@ -1103,120 +796,22 @@ export interface operations {
             /** @description The object. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Artifact"];
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_learners: {
@@ -1242,18 +837,12 @@ export interface operations {
             /** @description One page, oldest first. `Link: <…>; rel="next"` when another page follows. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description `<url>; rel="next"` when another page follows. */
-                    Link?: string;
-                    /** @description On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body. */
-                    "Svc-Consistent-Through"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    Link: components["headers"]["Link"];
+                    "Svc-Consistent-Through": components["headers"]["Svc-Consistent-Through"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1267,106 +856,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     get_learner: {
@@ -1384,120 +879,22 @@ export interface operations {
             /** @description The object. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Learner"];
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_programs: {
@@ -1517,16 +914,11 @@ export interface operations {
             /** @description One page, oldest first. `Link: <…>; rel="next"` when another page follows. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description `<url>; rel="next"` when another page follows. */
-                    Link?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1540,106 +932,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     get_program: {
@@ -1660,120 +958,22 @@ export interface operations {
             /** @description The object. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ProgramOutline"];
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     list_deletions: {
@@ -1797,18 +997,12 @@ export interface operations {
             /** @description One page, oldest first. `Link: <…>; rel="next"` when another page follows. */
             200: {
                 headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description `<url>; rel="next"` when another page follows. */
-                    Link?: string;
-                    /** @description On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body. */
-                    "Svc-Consistent-Through"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    Link: components["headers"]["Link"];
+                    "Svc-Consistent-Through": components["headers"]["Svc-Consistent-Through"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1822,106 +1016,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours. */
-            400: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: no API key, or a malformed, unknown or revoked one. */
-            401: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path. */
-            404: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: something failed on our side; quote `request_id`. */
-            500: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
-            503: {
-                headers: {
-                    /** @description The request’s id (yours if you sent a valid one, else a uuid); quote it to support. */
-                    "X-Request-Id"?: string;
-                    /** @description Requests the key may make per window. */
-                    "RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window. */
-                    "RateLimit-Remaining"?: number;
-                    /** @description Seconds until the window resets. */
-                    "RateLimit-Reset"?: number;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }
