@@ -138,17 +138,20 @@ describe('sync()', () => {
   it('ends with exactly the database’s rows under concurrent writes and deletions, resuming after a stop', async () => {
     const mirror = new Map<string, string>();
     // A writer adds, changes and deletes results while the consumer syncs.
+    // It deletes only results it wrote: the seeded ones (and their artifacts) are the export tests'.
     let writing = true;
+    const written: string[] = [];
     const writer = (async () => {
       for (let i = 0; writing && i < 60; i++) {
         const userId = await newUser(t.db);
-        await newResult(t.db, { activityId: activityIds[i % activityIds.length]!, userId, status: 'in_progress' });
+        written.push(await newResult(t.db, { activityId: activityIds[i % activityIds.length]!, userId, status: 'in_progress' }));
         await t.db.query(
           `update activity_results set score = $2 where id = (select id from activity_results where tenant_id = $1 order by random() limit 1)`,
           [a.id, i],
         );
         if (i % 3 === 0) {
-          await t.db.query(`delete from activity_results where id = (select id from activity_results where tenant_id = $1 order by random() limit 1)`, [a.id]);
+          const [id] = written.splice(Math.floor(Math.random() * written.length), 1);
+          await t.db.query(`delete from activity_results where id = $1`, [id]);
         }
         await new Promise((r) => setTimeout(r, 5));
       }
