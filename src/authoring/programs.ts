@@ -7,17 +7,7 @@ import { z } from 'zod';
 import { PG_TIMESTAMP_RE, UUID_RE } from '../lib/ids.ts';
 import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page } from './cursor.ts';
 import { deleteTool, updateTool } from './crud.ts';
-import {
-  clearableText,
-  externalId,
-  insertRecord,
-  longText,
-  ProgramRecord,
-  recordJson,
-  tenantIdBySlug,
-  tenantSlug,
-  title,
-} from './records.ts';
+import { externalId, insertRecord, NEW_FIELDS, ProgramRecord, recordJson, tenantIdBySlug, tenantSlug } from './records.ts';
 import { CREATE, defineTool, READ, type AnyTool } from './tool.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -75,8 +65,7 @@ const createProgram = defineTool({
     'To create a program with all its content in one call, use import_program.',
   input: z.strictObject({
     tenant: tenantSlug('Slug of the tenant that will own the program'),
-    title: title('Program title'),
-    description: longText('What the program is about (markdown)').optional(),
+    ...NEW_FIELDS.program,
     external_id: externalId('among the programs of the tenant').optional(),
   }),
   output: ProgramRecord,
@@ -91,9 +80,6 @@ const createProgram = defineTool({
 export const programTools: AnyTool[] = [
   listPrograms,
   createProgram,
-  updateTool('program', ProgramRecord, {
-    title: title('New title').optional(),
-    description: clearableText('New description (markdown)').optional(),
-  }),
-  deleteTool('program', ProgramRecord),
+  updateTool('program'),
+  deleteTool('program'),
 ];
