@@ -19,7 +19,7 @@ import { z } from 'zod';
 import { explainDbError, ToolFailure } from './errors.ts';
 import { externalId, NEW_FIELDS, ProgramRecord, recordJson, tenantIdBySlug, tenantSlug } from './records.ts';
 import { defineTool, type AnyTool, type Progress } from './tool.ts';
-import { programOutline, treeCounts, writeChildren, type Json, type LevelWritten, type UnitInput } from './tree.ts';
+import { programOutline, treeCounts, treeCountsSchema, writeChildren, type Json, type LevelWritten, type UnitInput } from './tree.ts';
 
 /** Most records (units + lessons + activities) one import may hold. */
 export const MAX_IMPORT_RECORDS = 20_000;
@@ -83,13 +83,7 @@ const OutlineRecord = {
 
 const ImportOutput = ProgramRecord.extend({
   created: z.boolean().describe('true: written by this call; false: this external_id was already imported with the same content, nothing written'),
-  counts: z
-    .object({
-      units: z.number().int().describe('Units in the program'),
-      lessons: z.number().int().describe('Lessons in the program'),
-      activities: z.number().int().describe('Activities in the program'),
-    })
-    .describe('Size of the program'),
+  counts: treeCountsSchema('in the program', 'Size of the program'),
   units: z
     .array(
       z.object({
