@@ -28,7 +28,6 @@ import { defineTool, type AnyTool } from './tool.ts';
  */
 export const REVERSIBLE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-
 /** Set (`archive`) or clear the record's own `archived_at`; the record after the change. */
 async function setArchived(tx: Queryable, name: RecordName, id: string, archive: boolean): Promise<Record<string, unknown>> {
   let rows: { record: Record<string, unknown> }[];

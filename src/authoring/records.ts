@@ -1,6 +1,7 @@
 /**
  * The four content records (program → unit → lesson → activity): their field schemas, their
- * JSON shapes, and the insert / update / delete helpers every record type's tools share.
+ * JSON shapes, the per-type tables the tools are built from (parent, fields on create and on
+ * update, output shape), and the insert / update / delete helpers every record type's tools share.
  *
  * All SQL here runs inside the caller's `asUser` transaction, so RLS decides what is visible
  * and writable. Records are returned as PostgreSQL builds them (`to_jsonb(row)`: timestamps as
