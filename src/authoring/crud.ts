@@ -1,35 +1,84 @@
 /**
- * The update_X and delete_X tools, built the same way for the four record types.
+ * The create_X, update_X and delete_X tools, built the same way for the record types from their
+ * tables in records.ts (create_program, which takes a tenant instead of a parent, is in programs.ts).
  *
+ * `create_X {<parent>_id, title, …fields, position?, external_id?}` adds a unit to a program, a
+ * lesson to a unit or an activity to a lesson (an activity says what the learner hands in —
+ * `kind`, `spec` — and how it is graded — `rubric`, `pass_threshold`). The record takes its
+ * tenant (and program) from its parent (trigger of migration 0001); a parent the caller cannot see
+ * reads as "<parent> <id> not found". Positions are kept contiguous by the triggers of migration 0030.
  * `update_X {id, …fields}` changes only the fields given (null clears a nullable text field);
  * `delete_X {id}` deletes the record and everything under it, or refuses (nothing deleted) when
  * an activity that would go has learner results: activity_results → activities is ON DELETE
- * RESTRICT (migration 0001), so no delete path can lose learners' work. Both answer with the
- * record (after the update / as it was before the delete) as `structuredContent`. Both are
- * annotated destructive: an update overwrites what it changes (a graded activity's spec and rubric).
+ * RESTRICT (migration 0001), so no delete path can lose learners' work. All three answer with the
+ * record (as created / after the update / as it was before the delete) as `structuredContent`.
+ * Updates and deletes are annotated destructive: an update overwrites what it changes (a graded
+ * activity's spec and rubric).
  */
 import { z } from 'zod';
-import { article } from './errors.ts';
-import { deleteRecord, updateRecord, uuid, type RecordName } from './records.ts';
-import { defineTool, DELETE, UPDATE, type AnyTool } from './tool.ts';
+import { article, plural } from './errors.ts';
+import {
+  CHANGEABLE_FIELDS,
+  deleteRecord,
+  externalId,
+  insertPosition,
+  insertRecord,
+  movePosition,
+  NEW_FIELDS,
+  PARENT,
+  RECORDS,
+  title,
+  UNDER,
+  updateRecord,
+  uuid,
+  type ChildName,
+  type RecordName,
+} from './records.ts';
+import { CREATE, defineTool, DELETE, UPDATE, type AnyTool } from './tool.ts';
 
-const CHILDREN: Record<RecordName, string> = {
-  program: 'its units, lessons and activities',
-  unit: 'its lessons and activities',
-  lesson: 'its activities',
-  activity: 'nothing else',
-};
+/** What create_X says a new record holds, where there is more to say than its fields. */
+const HOLDS: Partial<Record<ChildName, string>> = { activity: ': what the learner must produce and the rubric it is graded with' };
 
-/** `update_<name>`: `fields` are the optional fields a caller may change. */
-export function updateTool(name: RecordName, output: z.ZodObject, fields: z.ZodRawShape): AnyTool {
+/** `create_<name>` for a unit, lesson or activity: appended to its parent, or inserted at `position`. */
+export function createTool(name: ChildName): AnyTool {
+  const parent = PARENT[name];
+  const parentId = `${parent}_id`;
+  return defineTool({
+    name: `create_${name}`,
+    title: `Create ${article(name)} ${name}`,
+    description:
+      `Add ${article(name)} ${name} to ${article(parent)} ${parent}${HOLDS[name] ?? ''} ` +
+      `(appended at the end, or inserted at \`position\`, moving the later ones down). Returns the ${name} with its id.`,
+    input: z.strictObject({
+      [parentId]: uuid(`Id of the ${parent} the ${name} belongs to`),
+      ...NEW_FIELDS[name],
+      position: insertPosition(`Position within the ${parent}`).optional(),
+      external_id: externalId(`among the ${plural(name)} of the program`).optional(),
+    }),
+    output: RECORDS[name],
+    annotations: CREATE,
+    run: async (args: Record<string, unknown>, tx) => {
+      const record = await insertRecord(tx, name, args, { record: parent, id: args[parentId] as string });
+      return { structured: record, summary: `created ${name} ${record.id} at position ${record.position}` };
+    },
+  });
+}
+
+/** `update_<name>`: the title, the record type's changeable fields and (below a program) the position. */
+export function updateTool(name: RecordName): AnyTool {
   return defineTool({
     name: `update_${name}`,
     title: `Update ${article(name)} ${name}`,
     description:
       `Change fields of one ${name}; only the fields you give are changed (at least one), and what they held is overwritten. ` +
       `Needs the author role in the ${name}'s tenant. Returns the updated ${name}.`,
-    input: z.strictObject({ id: uuid(`Id of the ${name} to change`), ...fields }),
-    output,
+    input: z.strictObject({
+      id: uuid(`Id of the ${name} to change`),
+      title: title('New title').optional(),
+      ...CHANGEABLE_FIELDS[name],
+      ...(name === 'program' ? {} : { position: movePosition(`New position within the ${PARENT[name]}`).optional() }),
+    }),
+    output: RECORDS[name],
     annotations: UPDATE,
     run: async ({ id, ...changes }, tx) => {
       const record = await updateRecord(tx, name, id as string, changes);
@@ -39,16 +88,16 @@ export function updateTool(name: RecordName, output: z.ZodObject, fields: z.ZodR
 }
 
 /** `delete_<name>`. */
-export function deleteTool(name: RecordName, output: z.ZodObject): AnyTool {
+export function deleteTool(name: RecordName): AnyTool {
   return defineTool({
     name: `delete_${name}`,
     title: `Delete ${article(name)} ${name}`,
     description:
-      `Delete one ${name} and ${CHILDREN[name]}${name === 'program' ? '' : `; the ${name === 'activity' ? 'activities' : `${name}s`} after it move up one position`}. ` +
+      `Delete one ${name} and ${UNDER[name]}${name === 'program' ? '' : `; the ${plural(name)} after it move up one position`}. ` +
       'Refused, with nothing deleted, when learners have results on an activity that would go (their work stays resolvable). ' +
       `Needs the author role in the ${name}'s tenant. Returns the deleted ${name}.`,
     input: z.strictObject({ id: uuid(`Id of the ${name} to delete`) }),
-    output,
+    output: RECORDS[name],
     annotations: DELETE,
     run: async ({ id }, tx) => {
       const record = await deleteRecord(tx, name, id);
@@ -56,3 +105,6 @@ export function deleteTool(name: RecordName, output: z.ZodObject): AnyTool {
     },
   });
 }
+
+/** create_X, update_X and delete_X of units, then of lessons, then of activities. */
+export const childTools: AnyTool[] = (['unit', 'lesson', 'activity'] as const).flatMap((name) => [createTool(name), updateTool(name), deleteTool(name)]);

@@ -65,6 +65,8 @@ export const notFound = (record: string, id: string, actually?: string | null) =
   new NotFound(`${record} ${id} not found${actually && actually !== record ? ` (that id is ${article(actually)} ${actually})` : ''}`);
 /** "a" or "an" before a record name ("an activity"). */
 export const article = (record: string) => (record === 'activity' ? 'an' : 'a');
+/** The plural of a record name ("activities"). */
+export const plural = (record: string) => (record === 'activity' ? 'activities' : `${record}s`);
 export const tenantNotFound = (slug: string) => new NotFound(`tenant not found: ${slug}`);
 
 /** What the subject of a statement was, so a database error can name it. */

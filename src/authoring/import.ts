@@ -17,45 +17,27 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { explainDbError, ToolFailure } from './errors.ts';
-import {
-  externalId,
-  kind,
-  longText,
-  passThreshold,
-  ProgramRecord,
-  recordJson,
-  rubric,
-  tenantIdBySlug,
-  tenantSlug,
-  title,
-} from './records.ts';
+import { externalId, NEW_FIELDS, ProgramRecord, recordJson, tenantIdBySlug, tenantSlug } from './records.ts';
 import { defineTool, type AnyTool, type Progress } from './tool.ts';
-import { programOutline, treeCounts, writeChildren, type Json, type LevelWritten, type UnitInput } from './tree.ts';
+import { programOutline, treeCounts, treeCountsSchema, writeChildren, type Json, type LevelWritten, type UnitInput } from './tree.ts';
 
-const DEFAULT_PASS_THRESHOLD = 70;
 /** Most records (units + lessons + activities) one import may hold. */
 export const MAX_IMPORT_RECORDS = 20_000;
 
 const ImportActivity = z.strictObject({
   external_id: externalId('among the activities of the program').optional(),
-  title: title('Activity title'),
-  kind,
-  spec: longText('What the learner must produce (markdown)').min(1),
-  rubric,
-  pass_threshold: passThreshold.default(DEFAULT_PASS_THRESHOLD).describe(`Passing score, 0–100 (default ${DEFAULT_PASS_THRESHOLD})`),
+  ...NEW_FIELDS.activity,
 });
 
 const ImportLesson = z.strictObject({
   external_id: externalId('among the lessons of the program').optional(),
-  title: title('Lesson title'),
-  body: longText('Lesson text (markdown)').optional(),
+  ...NEW_FIELDS.lesson,
   activities: z.array(ImportActivity).max(1_000).default([]).describe('The activities of the lesson, in order (position = index + 1)'),
 });
 
 const ImportUnit = z.strictObject({
   external_id: externalId('among the units of the program').optional(),
-  title: title('Unit title'),
-  description: longText('What the unit covers (markdown)').optional(),
+  ...NEW_FIELDS.unit,
   lessons: z.array(ImportLesson).max(5_000).default([]).describe('The lessons of the unit, in order (position = index + 1)'),
 });
 
@@ -66,8 +48,7 @@ const ImportInput = z
       'among the programs of the tenant. Makes the import idempotent: the same external_id with the same content ' +
         'returns the program already imported; with different content the import is refused',
     ),
-    title: title('Program title'),
-    description: longText('What the program is about (markdown)').optional(),
+    ...NEW_FIELDS.program,
     units: z.array(ImportUnit).max(5_000).describe('The units of the program, in order (position = index + 1), each with its lessons and their activities'),
   })
   .superRefine((value, ctx) => {
@@ -102,13 +83,7 @@ const OutlineRecord = {
 
 const ImportOutput = ProgramRecord.extend({
   created: z.boolean().describe('true: written by this call; false: this external_id was already imported with the same content, nothing written'),
-  counts: z
-    .object({
-      units: z.number().int().describe('Units in the program'),
-      lessons: z.number().int().describe('Lessons in the program'),
-      activities: z.number().int().describe('Activities in the program'),
-    })
-    .describe('Size of the program'),
+  counts: treeCountsSchema('in the program', 'Size of the program'),
   units: z
     .array(
       z.object({

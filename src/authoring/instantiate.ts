@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { explainDbError } from './errors.ts';
 import { insertRecord, ProgramRecord, tenantIdBySlug, tenantSlug, title, uuid } from './records.ts';
 import { CREATE, defineTool, type AnyTool } from './tool.ts';
-import { programTree, writeChildren, type Json, type UnitInput } from './tree.ts';
+import { programTree, treeCountsSchema, writeChildren, type Json, type UnitInput } from './tree.ts';
 
 /** The writable content of a tree read by `programTree`. */
 function contentOf(tree: Json): UnitInput[] {
@@ -49,15 +49,7 @@ const instantiateProgram = defineTool({
     tenant: tenantSlug('Slug of the tenant that will own the copy'),
     title: title("Title of the copy (default: the source's title)").optional(),
   }),
-  output: ProgramRecord.extend({
-    counts: z
-      .object({
-        units: z.number().int().describe('Units copied'),
-        lessons: z.number().int().describe('Lessons copied'),
-        activities: z.number().int().describe('Activities copied'),
-      })
-      .describe('How much was copied'),
-  }),
+  output: ProgramRecord.extend({ counts: treeCountsSchema('copied', 'How much was copied') }),
   annotations: CREATE,
   run: async ({ program_id, tenant, title }, tx) => {
     // 1. the source, as the caller sees it; 2. the target tenant

@@ -19,7 +19,7 @@ import { z } from 'zod';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { Queryable } from '../db/index.ts';
 import { explainDbError } from './errors.ts';
-import { ActivityRecord, LessonRecord, lockOrderOf, missing, ProgramRecord, recordJson, TABLES, UnitRecord, uuid, type RecordName } from './records.ts';
+import { lockOrderOf, missing, RECORDS, recordJson, TABLES, UNDER, uuid, type RecordName } from './records.ts';
 import { defineTool, type AnyTool } from './tool.ts';
 
 /**
@@ -27,14 +27,6 @@ import { defineTool, type AnyTool } from './tool.ts';
  * result or order is lost, and the other tool undoes it exactly — and idempotent.
  */
 export const REVERSIBLE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false };
-
-const OUTPUT: Record<RecordName, z.ZodObject> = { program: ProgramRecord, unit: UnitRecord, lesson: LessonRecord, activity: ActivityRecord };
-const UNDER: Record<RecordName, string> = {
-  program: 'its units, lessons and activities',
-  unit: 'its lessons and activities',
-  lesson: 'its activities',
-  activity: 'nothing else',
-};
 
 /** Set (`archive`) or clear the record's own `archived_at`; the record after the change. */
 async function setArchived(tx: Queryable, name: RecordName, id: string, archive: boolean): Promise<Record<string, unknown>> {
@@ -63,7 +55,7 @@ function archiveTool(name: RecordName): AnyTool {
       `Use this for content that has learner results (delete_${name} refuses it). Undo with unarchive_${name}; archiving again changes nothing. ` +
       `Needs the author role in the ${name}'s tenant. Returns the ${name} (archived_at set, archived true).`,
     input: z.strictObject({ id: uuid(`Id of the ${name} to archive`) }),
-    output: OUTPUT[name],
+    output: RECORDS[name],
     annotations: REVERSIBLE,
     run: async ({ id }, tx) => {
       const record = await setArchived(tx, name, id, true);
@@ -81,7 +73,7 @@ function unarchiveTool(name: RecordName): AnyTool {
       `(then \`archived\` stays true until that one is unarchived too). Unarchiving a ${name} that is not archived changes nothing. ` +
       `Needs the author role in the ${name}'s tenant. Returns the ${name}.`,
     input: z.strictObject({ id: uuid(`Id of the ${name} to unarchive`) }),
-    output: OUTPUT[name],
+    output: RECORDS[name],
     annotations: REVERSIBLE,
     run: async ({ id }, tx) => {
       const record = await setArchived(tx, name, id, false);

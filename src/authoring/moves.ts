@@ -22,7 +22,7 @@
  */
 import { z } from 'zod';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { explainDbError } from './errors.ts';
+import { explainDbError, plural } from './errors.ts';
 import { ActivityRecord, LessonRecord, missing, recordJson, TABLES, UnitRecord, uuid, type RecordName } from './records.ts';
 import { defineTool, type AnyTool } from './tool.ts';
 
@@ -47,8 +47,6 @@ const MOVES: Move[] = [
   { name: 'lesson', parent: 'unit', column: 'unit_id', output: LessonRecord, parentProgram: 'select program_id from units where id = $2' },
   { name: 'activity', parent: 'lesson', column: 'lesson_id', output: ActivityRecord, parentProgram: 'select program_id from lessons where id = $2' },
 ];
-
-const plural = (name: string) => (name === 'activity' ? 'activities' : `${name}s`);
 
 function moveTool(m: Move): AnyTool {
   const table = TABLES[m.name].table;

@@ -5,19 +5,9 @@
  */
 import { z } from 'zod';
 import { PG_TIMESTAMP_RE, UUID_RE } from '../lib/ids.ts';
-import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page } from './cursor.ts';
+import { decodeCursor, DEFAULT_LIMIT, NEXT_CURSOR, page, pageInput } from './cursor.ts';
 import { deleteTool, updateTool } from './crud.ts';
-import {
-  clearableText,
-  externalId,
-  insertRecord,
-  longText,
-  ProgramRecord,
-  recordJson,
-  tenantIdBySlug,
-  tenantSlug,
-  title,
-} from './records.ts';
+import { externalId, insertRecord, NEW_FIELDS, ProgramRecord, recordJson, tenantIdBySlug, tenantSlug } from './records.ts';
 import { CREATE, defineTool, READ, type AnyTool } from './tool.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -43,12 +33,11 @@ export const listPrograms = defineTool({
     'Give `tenant` to list one tenant only. Pages: pass `next_cursor` back as `cursor`; it is null on the last page.',
   input: z.strictObject({
     tenant: tenantSlug('Only programs of this tenant (slug); omit for all you can read, the catalog included').optional(),
-    cursor: z.string().max(500).describe('`next_cursor` from the previous page; omit for the first page').optional(),
-    limit: z.number().int().min(1).max(MAX_LIMIT).describe(`Page size, 1–${MAX_LIMIT} (default ${DEFAULT_LIMIT})`).optional(),
+    ...pageInput(),
   }),
   output: z.object({
     programs: z.array(ListedProgram).describe('This page of programs'),
-    next_cursor: z.string().nullable().describe('Cursor of the next page; null on the last page'),
+    ...NEXT_CURSOR,
   }),
   annotations: READ,
   run: async ({ tenant, cursor, limit = DEFAULT_LIMIT }, tx) => {
@@ -75,8 +64,7 @@ const createProgram = defineTool({
     'To create a program with all its content in one call, use import_program.',
   input: z.strictObject({
     tenant: tenantSlug('Slug of the tenant that will own the program'),
-    title: title('Program title'),
-    description: longText('What the program is about (markdown)').optional(),
+    ...NEW_FIELDS.program,
     external_id: externalId('among the programs of the tenant').optional(),
   }),
   output: ProgramRecord,
@@ -91,9 +79,6 @@ const createProgram = defineTool({
 export const programTools: AnyTool[] = [
   listPrograms,
   createProgram,
-  updateTool('program', ProgramRecord, {
-    title: title('New title').optional(),
-    description: clearableText('New description (markdown)').optional(),
-  }),
-  deleteTool('program', ProgramRecord),
+  updateTool('program'),
+  deleteTool('program'),
 ];

@@ -24,6 +24,30 @@ const resourceMessage = (uri: string, text: string) => ({
   content: { type: 'resource' as const, resource: { uri, mimeType: 'application/json', text } },
 });
 
+/** The records a prompt may embed: the resource of each, and how the caller reads it. */
+const EMBEDDABLE = {
+  program: { uri: programUri, read: readProgram },
+  activity: { uri: activityUri, read: readActivity },
+};
+
+/**
+ * A prompt about record `id`: the record as the caller reads it, embedded as its resource, then
+ * `instruction`. Throws JSON-RPC -32602 ("<record>_id: <record> <id> not found") when the caller
+ * cannot read it.
+ */
+async function aboutRecord(
+  ctx: ToolContext,
+  record: keyof typeof EMBEDDABLE,
+  id: string,
+  description: string,
+  instruction: string,
+): Promise<GetPromptResult> {
+  const { uri, read } = EMBEDDABLE[record];
+  const json = await read(ctx, id);
+  if (json === undefined) throw new McpError(INVALID_PARAMS, `${record}_id: ${record} ${id} not found`);
+  return { description, messages: [resourceMessage(uri(id), JSON.stringify(json)), userText(instruction)] };
+}
+
 /** Register the prompts on the request's server. */
 export function registerPrompts(server: McpServer, ctx: ToolContext): void {
   server.registerPrompt(
@@ -36,25 +60,19 @@ export function registerPrompts(server: McpServer, ctx: ToolContext): void {
         outline: z.string().min(1).max(20_000).describe('Your outline of the unit: its topic, the lessons, what learners should produce'),
       },
     },
-    async ({ program_id, outline }): Promise<GetPromptResult> => {
-      const uri = programUri(program_id);
-      const program = await readProgram(ctx, program_id);
-      if (program === undefined) throw new McpError(INVALID_PARAMS, `program_id: program ${program_id} not found`);
-      return {
-        description: `Draft a unit of program ${program_id}`,
-        messages: [
-          resourceMessage(uri, JSON.stringify(program)),
-          userText(
-            `Draft a new unit for the program above (its outline is attached) from this outline:\n\n${outline}\n\n` +
-              'Fit it to the units already there (do not repeat them). Propose a title and a short description, the lessons in order ' +
-              '(each with a markdown body), and for each lesson the activities learners hand in: a kind (document, site, repo or ' +
-              'diagram), a spec saying exactly what to produce, and a rubric of 3–6 criteria, each one checkable sentence with a ' +
-              'weight. Show me the draft first; when I approve, write it with create_unit, create_lesson and create_activity ' +
-              `(program_id ${program_id}), appending at the end unless I say where.`,
-          ),
-        ],
-      };
-    },
+    ({ program_id, outline }) =>
+      aboutRecord(
+        ctx,
+        'program',
+        program_id,
+        `Draft a unit of program ${program_id}`,
+        `Draft a new unit for the program above (its outline is attached) from this outline:\n\n${outline}\n\n` +
+          'Fit it to the units already there (do not repeat them). Propose a title and a short description, the lessons in order ' +
+          '(each with a markdown body), and for each lesson the activities learners hand in: a kind (document, site, repo or ' +
+          'diagram), a spec saying exactly what to produce, and a rubric of 3–6 criteria, each one checkable sentence with a ' +
+          'weight. Show me the draft first; when I approve, write it with create_unit, create_lesson and create_activity ' +
+          `(program_id ${program_id}), appending at the end unless I say where.`,
+      ),
   );
   server.registerPrompt(
     'write_rubric',
@@ -63,24 +81,18 @@ export function registerPrompts(server: McpServer, ctx: ToolContext): void {
       description: "Write (or rewrite) an activity's grading rubric from its spec, with weights and a pass threshold, and apply it with update_activity.",
       argsSchema: { activity_id: z.uuid().describe('Id of the activity') },
     },
-    async ({ activity_id }): Promise<GetPromptResult> => {
-      const uri = activityUri(activity_id);
-      const activity = await readActivity(ctx, activity_id);
-      if (activity === undefined) throw new McpError(INVALID_PARAMS, `activity_id: activity ${activity_id} not found`);
-      return {
-        description: `Write a rubric for activity ${activity_id}`,
-        messages: [
-          resourceMessage(uri, JSON.stringify(activity)),
-          userText(
-            'Write a grading rubric for the activity above (attached: its kind, spec, current rubric and pass threshold). ' +
-              'Give 3–8 criteria; each is one sentence a grader can check from the artifact alone, covers one requirement of the ' +
-              'spec, and has a weight (a non-negative number, larger = more important). Propose a pass threshold (0–100). ' +
-              'Explain briefly what changed from the current rubric. When I approve, apply it with update_activity ' +
-              `{id: "${activity_id}", rubric, pass_threshold}` +
-              ' — note that this overwrites the current rubric.',
-          ),
-        ],
-      };
-    },
+    ({ activity_id }) =>
+      aboutRecord(
+        ctx,
+        'activity',
+        activity_id,
+        `Write a rubric for activity ${activity_id}`,
+        'Write a grading rubric for the activity above (attached: its kind, spec, current rubric and pass threshold). ' +
+          'Give 3–8 criteria; each is one sentence a grader can check from the artifact alone, covers one requirement of the ' +
+          'spec, and has a weight (a non-negative number, larger = more important). Propose a pass threshold (0–100). ' +
+          'Explain briefly what changed from the current rubric. When I approve, apply it with update_activity ' +
+          `{id: "${activity_id}", rubric, pass_threshold}` +
+          ' — note that this overwrites the current rubric.',
+      ),
   );
 }

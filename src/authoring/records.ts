@@ -1,6 +1,7 @@
 /**
  * The four content records (program → unit → lesson → activity): their field schemas, their
- * JSON shapes, and the insert / update / delete helpers every record type's tools share.
+ * JSON shapes, the per-type tables the tools are built from (parent, fields on create and on
+ * update, output shape), and the insert / update / delete helpers every record type's tools share.
  *
  * All SQL here runs inside the caller's `asUser` transaction, so RLS decides what is visible
  * and writable. Records are returned as PostgreSQL builds them (`to_jsonb(row)`: timestamps as
@@ -75,6 +76,38 @@ export const passThreshold = z
   .max(100)
   .describe('Score (0–100) at or above which a submission passes');
 
+const DEFAULT_PASS_THRESHOLD = 70;
+
+/**
+ * The fields a new record is written with, per record type, besides where it goes (tenant or
+ * parent, position) and its external_id: create_X and the levels of import_program.
+ */
+export const NEW_FIELDS = {
+  program: { title: title('Program title'), description: longText('What the program is about (markdown)').optional() },
+  unit: { title: title('Unit title'), description: longText('What the unit covers (markdown)').optional() },
+  lesson: { title: title('Lesson title'), body: longText('Lesson text (markdown)').optional() },
+  activity: {
+    title: title('Activity title'),
+    kind,
+    spec: longText('What the learner must produce (markdown)').min(1),
+    rubric,
+    pass_threshold: passThreshold.default(DEFAULT_PASS_THRESHOLD).describe(`Passing score, 0–100 (default ${DEFAULT_PASS_THRESHOLD})`),
+  },
+} satisfies Record<RecordName, z.ZodRawShape>;
+
+/** The fields update_X may change, per record type, besides the title and (below a program) the position. */
+export const CHANGEABLE_FIELDS = {
+  program: { description: clearableText('New description (markdown)').optional() },
+  unit: { description: clearableText('New description (markdown)').optional() },
+  lesson: { body: clearableText('New lesson text (markdown)').optional() },
+  activity: {
+    kind: kind.optional(),
+    spec: longText('New spec (markdown)').min(1).optional(),
+    rubric: rubric.optional(),
+    pass_threshold: passThreshold.optional(),
+  },
+} satisfies Record<RecordName, z.ZodRawShape>;
+
 // ---------------------------------------------------------------------------------------------
 // Output shapes. Loose objects: a column added by a later migration must not make clients that
 // validate `structuredContent` against these schemas reject the answers.
@@ -96,22 +129,23 @@ export const ProgramRecord = z.looseObject({
   description: z.string().nullable().describe('Description (markdown)'),
   source_program_id: z.string().nullable().describe('The program this one was instantiated from, if any'),
 });
-export const UnitRecord = z.looseObject({
-  ...common,
-  program_id: z.string().describe('Program id'),
-  description: z.string().nullable().describe('Description (markdown)'),
-  position: z.number().int().min(1).describe('Position within the program (1-based)'),
-});
-export const LessonRecord = z.looseObject({
-  ...common,
-  program_id: z.string().describe('Program id'),
+/**
+ * A unit, lesson or activity under `parent`: the common fields, its program, its own `fields`
+ * (led by its parent's id when the parent is not the program), its position among its siblings.
+ */
+const childRecord = <F extends z.ZodRawShape>(parent: Exclude<RecordName, 'activity'>, fields: F) =>
+  z.looseObject({
+    ...common,
+    program_id: z.string().describe('Program id'),
+    ...fields,
+    position: z.number().int().min(1).describe(`Position within the ${parent} (1-based)`),
+  });
+export const UnitRecord = childRecord('program', { description: z.string().nullable().describe('Description (markdown)') });
+export const LessonRecord = childRecord('unit', {
   unit_id: z.string().describe('Unit id'),
   body: z.string().nullable().describe('Lesson body (markdown)'),
-  position: z.number().int().min(1).describe('Position within the unit (1-based)'),
 });
-export const ActivityRecord = z.looseObject({
-  ...common,
-  program_id: z.string().describe('Program id'),
+export const ActivityRecord = childRecord('lesson', {
   lesson_id: z.string().describe('Lesson id'),
   kind: z.string().describe('Kind of artifact: diagram, document, site or repo'),
   spec: z.string().describe('What the learner must produce (markdown)'),
@@ -119,13 +153,26 @@ export const ActivityRecord = z.looseObject({
     .array(z.looseObject({ criterion: z.string().describe('Criterion'), weight: z.number().optional().describe('Weight') }))
     .describe('Grading criteria'),
   pass_threshold: z.number().int().min(0).max(100).describe('Passing score (0–100)'),
-  position: z.number().int().min(1).describe('Position within the lesson (1-based)'),
 });
+
+/** The output shape of each record type. */
+export const RECORDS: Record<RecordName, z.ZodObject> = { program: ProgramRecord, unit: UnitRecord, lesson: LessonRecord, activity: ActivityRecord };
 
 // ---------------------------------------------------------------------------------------------
 // Tables and the shared write helpers
 // ---------------------------------------------------------------------------------------------
 export type RecordName = 'program' | 'unit' | 'lesson' | 'activity';
+/** A record that hangs under another one. */
+export type ChildName = Exclude<RecordName, 'program'>;
+/** The record type each child hangs under (its `<parent>_id` column). */
+export const PARENT = { unit: 'program', lesson: 'unit', activity: 'lesson' } as const satisfies Record<ChildName, RecordName>;
+/** What goes with a record when it is deleted, and what an archived record hides. */
+export const UNDER: Record<RecordName, string> = {
+  program: 'its units, lessons and activities',
+  unit: 'its lessons and activities',
+  lesson: 'its activities',
+  activity: 'nothing else',
+};
 
 interface Table {
   table: string;

@@ -13,7 +13,7 @@
  */
 import { z } from 'zod';
 import { UUID_RE } from '../lib/ids.ts';
-import { decodeCursor, page } from './cursor.ts';
+import { decodeCursor, NEXT_CURSOR, page, pageInput } from './cursor.ts';
 import { bounded } from './reads.ts';
 import { tenantIdBySlug, tenantSlug } from './records.ts';
 import { defineTool, READ, type AnyTool } from './tool.ts';
@@ -78,12 +78,11 @@ const searchContent = defineTool({
   input: z.strictObject({
     query: z.string().trim().min(1).max(MAX_QUERY).describe(`Text to find (1–${MAX_QUERY} characters), matched literally`),
     tenant: tenantSlug('Search only this tenant (slug); omit for all your tenants').optional(),
-    cursor: z.string().max(500).describe('`next_cursor` from the previous page; omit for the first page').optional(),
-    limit: z.number().int().min(1).max(MAX_LIMIT).describe(`Page size, 1–${MAX_LIMIT} (default ${DEFAULT_LIMIT})`).optional(),
+    ...pageInput(DEFAULT_LIMIT, MAX_LIMIT),
   }),
   output: z.object({
     results: z.array(Match).describe('This page of matches: programs, then units, lessons, activities'),
-    next_cursor: z.string().nullable().describe('Cursor of the next page; null on the last page'),
+    ...NEXT_CURSOR,
   }),
   annotations: READ,
   run: async ({ query, tenant, cursor, limit = DEFAULT_LIMIT }, tx) => {

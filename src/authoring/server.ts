@@ -14,10 +14,9 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { SERVICE_NAME, VERSION } from '../version.ts';
-import { activityTools } from './activities.ts';
+import { childTools } from './crud.ts';
 import { importTools } from './import.ts';
 import { instantiateTools } from './instantiate.ts';
-import { lessonTools } from './lessons.ts';
 import { lifecycleTools } from './lifecycle.ts';
 import { moveTools } from './moves.ts';
 import { programTools } from './programs.ts';
@@ -27,7 +26,6 @@ import { registerResources } from './resources.ts';
 import { readTools } from './reads.ts';
 import { searchTools } from './search.ts';
 import { callTool, invoke, type AnyTool, type ToolContext } from './tool.ts';
-import { unitTools } from './units.ts';
 import { whoamiTools } from './whoami.ts';
 import { observeToolCall } from '../telemetry/instrument.ts';
 
@@ -37,9 +35,7 @@ export const TOOLS: readonly AnyTool[] = [
   ...programTools,
   ...readTools,
   ...searchTools,
-  ...unitTools,
-  ...lessonTools,
-  ...activityTools,
+  ...childTools,
   ...instantiateTools,
   ...importTools,
   ...lifecycleTools,

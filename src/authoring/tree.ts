@@ -16,6 +16,7 @@
  * Each level filters on the row's tenant too (or `tenant_id is null` for the catalog), so the
  * indexes that lead with tenant_id serve the reads.
  */
+import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
 import { notFoundFailure, findRecord, recordJson } from './records.ts';
 
@@ -76,6 +77,19 @@ export const programTree = (tx: Queryable, id: string) => readTree(tx, 'program'
 
 /** The program record with the id map of its tree (id, external_id, position per record). */
 export const programOutline = (tx: Queryable, id: string) => readTree(tx, 'program', id, 'ids');
+
+/**
+ * The output schema of a tree's counts (`treeCounts`, `writeChildren`): each level described as
+ * "<Level> `each`" ("Units copied"), the whole as `description`.
+ */
+export const treeCountsSchema = (each: string, description: string) =>
+  z
+    .object({
+      units: z.number().int().describe(`Units ${each}`),
+      lessons: z.number().int().describe(`Lessons ${each}`),
+      activities: z.number().int().describe(`Activities ${each}`),
+    })
+    .describe(description);
 
 /** Record counts of a tree read by `readTree` (0 for the levels it does not hold). */
 export function treeCounts(tree: Json): { units: number; lessons: number; activities: number } {

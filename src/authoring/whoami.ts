@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { SLUG_RE } from '../lib/ids.ts';
-import { decodeCursor, DEFAULT_LIMIT, MAX_LIMIT, page } from './cursor.ts';
+import { decodeCursor, DEFAULT_LIMIT, NEXT_CURSOR, page, pageInput } from './cursor.ts';
 import { defineTool, READ, type AnyTool } from './tool.ts';
 
 const MEMBERSHIPS_SQL = `
@@ -67,8 +67,7 @@ const listTenants = defineTool({
     'The tenants you are a member of, by slug, with your role in each (authors write content; learners read it). ' +
     'Pages: pass `next_cursor` back as `cursor`; it is null on the last page.',
   input: z.strictObject({
-    cursor: z.string().max(500).describe('`next_cursor` from the previous page; omit for the first page').optional(),
-    limit: z.number().int().min(1).max(MAX_LIMIT).describe(`Page size, 1–${MAX_LIMIT} (default ${DEFAULT_LIMIT})`).optional(),
+    ...pageInput(),
   }),
   output: z.object({
     tenants: z
@@ -81,7 +80,7 @@ const listTenants = defineTool({
         }),
       )
       .describe('This page of your tenants, by slug'),
-    next_cursor: z.string().nullable().describe('Cursor of the next page; null on the last page'),
+    ...NEXT_CURSOR,
   }),
   annotations: READ,
   run: async ({ cursor, limit = DEFAULT_LIMIT }, tx) => {
