@@ -18,10 +18,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/wait.ts';
 import pg from 'pg';
-import { migrate, openDb, type Db } from '../../src/db/index.ts';
+import type { Db } from '../../src/db/index.ts';
 import { embedSettings, expectError, post, seedActivity, type SeededActivity } from '../embed/fixtures.ts';
 import { seedAuthor, startApp, testConfig, testJudge, type TestApp } from '../helpers/harness.ts';
-import { clusterUnavailable, createCluster, type Cluster } from '../helpers/pg-cluster.ts';
+import { clusterUnavailable, createCluster, createSvcDb, type Cluster } from '../helpers/pg-cluster.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 
@@ -115,12 +115,7 @@ async function terminatedInside<T>(table: string, request: () => Promise<T>): Pr
 describe.skipIf(clusterUnavailable !== undefined)(`database faults on a throwaway cluster${clusterUnavailable ? ` (skipped: ${clusterUnavailable})` : ''}`, () => {
   beforeAll(async () => {
     cluster = await createCluster();
-    const admin = new pg.Client({ connectionString: cluster.url() });
-    await admin.connect();
-    await admin.query('create database svc');
-    await admin.end();
-    db = await openDb({ databaseUrl: cluster.url('svc'), dbPoolSize: 4, dbAcquireTimeoutMs: ACQUIRE_MS, dbStatementTimeoutMs: 15_000 });
-    await migrate(db);
+    db = await createSvcDb(cluster, { dbPoolSize: 4, dbAcquireTimeoutMs: ACQUIRE_MS, dbStatementTimeoutMs: 15_000 });
     [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
     t = await startApp(
       {

@@ -7,11 +7,10 @@
  * reads on the replica, `primaryApp` has none.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { migrate, openDb, type Db } from '../../src/db/index.ts';
+import { openDb, type Db } from '../../src/db/index.ts';
 import { startApp, type TestApp } from '../helpers/harness.ts';
-import { createCluster, createReplica, replicaUnavailable, type Cluster } from '../helpers/pg-cluster.ts';
+import { createCluster, createReplica, createSvcDb, replicaUnavailable, type Cluster } from '../helpers/pg-cluster.ts';
 import { getJson, newResult, newUser, seedTenant, type SeededTenant } from '../results/fixtures.ts';
 import { post, seedActivity } from '../embed/fixtures.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
@@ -79,12 +78,7 @@ describe.skipIf(replicaUnavailable !== undefined)(`read replica on a streaming s
 
   beforeAll(async () => {
     primary = await createCluster();
-    const admin = new pg.Client({ connectionString: primary.url() });
-    await admin.connect();
-    await admin.query('create database svc');
-    await admin.end();
-    db = await openDb({ databaseUrl: primary.url('svc') });
-    await migrate(db);
+    db = await createSvcDb(primary);
     replica = await createReplica(primary);
     readDb = await openDb({ databaseUrl: replica.url('svc') });
     replicaApp = await startApp({}, { db, readDb });
