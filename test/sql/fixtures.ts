@@ -5,9 +5,9 @@
  * transaction as the `authenticated` role with that user's JWT claims — the way the authoring
  * surface runs every tool call — and always rolls it back, so cases do not disturb each other.
  */
-import { expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import type { Db, Queryable } from '../../src/db/index.ts';
-import { freshDb } from '../helpers/harness.ts';
+import { freshDb, useFixture } from '../helpers/harness.ts';
 
 export type Who = 'authorA' | 'learnerA' | 'authorB' | 'nobody' | 'noClaims';
 
@@ -75,6 +75,14 @@ export async function seeded(): Promise<Fixture> {
   const { db, url, drop } = await freshDb();
   await db.exec(SEED_SQL);
   return { db, url, drop, subs: { ...SUBS }, ids: { ...IDS } };
+}
+
+/** The seeded database of a test file: made before its tests (`seeded`), dropped after them. */
+export function useSeeded(): Fixture {
+  let made: Fixture | undefined;
+  const f = useFixture(async () => (made = await seeded()));
+  afterAll(() => made?.drop());
+  return f;
 }
 
 const ROLLBACK = Symbol('rollback');

@@ -4,15 +4,11 @@
  * writes where, which columns can change, and what the role cannot touch at all. The authoring
  * tools add no authorization of their own, so these policies are the whole rule.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/index.ts';
-import { as, expectSqlState, seeded, titles, type Fixture, type Who } from './fixtures.ts';
+import { as, expectSqlState, titles, useSeeded, type Who } from './fixtures.ts';
 
-let f: Fixture;
-beforeAll(async () => {
-  f = await seeded();
-});
-afterAll(() => f?.drop());
+const f = useSeeded();
 
 describe('the session of a caller', () => {
   it('is the authenticated role, not a superuser and not the owner', async () => {
