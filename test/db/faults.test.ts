@@ -95,15 +95,19 @@ async function terminatedInside<T>(table: string, request: () => Promise<T>): Pr
       settled = value;
       return value;
     });
-    let pid: number | undefined;
-    for (const end = Date.now() + 20_000; pid === undefined; await sleep(50)) {
-      if (settled !== undefined) throw new Error(`the request answered before it waited on the lock: ${JSON.stringify(settled)}`);
-      if (Date.now() > end) throw new Error(`no backend waited on the lock of ${table}`);
-      const { rows } = await holder.query<{ pid: number }>(
-        `select pid from pg_stat_activity where datname = 'svc' and application_name = 'svc' and wait_event_type = 'Lock'`,
-      );
-      pid = rows[0]?.pid;
-    }
+    // (once the request has answered, every probe fails with that: the wait ends in that error)
+    const pid = await eventually(
+      async () => {
+        if (settled !== undefined) throw new Error(`the request answered before it waited on the lock: ${JSON.stringify(settled)}`);
+        const { rows } = await holder.query<{ pid: number }>(
+          `select pid from pg_stat_activity where datname = 'svc' and application_name = 'svc' and wait_event_type = 'Lock'`,
+        );
+        return rows[0]?.pid;
+      },
+      20_000,
+      `a backend waiting on the lock of ${table}`,
+      50,
+    );
     await holder.query('select pg_terminate_backend($1)', [pid]);
     await holder.query('rollback');
     return await answer;

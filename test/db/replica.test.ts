@@ -14,6 +14,7 @@ import { createCluster, createReplica, createSvcDb, replicaUnavailable, type Clu
 import { getJson, newResult, newUser, seedTenant, type SeededTenant } from '../results/fixtures.ts';
 import { post, seedActivity } from '../embed/fixtures.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A little more than the horizon's publishing interval (src/results/replica-horizon.ts). */
@@ -45,19 +46,13 @@ describe.skipIf(replicaUnavailable !== undefined)(`read replica on a streaming s
    */
   async function caughtUp() {
     const [{ lsn }] = (await db.query<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn')) as [{ lsn: string }];
-    for (const end = Date.now() + 30_000; ; await sleep(50)) {
-      const [row] = await readDb.query<{ done: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as done', [lsn]);
-      if (row?.done) return;
-      if (Date.now() > end) throw new Error('the replica did not catch up within 30 s');
-    }
+    const replayed = async () => (await readDb.query<{ done: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as done', [lsn]))[0]?.done;
+    await eventually(replayed, 30_000, `the replica to replay ${lsn}`, 50);
   }
   async function pauseReplay() {
     await readDb.query('select pg_wal_replay_pause()');
-    for (const end = Date.now() + 10_000; ; await sleep(20)) {
-      const [row] = await readDb.query<{ state: string }>('select pg_get_wal_replay_pause_state() as state');
-      if (row?.state === 'paused') return;
-      if (Date.now() > end) throw new Error('replay did not pause');
-    }
+    const state = async () => (await readDb.query<{ state: string }>('select pg_get_wal_replay_pause_state() as state'))[0]?.state;
+    await eventually(async () => (await state()) === 'paused', 10_000, 'replay to pause', 20);
   }
   const resumeReplay = () => readDb.query('select pg_wal_replay_resume()');
 
