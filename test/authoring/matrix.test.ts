@@ -15,7 +15,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forgedTokens } from '../helpers/forged-tokens.ts';
-import { seedAuthor, startApp, type TestApp } from '../helpers/harness.ts';
+import { seedAuthor, useApp } from '../helpers/harness.ts';
 import { connect, fails, ok, rawPost, signIn, type Structured, contentSnapshot } from './helpers.ts';
 
 const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
@@ -27,7 +27,7 @@ interface Tree {
   activity: string;
 }
 
-let t: TestApp;
+const t = useApp();
 const clients: Record<string, Client> = {};
 const tokens: Record<string, string> = {};
 let counter = 0;
@@ -159,7 +159,6 @@ function recordCases(): Record<string, ToolCase> {
 }
 
 beforeAll(async () => {
-  t = await startApp();
   const acme = await seedAuthor(t, 'acme');
   const beta = await seedAuthor(t, 'beta');
   for (const email of ['learner@acme.test', 'nobody@nowhere.test']) {
@@ -185,7 +184,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(Object.values(clients).map((c) => c.close()));
-  await t?.close();
 });
 
 const names = Object.keys(TOOLS);
