@@ -6,21 +6,19 @@
  * Bad input (unknown, foreign, wrong-kind ids; a learner or another tenant's author) is an
  * `isError` result naming the problem, with nothing written.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { countRows, expectError } from '../embed/fixtures.ts';
 import { connect, contentSnapshot, fails, ok, type Structured } from './helpers.ts';
-import { get, importTree, learnerSession, startLifecycleWorld, submit, type LifecycleWorld } from './lifecycle-world.ts';
+import { get, importTree, learnerSession, submit, useLifecycleWorld } from './lifecycle-world.ts';
 
-let x: LifecycleWorld;
+const x = useLifecycleWorld();
 let tree: Structured;
 let learner: string;
 
 beforeAll(async () => {
-  x = await startLifecycleWorld();
   tree = await importTree(x.author, 'acme');
   learner = await learnerSession(x.w, 'learner-1');
 });
-afterAll(() => x?.close());
 
 const unit = (u: number) => tree.units[u - 1];
 const lesson = (u: number, l: number) => unit(u).lessons[l - 1];

@@ -5,29 +5,22 @@
  * for what only the database can know), and nothing is written (the content tables are compared
  * before and after every call, as the owner).
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
-import { authorClient, fails, ok, type Structured, contentSnapshot } from './helpers.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
+import { fails, useAuthorClient, ok, type Structured, contentSnapshot } from './helpers.ts';
 
-let t: TestApp;
-let client: Client;
+const t = useApp();
+const client = useAuthorClient(t, 'acme');
 let x: { program: Structured; unit: Structured; lesson: Structured; activity: Structured };
 
 const snapshot = () => contentSnapshot(t);
 
 beforeAll(async () => {
-  t = await startApp();
-  client = (await authorClient(t, 'acme')).client;
   const program = await ok(client, 'create_program', { tenant: 'acme', title: 'P' });
   const unit = await ok(client, 'create_unit', { program_id: program.id, title: 'U' });
   const lesson = await ok(client, 'create_lesson', { unit_id: unit.id, title: 'L' });
   const activity = await ok(client, 'create_activity', { lesson_id: lesson.id, title: 'A', kind: 'document', spec: 'S', rubric: [{ criterion: 'c' }] });
   x = { program, unit, lesson, activity };
-});
-afterAll(async () => {
-  await client?.close();
-  await t?.close();
 });
 
 /** An invalid-arguments `isError` result naming `field`, and nothing written. */

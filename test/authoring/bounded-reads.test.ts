@@ -6,20 +6,19 @@
  * answer: each fits in 100,000 characters. get_program at depth full is refused with a message
  * naming the narrower reads; get_unit / get_lesson at depth full answer what fits.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backend, startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { backend, useApp } from '../helpers/harness.ts';
 import { loadOdin, odinImportArgs, ODIN_MISSING, odinAvailable, type OdinProgram } from '../helpers/odin.ts';
-import { authorClient, contentShape, fails, ok, type Structured } from './helpers.ts';
+import { contentShape, useAuthorClient, fails, ok, type Structured } from './helpers.ts';
 
 const FILE = 'odin-full-stack-javascript.json';
 const present = odinAvailable(FILE);
 const LIMIT = 100_000;
 
 describe.skipIf(!present)(`bounded reads of the Odin full-stack path (${present ? 'data present' : ODIN_MISSING})`, () => {
-  let t: TestApp;
-  let client: Client;
+  const t = useApp();
+  const client = useAuthorClient(t, 'acme');
   let source: OdinProgram;
   let program: Structured;
   /** Size of every answer, by tool. */
@@ -40,13 +39,7 @@ describe.skipIf(!present)(`bounded reads of the Odin full-stack path (${present 
 
   beforeAll(async () => {
     source = loadOdin(FILE);
-    t = await startApp();
-    client = (await authorClient(t, 'acme')).client;
     program = await call('import_program', odinImportArgs('acme', source)); // its answer is measured too
-  });
-  afterAll(async () => {
-    await client?.close();
-    await t?.close();
   });
 
   it('every answer at default settings fits in 100,000 characters, and together they hold the whole program', async () => {

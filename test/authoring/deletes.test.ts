@@ -6,24 +6,20 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { useApp } from '../helpers/harness.ts';
 import { authorClient, fails, ok, type Structured, contentSnapshot } from './helpers.ts';
 
-let t: TestApp;
+const t = useApp();
 let client: Client;
 let author: Awaited<ReturnType<typeof authorClient>>;
 let apiKey: string;
 
 beforeAll(async () => {
-  t = await startApp();
   author = await authorClient(t, 'acme');
   client = author.client;
   apiKey = (await t.op('key.create', { tenant: 'acme', name: 'dashboard' })).key;
 });
-afterAll(async () => {
-  await client?.close();
-  await t?.close();
-});
+afterAll(() => client?.close());
 
 const snapshot = () => contentSnapshot(t);
 

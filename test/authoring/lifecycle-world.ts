@@ -5,7 +5,9 @@
  * `acme`, and learners who sign in through the IdP and submit to the embed judge.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll } from 'vitest';
 import { post, startEmbedWorld, type EmbedWorld } from '../embed/fixtures.ts';
+import { useFixture } from '../helpers/harness.ts';
 import { connect, ok, signIn, type Structured } from './helpers.ts';
 
 export interface LifecycleWorld {
@@ -43,6 +45,15 @@ export async function startLifecycleWorld(): Promise<LifecycleWorld> {
       await w.close();
     },
   };
+}
+
+/** The lifecycle world of a test file or `describe` block: started before its tests, closed after them. */
+export function useLifecycleWorld(): LifecycleWorld {
+  const x = useFixture(startLifecycleWorld);
+  afterAll(async () => {
+    await (x as Partial<LifecycleWorld>).close?.();
+  });
+  return x;
 }
 
 /** A learner of `tenant` (IdP subject `sub`): their session token (also usable on /mcp). */

@@ -15,7 +15,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forgedTokens } from '../helpers/forged-tokens.ts';
-import { seedAuthor, startApp, type TestApp } from '../helpers/harness.ts';
+import { seedAuthor, useApp } from '../helpers/harness.ts';
 import { connect, fails, ok, rawPost, signIn, type Structured, contentSnapshot } from './helpers.ts';
 
 const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
@@ -27,7 +27,7 @@ interface Tree {
   activity: string;
 }
 
-let t: TestApp;
+const t = useApp();
 const clients: Record<string, Client> = {};
 const tokens: Record<string, string> = {};
 let counter = 0;
@@ -62,6 +62,23 @@ interface ToolCase {
   invisible: (x: Tree) => string;
 }
 
+/** What a caller who cannot see acme is told about `record` of the tree. */
+const notFound = (record: keyof Tree) => (x: Tree) => `${record} ${x[record]} not found`;
+
+/** A tool that takes the id of `record` of the tree (and `more` arguments). */
+const byId = (record: keyof Tree, effect: ToolCase['effect'], more: Record<string, unknown> = {}): ToolCase => ({
+  args: (x) => ({ id: x[record], ...more }),
+  effect,
+  invisible: notFound(record),
+});
+
+/** create_<child of parent>: the answer names the parent and the new record's `position`. */
+const createUnder = (parent: keyof Tree, position: number, more: Record<string, unknown> = {}): ToolCase => ({
+  args: (x) => ({ [`${parent}_id`]: x[parent], title: 'made', ...more }),
+  effect: async (x, r) => expect(r).toMatchObject({ [`${parent}_id`]: x[parent], position }),
+  invisible: notFound(parent),
+});
+
 const activityArgs = { kind: 'document', spec: 'Write it', rubric: [{ criterion: 'c', weight: 1 }] };
 const TOOLS: Record<string, ToolCase> = {
   whoami: { read: true, args: () => ({}), effect: async () => {}, invisible: () => '' },
@@ -72,30 +89,10 @@ const TOOLS: Record<string, ToolCase> = {
     effect: async (x, r) => expect(r.programs.map((p: Structured) => p.id)).toContain(x.program),
     invisible: () => 'tenant not found: acme',
   },
-  get_program: {
-    read: true,
-    args: (x) => ({ id: x.program }),
-    effect: async (x, r) => expect(r.units[0].lessons[0].activities[0].id).toBe(x.activity),
-    invisible: (x) => `program ${x.program} not found`,
-  },
-  get_unit: {
-    read: true,
-    args: (x) => ({ id: x.unit }),
-    effect: async (x, r) => expect(r.lessons[0].activities[0].id).toBe(x.activity),
-    invisible: (x) => `unit ${x.unit} not found`,
-  },
-  get_lesson: {
-    read: true,
-    args: (x) => ({ id: x.lesson, depth: 'full' }),
-    effect: async (x, r) => expect(r.activities[0]).toMatchObject({ id: x.activity, spec: 'Write' }),
-    invisible: (x) => `lesson ${x.lesson} not found`,
-  },
-  get_activity: {
-    read: true,
-    args: (x) => ({ id: x.activity }),
-    effect: async (x, r) => expect(r).toMatchObject({ id: x.activity, lesson_id: x.lesson }),
-    invisible: (x) => `activity ${x.activity} not found`,
-  },
+  get_program: { read: true, ...byId('program', async (x, r) => expect(r.units[0].lessons[0].activities[0].id).toBe(x.activity)) },
+  get_unit: { read: true, ...byId('unit', async (x, r) => expect(r.lessons[0].activities[0].id).toBe(x.activity)) },
+  get_lesson: { read: true, ...byId('lesson', async (x, r) => expect(r.activities[0]).toMatchObject({ id: x.activity, spec: 'Write' }), { depth: 'full' }) },
+  get_activity: { read: true, ...byId('activity', async (x, r) => expect(r).toMatchObject({ id: x.activity, lesson_id: x.lesson })) },
   search_content: {
     read: true,
     args: () => ({ query: 'Matrix activity', tenant: 'acme' }),
@@ -108,65 +105,13 @@ const TOOLS: Record<string, ToolCase> = {
     effect: async (_x, r) => expect(await exists('programs', r.id)).toBe(true),
     invisible: () => 'tenant not found: acme',
   },
-  update_program: {
-    args: (x) => ({ id: x.program, title: 'renamed' }),
-    effect: async (x) => expect(await titleOf('programs', x.program)).toBe('renamed'),
-    invisible: (x) => `program ${x.program} not found`,
-  },
-  delete_program: {
-    args: (x) => ({ id: x.program }),
-    effect: async (x) => expect(await exists('activities', x.activity)).toBe(false),
-    invisible: (x) => `program ${x.program} not found`,
-  },
-  create_unit: {
-    args: (x) => ({ program_id: x.program, title: 'made' }),
-    effect: async (x, r) => expect(r).toMatchObject({ program_id: x.program, position: 2 }),
-    invisible: (x) => `program ${x.program} not found`,
-  },
-  update_unit: {
-    args: (x) => ({ id: x.unit, title: 'renamed' }),
-    effect: async (x) => expect(await titleOf('units', x.unit)).toBe('renamed'),
-    invisible: (x) => `unit ${x.unit} not found`,
-  },
-  delete_unit: {
-    args: (x) => ({ id: x.unit }),
-    effect: async (x) => expect(await exists('lessons', x.lesson)).toBe(false),
-    invisible: (x) => `unit ${x.unit} not found`,
-  },
-  create_lesson: {
-    args: (x) => ({ unit_id: x.unit, title: 'made', position: 1 }),
-    effect: async (x, r) => expect(r).toMatchObject({ unit_id: x.unit, position: 1 }),
-    invisible: (x) => `unit ${x.unit} not found`,
-  },
-  update_lesson: {
-    args: (x) => ({ id: x.lesson, title: 'renamed' }),
-    effect: async (x) => expect(await titleOf('lessons', x.lesson)).toBe('renamed'),
-    invisible: (x) => `lesson ${x.lesson} not found`,
-  },
-  delete_lesson: {
-    args: (x) => ({ id: x.lesson }),
-    effect: async (x) => expect(await exists('lessons', x.lesson)).toBe(false),
-    invisible: (x) => `lesson ${x.lesson} not found`,
-  },
-  create_activity: {
-    args: (x) => ({ lesson_id: x.lesson, title: 'made', ...activityArgs }),
-    effect: async (x, r) => expect(r).toMatchObject({ lesson_id: x.lesson, position: 2 }),
-    invisible: (x) => `lesson ${x.lesson} not found`,
-  },
-  update_activity: {
-    args: (x) => ({ id: x.activity, title: 'renamed' }),
-    effect: async (x) => expect(await titleOf('activities', x.activity)).toBe('renamed'),
-    invisible: (x) => `activity ${x.activity} not found`,
-  },
-  delete_activity: {
-    args: (x) => ({ id: x.activity }),
-    effect: async (x) => expect(await exists('activities', x.activity)).toBe(false),
-    invisible: (x) => `activity ${x.activity} not found`,
-  },
+  create_unit: createUnder('program', 2),
+  create_lesson: createUnder('unit', 1, { position: 1 }),
+  create_activity: createUnder('lesson', 2, activityArgs),
   instantiate_program: {
     args: (x) => ({ program_id: x.program, tenant: 'acme' }),
     effect: async (x, r) => expect(r).toMatchObject({ source_program_id: x.program, counts: { units: 1, lessons: 1, activities: 1 } }),
-    invisible: (x) => `program ${x.program} not found`,
+    invisible: notFound('program'),
   },
   import_program: {
     args: () => ({
@@ -181,40 +126,39 @@ const TOOLS: Record<string, ToolCase> = {
     },
     invisible: () => 'tenant not found: acme',
   },
-  ...lifecycleCases(),
+  ...recordCases(),
 };
 
-/** archive_X / unarchive_X of each record of the tree, and move_X within its own parent (issue #16). */
-function lifecycleCases(): Record<string, ToolCase> {
+/**
+ * The tools of each record of the tree: update_X, delete_X, archive_X / unarchive_X (issue #16),
+ * and move_X within its own parent.
+ */
+function recordCases(): Record<string, ToolCase> {
   const records = { program: 'programs', unit: 'units', lesson: 'lessons', activity: 'activities' } as const;
+  // The record whose absence shows a delete: for a program or a unit a descendant (the cascade).
+  const goneAfterDelete = { program: 'activity', unit: 'lesson', lesson: 'lesson', activity: 'activity' } as const;
   const archivedOf = async (table: string, id: string) =>
     (await t.db.query<{ archived: boolean }>(`select archived from ${table} where id = $1`, [id]))[0]?.archived;
   const cases: Record<string, ToolCase> = {};
   for (const [name, table] of Object.entries(records) as [keyof Tree, string][]) {
-    cases[`archive_${name}`] = {
-      args: (x) => ({ id: x[name] }),
-      effect: async (x) => expect(await archivedOf('activities', x.activity)).toBe(true),
-      invisible: (x) => `${name} ${x[name]} not found`,
-    };
-    cases[`unarchive_${name}`] = {
-      args: (x) => ({ id: x[name] }),
-      effect: async (x, r) => expect([r.archived, await archivedOf(table, x[name])]).toEqual([false, false]),
-      invisible: (x) => `${name} ${x[name]} not found`,
-    };
+    const gone = goneAfterDelete[name];
+    cases[`update_${name}`] = byId(name, async (x) => expect(await titleOf(table, x[name])).toBe('renamed'), { title: 'renamed' });
+    cases[`delete_${name}`] = byId(name, async (x) => expect(await exists(records[gone], x[gone])).toBe(false));
+    cases[`archive_${name}`] = byId(name, async (x) => expect(await archivedOf('activities', x.activity)).toBe(true));
+    cases[`unarchive_${name}`] = byId(name, async (x, r) => expect([r.archived, await archivedOf(table, x[name])]).toEqual([false, false]));
   }
   const parents = { unit: 'program', lesson: 'unit', activity: 'lesson' } as const;
   for (const [name, parent] of Object.entries(parents) as [keyof Tree, keyof Tree][]) {
     cases[`move_${name}`] = {
       args: (x) => ({ id: x[name], [`${parent}_id`]: x[parent], position: 1 }),
       effect: async (x, r) => expect(r).toMatchObject({ id: x[name], [`${parent}_id`]: x[parent], position: 1 }),
-      invisible: (x) => `${name} ${x[name]} not found`,
+      invisible: notFound(name),
     };
   }
   return cases;
 }
 
 beforeAll(async () => {
-  t = await startApp();
   const acme = await seedAuthor(t, 'acme');
   const beta = await seedAuthor(t, 'beta');
   for (const email of ['learner@acme.test', 'nobody@nowhere.test']) {
@@ -240,7 +184,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(Object.values(clients).map((c) => c.close()));
-  await t?.close();
 });
 
 const names = Object.keys(TOOLS);
@@ -258,39 +201,40 @@ describe('author of the tenant', () => {
   });
 });
 
-describe('author of another tenant', () => {
-  it.each(names)('%s: acme does not exist for them', async (name) => {
+/**
+ * The signed-in callers besides acme's author: what whoami and list_tenants tell them, and what
+ * any other tool does — `refusal`: the text it fails with, or undefined where it works (a read).
+ */
+const others: { title: string; caller: string; rule: string; memberships: unknown[]; tenants: unknown[]; refusal: (tool: ToolCase, x: Tree) => string | undefined }[] = [
+  {
+    title: 'author of another tenant',
+    caller: 'otherAuthor',
+    rule: 'acme does not exist for them',
+    memberships: [expect.objectContaining({ tenant: 'beta', role: 'author' })],
+    tenants: [expect.objectContaining({ slug: 'beta' })],
+    refusal: (tool, x) => tool.invisible(x),
+  },
+  {
+    title: 'learner of the tenant',
+    caller: 'learner',
+    rule: 'reads work, writes are not allowed',
+    memberships: [expect.objectContaining({ tenant: 'acme', role: 'learner' })],
+    tenants: [expect.objectContaining({ slug: 'acme', role: 'learner' })],
+    refusal: (tool) => (tool.read ? undefined : NOT_ALLOWED),
+  },
+  { title: 'member of nothing', caller: 'nobody', rule: 'nothing of acme exists for them', memberships: [], tenants: [], refusal: (tool, x) => tool.invisible(x) },
+];
+describe.each(others)('$title', ({ caller, rule, memberships, tenants, refusal }) => {
+  it.each(names)(`%s: ${rule}`, async (name) => {
     const x = await freshTree();
     const tool = TOOLS[name]!;
+    const client = clients[caller]!;
     const before = await snapshot();
-    if (name === 'whoami') expect((await ok(clients.otherAuthor!, name)).memberships).toEqual([expect.objectContaining({ tenant: 'beta', role: 'author' })]);
-    else if (name === 'list_tenants') expect((await ok(clients.otherAuthor!, name)).tenants.map((r: Structured) => r.slug)).toEqual(['beta']);
-    else expect(await fails(clients.otherAuthor!, name, tool.args(x))).toBe(tool.invisible(x));
-    expect(await snapshot()).toEqual(before);
-  });
-});
-
-describe('learner of the tenant', () => {
-  it.each(names)('%s: reads work, writes are not allowed', async (name) => {
-    const x = await freshTree();
-    const tool = TOOLS[name]!;
-    const before = await snapshot();
-    if (name === 'whoami') expect((await ok(clients.learner!, name)).memberships).toEqual([expect.objectContaining({ tenant: 'acme', role: 'learner' })]);
-    else if (name === 'list_tenants') expect((await ok(clients.learner!, name)).tenants).toEqual([expect.objectContaining({ slug: 'acme', role: 'learner' })]);
-    else if (tool.read) await tool.effect(x, await ok(clients.learner!, name, tool.args(x)));
-    else expect(await fails(clients.learner!, name, tool.args(x))).toBe(NOT_ALLOWED);
-    expect(await snapshot()).toEqual(before);
-  });
-});
-
-describe('member of nothing', () => {
-  it.each(names)('%s: nothing of acme exists for them', async (name) => {
-    const x = await freshTree();
-    const tool = TOOLS[name]!;
-    const before = await snapshot();
-    if (name === 'whoami') expect((await ok(clients.nobody!, name)).memberships).toEqual([]);
-    else if (name === 'list_tenants') expect((await ok(clients.nobody!, name)).tenants).toEqual([]);
-    else expect(await fails(clients.nobody!, name, tool.args(x))).toBe(tool.invisible(x));
+    const refused = refusal(tool, x);
+    if (name === 'whoami') expect((await ok(client, name)).memberships).toEqual(memberships);
+    else if (name === 'list_tenants') expect((await ok(client, name)).tenants).toEqual(tenants);
+    else if (refused === undefined) await tool.effect(x, await ok(client, name, tool.args(x)));
+    else expect(await fails(client, name, tool.args(x))).toBe(refused);
     expect(await snapshot()).toEqual(before);
   });
 });

@@ -7,10 +7,10 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { useApp } from '../helpers/harness.ts';
 import { authorClient, contentCounts, ok, rawPost, type Structured } from './helpers.ts';
 
-let t: TestApp;
+const t = useApp();
 let a: Client; // author of acme
 let b: Client; // author of beta
 let token: string;
@@ -28,7 +28,6 @@ const rpcError = (p: Promise<unknown>) =>
   );
 
 beforeAll(async () => {
-  t = await startApp();
   const author = await authorClient(t, 'acme');
   a = author.client;
   token = author.token;
@@ -43,7 +42,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all([a, b].map((c) => c?.close()));
-  await t?.close();
 });
 
 describe('resources', () => {

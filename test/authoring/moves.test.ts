@@ -8,17 +8,12 @@
  * are `isError` results naming the problem, with nothing written. And a create racing the delete
  * of its parent says "not found".
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { backend } from '../helpers/harness.ts';
 import { connect, contentSnapshot, fails, ok, type Structured } from './helpers.ts';
-import { get, importTree, learnerSession, startLifecycleWorld, submit, type LifecycleWorld } from './lifecycle-world.ts';
+import { get, importTree, learnerSession, submit, useLifecycleWorld } from './lifecycle-world.ts';
 
-let x: LifecycleWorld;
-
-beforeAll(async () => {
-  x = await startLifecycleWorld();
-});
-afterAll(() => x?.close());
+const x = useLifecycleWorld();
 
 /** Titles of the children of each parent, in position order, checking positions are 1..n. */
 async function layout(table: 'units' | 'lessons' | 'activities', parentIds: string[]): Promise<string[][]> {

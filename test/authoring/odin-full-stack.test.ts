@@ -5,29 +5,22 @@
  * one import_program call — and read back intact and in order through the bounded reads
  * (get_program's outline, get_unit, get_lesson), on the suite's backend. A repeated bulk import is a no-op.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backend, startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { backend, useApp } from '../helpers/harness.ts';
 import { importOdin, importOdinBulk, loadOdin, ODIN_MISSING, odinAvailable, readProgram, type OdinProgram } from '../helpers/odin.ts';
-import { authorClient, contentCounts, contentShape, type Structured } from './helpers.ts';
+import { contentCounts, useAuthorClient, contentShape, type Structured } from './helpers.ts';
 
 const FILE = 'odin-full-stack-javascript.json';
 const present = odinAvailable(FILE);
 
 describe.skipIf(!present)(`Odin full-stack path through the tools (${present ? 'data present' : ODIN_MISSING})`, () => {
-  let t: TestApp;
-  let client: Client;
+  const t = useApp();
+  const client = useAuthorClient(t, 'acme');
   let source: OdinProgram;
   let perRecord: Structured;
 
-  beforeAll(async () => {
+  beforeAll(() => {
     source = loadOdin(FILE);
-    t = await startApp();
-    client = (await authorClient(t, 'acme')).client;
-  });
-  afterAll(async () => {
-    await client?.close();
-    await t?.close();
   });
 
   const sizes = (tree: Structured) => {

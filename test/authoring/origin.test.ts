@@ -6,25 +6,21 @@
  * Sent with node:http, which lets a test set `Host` as a rebinding browser would.
  */
 import { request } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { rebindingRefusal } from '../../src/authoring/origin.ts';
-import { seedAuthor, startApp, type TestApp } from '../helpers/harness.ts';
+import { seedAuthor, startApp, useApp } from '../helpers/harness.ts';
 import { signIn } from './helpers.ts';
 
 const ALLOWED = 'https://studio.example.com';
-let t: TestApp;
+const t = useApp(() => startApp({ mcpAllowedOrigins: [ALLOWED] }));
 let token: string;
 let port: number;
 
 beforeAll(async () => {
-  t = await startApp({ mcpAllowedOrigins: [ALLOWED] });
   const author = await seedAuthor(t, 'acme');
   token = await signIn(t, author.email, author.password);
   port = Number(new URL(t.url).port);
-});
-afterAll(async () => {
-  await t?.close();
 });
 
 const INITIALIZE = JSON.stringify({

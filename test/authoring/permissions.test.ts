@@ -5,14 +5,14 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
-import { authorClient, connect, fails, ok, signIn, type Structured, contentSnapshot } from './helpers.ts';
+import { useApp } from '../helpers/harness.ts';
+import { connect, useAuthorClient, fails, ok, signIn, type Structured, contentSnapshot } from './helpers.ts';
 
 const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
 
-let t: TestApp;
-let a: Client; // author of acme
-let b: Client; // author of beta
+const t = useApp();
+const a = useAuthorClient(t, 'acme');
+const b = useAuthorClient(t, 'beta');
 let learner: Client; // learner of acme
 let tree: { program: Structured; unit: Structured; lesson: Structured; activity: Structured };
 let betaProgram: Structured;
@@ -20,10 +20,6 @@ let betaProgram: Structured;
 const snapshot = () => contentSnapshot(t);
 
 beforeAll(async () => {
-  t = await startApp();
-  a = (await authorClient(t, 'acme')).client;
-  b = (await authorClient(t, 'beta')).client;
-
   const program = await ok(a, 'create_program', { tenant: 'acme', title: 'Acme course' });
   const unit = await ok(a, 'create_unit', { program_id: program.id, title: 'U1' });
   const lesson = await ok(a, 'create_lesson', { unit_id: unit.id, title: 'L1' });
@@ -44,10 +40,7 @@ beforeAll(async () => {
   );
   learner = await connect(t, await signIn(t, email, password));
 });
-afterAll(async () => {
-  await Promise.all([a, b, learner].map((c) => c?.close()));
-  await t?.close();
-});
+afterAll(() => learner?.close());
 
 describe('an author of another tenant', () => {
   it('sees tenant A ids as not found, like ids that do not exist', async () => {

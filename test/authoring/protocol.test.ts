@@ -3,26 +3,19 @@
  * or invalid arguments are `isError` results whose text names the field (SEP-1303, so the model
  * can correct itself). Either way the tool does not run and nothing is written.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
-import { authorClient, contentCounts, fails, ok, type Structured } from './helpers.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
+import { contentCounts, useAuthorClient, fails, ok, type Structured } from './helpers.ts';
 
-let t: TestApp;
-let client: Client;
+const t = useApp();
+const client = useAuthorClient(t, 'acme');
 let lesson: Structured;
 let program: Structured;
 
 beforeAll(async () => {
-  t = await startApp();
-  client = (await authorClient(t, 'acme')).client;
   program = await ok(client, 'create_program', { tenant: 'acme', title: 'P' });
   const unit = await ok(client, 'create_unit', { program_id: program.id, title: 'U' });
   lesson = await ok(client, 'create_lesson', { unit_id: unit.id, title: 'L' });
-});
-afterAll(async () => {
-  await client?.close();
-  await t?.close();
 });
 
 async function expectUnknownTool(name: string) {

@@ -4,21 +4,17 @@
  * `isError` results naming the problem, search within the caller's tenants only (another
  * tenant's content and the catalog never match), and honest tool names and annotations.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
-import { authorClient, contentSnapshot, fails, ok, type Structured } from './helpers.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
+import { contentSnapshot, useAuthorClient, fails, ok, type Structured } from './helpers.ts';
 
-let t: TestApp;
-let a: Client; // author of acme
-let b: Client; // author of beta
+const t = useApp();
+const a = useAuthorClient(t, 'acme');
+const b = useAuthorClient(t, 'beta');
 let x: { program: Structured; unit: Structured; lesson: Structured; activities: Structured[] };
 const GHOST = '00000000-0000-7000-8000-000000000000';
 
 beforeAll(async () => {
-  t = await startApp();
-  a = (await authorClient(t, 'acme')).client;
-  b = (await authorClient(t, 'beta')).client;
   const program = await ok(a, 'create_program', { tenant: 'acme', title: 'Web basics', description: 'HTML and CSS' });
   const unit = await ok(a, 'create_unit', { program_id: program.id, title: 'Flexbox layouts', description: 'Boxes' });
   const lesson = await ok(a, 'create_lesson', { unit_id: unit.id, title: 'Axes', body: '# Main axis and cross axis' });
@@ -31,10 +27,6 @@ beforeAll(async () => {
   const beta = await ok(b, 'create_program', { tenant: 'beta', title: 'Flexbox for beta' });
   await ok(b, 'create_unit', { program_id: beta.id, title: 'Flexbox secrets' });
   await t.db.query(`insert into programs (tenant_id, title) values (null, 'Flexbox catalog')`);
-});
-afterAll(async () => {
-  await Promise.all([a, b].map((c) => c?.close()));
-  await t?.close();
 });
 
 describe('get_program, get_unit, get_lesson, get_activity', () => {

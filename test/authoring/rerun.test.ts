@@ -34,39 +34,36 @@ function flakyTool(code: string, failures: number) {
   return { tool, runs: () => runs };
 }
 
-async function context(slug: string): Promise<{ ctx: ToolContext; tenantId: string }> {
-  const seeded = await seedAuthor(t, slug);
+/**
+ * Invoke a flaky tool (failing with `code` on its first `failures` runs) as a new author of tenant
+ * `rerun-<name>`; returns the answer, how many runs it took, and how many programs it left.
+ */
+async function callFlaky(name: string, code: string, failures: number) {
+  const seeded = await seedAuthor(t, `rerun-${name}`);
   const session = await verifySession(t.deps, await signIn(t, seeded.email, seeded.password));
-  return { ctx: { deps: t.deps, session, log: t.app.log }, tenantId: seeded.tenant.id };
+  const ctx: ToolContext = { deps: t.deps, session, log: t.app.log };
+  const flaky = flakyTool(code, failures);
+  const title = `rerun ${name}`;
+  const result = await invoke(flaky.tool, ctx, { tenant_id: seeded.tenant.id, title });
+  const [row] = await t.db.query<{ n: number }>('select count(*)::int as n from programs where title = $1', [title]);
+  return { result, runs: flaky.runs(), programs: row!.n };
 }
-
-const programs = async (title: string) => (await t.db.query<{ n: number }>('select count(*)::int as n from programs where title = $1', [title]))[0]!.n;
 
 describe('tool calls rerun after a deadlock or serialization failure', () => {
   it.each(['40P01', '40001'])('%s: run again, the failed runs rolled back, the answer the last run’s', async (code) => {
-    const { ctx, tenantId } = await context(`rerun-${code.toLowerCase()}`);
-    const flaky = flakyTool(code, 2);
-    const result = await invoke(flaky.tool, ctx, { tenant_id: tenantId, title: `rerun ${code}` });
+    const { result, programs } = await callFlaky(code.toLowerCase(), code, 2);
     expect(result.isError).toBeUndefined();
     expect(result.structuredContent).toEqual({ runs: 3 });
-    expect(await programs(`rerun ${code}`)).toBe(1);
+    expect(programs).toBe(1);
   });
 
-  it('gives up after two reruns', async () => {
-    const { ctx, tenantId } = await context('rerun-give-up');
-    const flaky = flakyTool('40P01', 5);
-    const result = await invoke(flaky.tool, ctx, { tenant_id: tenantId, title: 'rerun give up' });
-    expect(result.isError).toBe(true);
-    expect(flaky.runs()).toBe(3);
-    expect(await programs('rerun give up')).toBe(0);
-  });
-
-  it('does not rerun other failures', async () => {
-    const { ctx, tenantId } = await context('rerun-other');
-    const flaky = flakyTool('23505', 1);
-    const result = await invoke(flaky.tool, ctx, { tenant_id: tenantId, title: 'rerun other' });
-    expect(result.isError).toBe(true);
-    expect(flaky.runs()).toBe(1);
-    expect(await programs('rerun other')).toBe(0);
+  it.each([
+    { what: 'gives up after two reruns', name: 'give-up', code: '40P01', failures: 5, runs: 3 },
+    { what: 'does not rerun other failures', name: 'other', code: '23505', failures: 1, runs: 1 },
+  ])('$what', async ({ name, code, failures, runs }) => {
+    const called = await callFlaky(name, code, failures);
+    expect(called.result.isError).toBe(true);
+    expect(called.runs).toBe(runs);
+    expect(called.programs).toBe(0);
   });
 });

@@ -4,18 +4,16 @@
  * keeps the version it was graded against, in its artifact's `verification` (Results API) and in
  * the embed reads' attempts. A title or position change makes no new version.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ok, type Structured } from './helpers.ts';
-import { get, importTree, learnerSession, startLifecycleWorld, submit, type LifecycleWorld } from './lifecycle-world.ts';
+import { get, importTree, learnerSession, submit, useLifecycleWorld } from './lifecycle-world.ts';
 
-let x: LifecycleWorld;
+const x = useLifecycleWorld();
 let activity: Structured;
 
 beforeAll(async () => {
-  x = await startLifecycleWorld();
   activity = (await importTree(x.author, 'acme', 1, 1, 2)).units[0].lessons[0].activities[0];
 });
-afterAll(() => x?.close());
 
 /** The rubric_version of each artifact's verification, as the Results API serves it. */
 async function versionsInResultsApi(): Promise<Record<string, number>> {

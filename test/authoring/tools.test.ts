@@ -1,22 +1,18 @@
 /** The authoring tools through the MCP SDK's client: listing, CRUD, pages, instantiation (order: positions.test.ts). */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { useApp } from '../helpers/harness.ts';
 import { authorClient, contentCounts, fails, ok } from './helpers.ts';
 
-let t: TestApp;
+const t = useApp();
 let client: Client;
 let author: Awaited<ReturnType<typeof authorClient>>;
 
 beforeAll(async () => {
-  t = await startApp();
   author = await authorClient(t, 'acme');
   client = author.client;
 });
-afterAll(async () => {
-  await client?.close();
-  await t?.close();
-});
+afterAll(() => client?.close());
 
 const ALL_TOOLS = [
   'whoami', 'list_tenants', 'list_programs', 'get_program', 'get_unit', 'get_lesson', 'get_activity', 'search_content',

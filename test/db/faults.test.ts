@@ -18,10 +18,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/wait.ts';
 import pg from 'pg';
-import { migrate, openDb, type Db } from '../../src/db/index.ts';
+import type { Db } from '../../src/db/index.ts';
 import { embedSettings, expectError, post, seedActivity, type SeededActivity } from '../embed/fixtures.ts';
 import { seedAuthor, startApp, testConfig, testJudge, type TestApp } from '../helpers/harness.ts';
-import { clusterUnavailable, createCluster, type Cluster } from '../helpers/pg-cluster.ts';
+import { clusterUnavailable, createCluster, createSvcDb, type Cluster } from '../helpers/pg-cluster.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 
@@ -95,15 +95,19 @@ async function terminatedInside<T>(table: string, request: () => Promise<T>): Pr
       settled = value;
       return value;
     });
-    let pid: number | undefined;
-    for (const end = Date.now() + 20_000; pid === undefined; await sleep(50)) {
-      if (settled !== undefined) throw new Error(`the request answered before it waited on the lock: ${JSON.stringify(settled)}`);
-      if (Date.now() > end) throw new Error(`no backend waited on the lock of ${table}`);
-      const { rows } = await holder.query<{ pid: number }>(
-        `select pid from pg_stat_activity where datname = 'svc' and application_name = 'svc' and wait_event_type = 'Lock'`,
-      );
-      pid = rows[0]?.pid;
-    }
+    // (once the request has answered, every probe fails with that: the wait ends in that error)
+    const pid = await eventually(
+      async () => {
+        if (settled !== undefined) throw new Error(`the request answered before it waited on the lock: ${JSON.stringify(settled)}`);
+        const { rows } = await holder.query<{ pid: number }>(
+          `select pid from pg_stat_activity where datname = 'svc' and application_name = 'svc' and wait_event_type = 'Lock'`,
+        );
+        return rows[0]?.pid;
+      },
+      20_000,
+      `a backend waiting on the lock of ${table}`,
+      50,
+    );
     await holder.query('select pg_terminate_backend($1)', [pid]);
     await holder.query('rollback');
     return await answer;
@@ -115,12 +119,7 @@ async function terminatedInside<T>(table: string, request: () => Promise<T>): Pr
 describe.skipIf(clusterUnavailable !== undefined)(`database faults on a throwaway cluster${clusterUnavailable ? ` (skipped: ${clusterUnavailable})` : ''}`, () => {
   beforeAll(async () => {
     cluster = await createCluster();
-    const admin = new pg.Client({ connectionString: cluster.url() });
-    await admin.connect();
-    await admin.query('create database svc');
-    await admin.end();
-    db = await openDb({ databaseUrl: cluster.url('svc'), dbPoolSize: 4, dbAcquireTimeoutMs: ACQUIRE_MS, dbStatementTimeoutMs: 15_000 });
-    await migrate(db);
+    db = await createSvcDb(cluster, { dbPoolSize: 4, dbAcquireTimeoutMs: ACQUIRE_MS, dbStatementTimeoutMs: 15_000 });
     [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
     t = await startApp(
       {

@@ -7,15 +7,15 @@
  * reads on the replica, `primaryApp` has none.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { migrate, openDb, type Db } from '../../src/db/index.ts';
+import { openDb, type Db } from '../../src/db/index.ts';
 import { startApp, type TestApp } from '../helpers/harness.ts';
 import { replicaFallbacks } from '../../src/telemetry/metrics.ts';
-import { createCluster, createReplica, replicaUnavailable, type Cluster } from '../helpers/pg-cluster.ts';
+import { createCluster, createReplica, createSvcDb, replicaUnavailable, type Cluster } from '../helpers/pg-cluster.ts';
 import { getJson, newResult, newUser, seedTenant, type SeededTenant } from '../results/fixtures.ts';
 import { post, seedActivity } from '../embed/fixtures.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
+import { eventually } from '../helpers/wait.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A little more than the horizon's publishing interval (src/results/replica-horizon.ts). */
@@ -47,19 +47,13 @@ describe.skipIf(replicaUnavailable !== undefined)(`read replica on a streaming s
    */
   async function caughtUp() {
     const [{ lsn }] = (await db.query<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn')) as [{ lsn: string }];
-    for (const end = Date.now() + 30_000; ; await sleep(50)) {
-      const [row] = await readDb.query<{ done: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as done', [lsn]);
-      if (row?.done) return;
-      if (Date.now() > end) throw new Error('the replica did not catch up within 30 s');
-    }
+    const replayed = async () => (await readDb.query<{ done: boolean }>('select pg_last_wal_replay_lsn() >= $1::pg_lsn as done', [lsn]))[0]?.done;
+    await eventually(replayed, 30_000, `the replica to replay ${lsn}`, 50);
   }
   async function pauseReplay() {
     await readDb.query('select pg_wal_replay_pause()');
-    for (const end = Date.now() + 10_000; ; await sleep(20)) {
-      const [row] = await readDb.query<{ state: string }>('select pg_get_wal_replay_pause_state() as state');
-      if (row?.state === 'paused') return;
-      if (Date.now() > end) throw new Error('replay did not pause');
-    }
+    const state = async () => (await readDb.query<{ state: string }>('select pg_get_wal_replay_pause_state() as state'))[0]?.state;
+    await eventually(async () => (await state()) === 'paused', 10_000, 'replay to pause', 20);
   }
   const resumeReplay = () => readDb.query('select pg_wal_replay_resume()');
 
@@ -82,12 +76,7 @@ describe.skipIf(replicaUnavailable !== undefined)(`read replica on a streaming s
 
   beforeAll(async () => {
     primary = await createCluster();
-    const admin = new pg.Client({ connectionString: primary.url() });
-    await admin.connect();
-    await admin.query('create database svc');
-    await admin.end();
-    db = await openDb({ databaseUrl: primary.url('svc') });
-    await migrate(db);
+    db = await createSvcDb(primary);
     replica = await createReplica(primary);
     readDb = await openDb({ databaseUrl: replica.url('svc') });
     replicaApp = await startApp({}, { db, readDb });

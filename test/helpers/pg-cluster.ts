@@ -15,6 +15,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import pg from 'pg';
+import { migrate, openDb, type Db } from '../../src/db/index.ts';
 import { alive } from './pids.ts';
 
 const PREFIX = 'svc_faults_';
@@ -125,6 +127,23 @@ function handle(version: string, name: string, port: number): Cluster {
       run('pg_dropcluster', [version, name, '--stop']);
     },
   };
+}
+
+/**
+ * Create the database `svc` on `cluster` and open it migrated, with `options` (openDb's pool size
+ * and timeouts, src/db/index.ts). The caller closes it.
+ */
+export async function createSvcDb(cluster: Cluster, options: Omit<Parameters<typeof openDb>[0], 'databaseUrl' | 'dataDir'> = {}): Promise<Db> {
+  const admin = new pg.Client({ connectionString: cluster.url() });
+  await admin.connect();
+  try {
+    await admin.query('create database svc');
+  } finally {
+    await admin.end();
+  }
+  const db = await openDb({ databaseUrl: cluster.url('svc'), ...options });
+  await migrate(db);
+  return db;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { passwordVerificationCount } from '../../src/identity/passwords.ts';
 import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
 import { auth, identityConfig } from './helpers.ts';
@@ -112,18 +112,13 @@ describe('per-IP limits (in memory)', () => {
 });
 
 describe.runIf(redisUp)('with Redis (REDIS_URL)', () => {
-  let a: TestApp;
-  let b: TestApp;
   const email = `shared-${randomBytes(6).toString('hex')}@example.com`;
+  const identity = identityConfig({ rateLimit: { signInPerEmail: 3, windowSeconds: 60 } });
+  // Two processes of one deployment on one database (b closes first: a owns the database).
+  const a = useApp(() => startApp({ identity, redisUrl: REDIS_URL }));
+  const b = useApp(() => startApp({ identity, redisUrl: REDIS_URL }, { db: a.db }));
   beforeAll(async () => {
-    const identity = identityConfig({ rateLimit: { signInPerEmail: 3, windowSeconds: 60 } });
-    a = await startApp({ identity, redisUrl: REDIS_URL });
-    b = await startApp({ identity, redisUrl: REDIS_URL }, { db: a.db });
     await a.op('user.create', { email, password: 'shared password' });
-  });
-  afterAll(async () => {
-    await b?.close();
-    await a?.close();
   });
 
   it('two processes share the per-email counter', async () => {

@@ -5,8 +5,8 @@
  * The clock is the app's injectable `now`, moved forward instead of sleeping.
  */
 import { SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { startApp, useApp, type TestApp } from '../helpers/harness.ts';
 import { auth, identityConfig, mcpInitialize, signIn } from './helpers.ts';
 
 let skew = 0; // milliseconds
@@ -16,14 +16,21 @@ const advance = (seconds: number) => {
 };
 const refresh = (t: TestApp, token: string) => auth(t, '/token?grant_type=refresh_token', { body: { refresh_token: token } });
 
-describe('maximum session lifetime', () => {
-  let t: TestApp;
-  beforeAll(async () => {
+/**
+ * The app of a `describe` block, on this file's clock (its skew reset to zero when the block
+ * starts), with `identity` changes and one user `email` / `password`.
+ */
+function useSessionApp(identity: Parameters<typeof identityConfig>[0], email: string, password: string): TestApp {
+  return useApp(async () => {
     skew = 0;
-    t = await startApp({ identity: identityConfig({ sessionMaxLifetime: 1800 }) }, { now: clock });
-    await t.op('user.create', { email: 'life@example.com', password: 'lifetime password' });
+    const t = await startApp({ identity: identityConfig(identity) }, { now: clock });
+    await t.op('user.create', { email, password });
+    return t;
   });
-  afterAll(() => t.close());
+}
+
+describe('maximum session lifetime', () => {
+  const t = useSessionApp({ sessionMaxLifetime: 1800 }, 'life@example.com', 'lifetime password');
 
   it('caps the access token at the end of the session and refuses the session after it', async () => {
     const s = await signIn(t, 'life@example.com', 'lifetime password');
@@ -55,13 +62,7 @@ describe('maximum session lifetime', () => {
 });
 
 describe('inactivity timeout', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    skew = 0;
-    t = await startApp({ identity: identityConfig({ sessionInactivityTimeout: 600 }) }, { now: clock });
-    await t.op('user.create', { email: 'idle@example.com', password: 'inactive password' });
-  });
-  afterAll(() => t.close());
+  const t = useSessionApp({ sessionInactivityTimeout: 600 }, 'idle@example.com', 'inactive password');
 
   it('a session refreshed in time lives on; one idle for longer cannot be refreshed', async () => {
     const s = await signIn(t, 'idle@example.com', 'inactive password');
@@ -80,13 +81,7 @@ describe('inactivity timeout', () => {
 });
 
 describe('bans and admin password changes', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    skew = 0;
-    t = await startApp();
-    await t.op('user.create', { email: 'mallory@example.com', password: 'mallory password' });
-  });
-  afterAll(() => t.close());
+  const t = useSessionApp({}, 'mallory@example.com', 'mallory password');
 
   it('a ban stops the live session on /user, /mcp and refresh; lifting it lets the user back', async () => {
     const s = await signIn(t, 'mallory@example.com', 'mallory password');

@@ -4,9 +4,9 @@
  * token lifetime. Whether a session still works is checked on /auth/v1/user and on /mcp.
  */
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/identity/sessions.ts';
-import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
+import { startApp, useApp } from '../helpers/harness.ts';
 import { auth, mcpInitialize } from './helpers.ts';
 
 const t = useApp();
@@ -175,14 +175,12 @@ describe('supabase-js against /auth/v1', () => {
 });
 
 describe('auto-refresh with a short token lifetime', () => {
-  let short: TestApp;
+  // 30 s is the configuration minimum; auth-js refreshes a token that expires within its
+  // margin (3 ticks × 30 s), so the first tick after sign-in refreshes at once.
+  const short = useApp(() => startApp({ accessTokenTtl: 30 }));
   beforeAll(async () => {
-    // 30 s is the configuration minimum; auth-js refreshes a token that expires within its
-    // margin (3 ticks × 30 s), so the first tick after sign-in refreshes at once.
-    short = await startApp({ accessTokenTtl: 30 });
     await short.op('user.create', { email: 'tabs@example.com', password: 'auto refresh me' });
   });
-  afterAll(() => short.close());
 
   it('the client refreshes on its own, uses the new token, and the old refresh token is spent', async () => {
     const supabase = createClient(short.url, short.deps.config.anonKey, { auth: { persistSession: false, autoRefreshToken: true } });

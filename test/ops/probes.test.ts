@@ -4,20 +4,11 @@
  * pool held, as in an outage or a saturated pool: `select 1` cannot run within the 1 s bound).
  * The ready answer of a server process, and its 503 while shutting down, are in shutdown.test.ts.
  */
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POOL_SIZE } from '../../src/db/postgres.ts';
 import { backend, startApp } from '../helpers/harness.ts';
+import { freePort } from '../helpers/pg-cluster.ts';
 import { killAll, serverDatabase, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';
-
-/** A loopback port nothing listens on (bound and released at once). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 const probe = async (url: string) => {
   const res = await fetch(url);
@@ -30,7 +21,8 @@ describe('probes of a server process whose Redis does not answer', () => {
 
   beforeAll(async () => {
     database = await serverDatabase();
-    server = await startServerProcess({ ...database.env, REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
+    // A Redis on a free loopback port: nothing listens there.
+    server = await startServerProcess({ ...database.env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
   }, 60_000);
   afterAll(async () => {
     killAll([server]);

@@ -5,9 +5,9 @@
  * transaction as the `authenticated` role with that user's JWT claims — the way the authoring
  * surface runs every tool call — and always rolls it back, so cases do not disturb each other.
  */
-import { expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import type { Db, Queryable } from '../../src/db/index.ts';
-import { freshDb } from '../helpers/harness.ts';
+import { freshDb, useFixture } from '../helpers/harness.ts';
 
 export type Who = 'authorA' | 'learnerA' | 'authorB' | 'nobody' | 'noClaims';
 
@@ -20,60 +20,69 @@ export interface Fixture {
   ids: Record<string, string>;
 }
 
-/** The seed, as SQL (deterministic ids). */
+/** A deterministic id of the seed (`n`: its last three hex digits). */
+const id = (n: string) => `00000000-0000-7000-8000-000000000${n}`;
+
+/** The seed's users (auth.users ids, the JWT `sub`) by name. */
+const SUBS: Fixture['subs'] = { authorA: id('0a1'), learnerA: id('0a2'), authorB: id('0b1'), nobody: id('0c1') };
+
+/** The seed's tenants and content records by name (a record's title is its name). */
+const IDS: Record<string, string> = {
+  tenantA: id('00a'), tenantB: id('00b'),
+  PA: id('101'), PB: id('102'), PC: id('103'),
+  UA: id('201'), UB: id('202'), UC: id('203'),
+  LA: id('301'), LB: id('302'), LC: id('303'),
+  AA1: id('401'), AA2: id('402'), AB: id('403'), AC: id('404'),
+};
+
+/**
+ * `insert into <table> (id, <parentColumn>, title)` of `[name, parent]` records: the id of each is
+ * `IDS[name]`, its title its name, under `IDS[parent]` (null: a program of the catalog).
+ */
+const records = (table: string, parentColumn: string, rows: [name: string, parent: string | null][]) =>
+  `insert into ${table} (id, ${parentColumn}, title) values
+    ${rows.map(([name, parent]) => `('${IDS[name]}', ${parent === null ? 'null' : `'${IDS[parent]}'`}, '${name}')`).join(',\n    ')};`;
+
+/** The seed, as SQL: one program → unit → lesson in A, in B and in the catalog (C), two activities in A's. */
 export const SEED_SQL = `
   insert into tenants (id, slug, name) values
-    ('00000000-0000-7000-8000-00000000000a', 'a', 'Tenant A'),
-    ('00000000-0000-7000-8000-00000000000b', 'b', 'Tenant B');
+    ('${IDS.tenantA}', 'a', 'Tenant A'),
+    ('${IDS.tenantB}', 'b', 'Tenant B');
   insert into auth.users (id, email) values
-    ('00000000-0000-7000-8000-0000000000a1', 'author@a.test'),
-    ('00000000-0000-7000-8000-0000000000a2', 'learner@a.test'),
-    ('00000000-0000-7000-8000-0000000000b1', 'author@b.test'),
-    ('00000000-0000-7000-8000-0000000000c1', 'nobody@c.test');
+    ('${SUBS.authorA}', 'author@a.test'),
+    ('${SUBS.learnerA}', 'learner@a.test'),
+    ('${SUBS.authorB}', 'author@b.test'),
+    ('${SUBS.nobody}', 'nobody@c.test');
   insert into users (id, auth_user_id) select id, id from auth.users;
   insert into memberships (tenant_id, user_id, role) values
-    ('00000000-0000-7000-8000-00000000000a', '00000000-0000-7000-8000-0000000000a1', 'author'),
-    ('00000000-0000-7000-8000-00000000000a', '00000000-0000-7000-8000-0000000000a2', 'learner'),
-    ('00000000-0000-7000-8000-00000000000b', '00000000-0000-7000-8000-0000000000b1', 'author');
-  insert into programs (id, tenant_id, title) values
-    ('00000000-0000-7000-8000-000000000101', '00000000-0000-7000-8000-00000000000a', 'PA'),
-    ('00000000-0000-7000-8000-000000000102', '00000000-0000-7000-8000-00000000000b', 'PB'),
-    ('00000000-0000-7000-8000-000000000103', null, 'PC');
-  insert into units (id, program_id, title) values
-    ('00000000-0000-7000-8000-000000000201', '00000000-0000-7000-8000-000000000101', 'UA'),
-    ('00000000-0000-7000-8000-000000000202', '00000000-0000-7000-8000-000000000102', 'UB'),
-    ('00000000-0000-7000-8000-000000000203', '00000000-0000-7000-8000-000000000103', 'UC');
-  insert into lessons (id, unit_id, title) values
-    ('00000000-0000-7000-8000-000000000301', '00000000-0000-7000-8000-000000000201', 'LA'),
-    ('00000000-0000-7000-8000-000000000302', '00000000-0000-7000-8000-000000000202', 'LB'),
-    ('00000000-0000-7000-8000-000000000303', '00000000-0000-7000-8000-000000000203', 'LC');
+    ('${IDS.tenantA}', '${SUBS.authorA}', 'author'),
+    ('${IDS.tenantA}', '${SUBS.learnerA}', 'learner'),
+    ('${IDS.tenantB}', '${SUBS.authorB}', 'author');
+  ${records('programs', 'tenant_id', [['PA', 'tenantA'], ['PB', 'tenantB'], ['PC', null]])}
+  ${records('units', 'program_id', [['UA', 'PA'], ['UB', 'PB'], ['UC', 'PC']])}
+  ${records('lessons', 'unit_id', [['LA', 'UA'], ['LB', 'UB'], ['LC', 'UC']])}
   insert into activities (id, lesson_id, title, kind, spec) values
-    ('00000000-0000-7000-8000-000000000401', '00000000-0000-7000-8000-000000000301', 'AA1', 'document', 's'),
-    ('00000000-0000-7000-8000-000000000402', '00000000-0000-7000-8000-000000000301', 'AA2', 'document', 's'),
-    ('00000000-0000-7000-8000-000000000403', '00000000-0000-7000-8000-000000000302', 'AB', 'document', 's'),
-    ('00000000-0000-7000-8000-000000000404', '00000000-0000-7000-8000-000000000303', 'AC', 'document', 's');
+    ('${IDS.AA1}', '${IDS.LA}', 'AA1', 'document', 's'),
+    ('${IDS.AA2}', '${IDS.LA}', 'AA2', 'document', 's'),
+    ('${IDS.AB}', '${IDS.LB}', 'AB', 'document', 's'),
+    ('${IDS.AC}', '${IDS.LC}', 'AC', 'document', 's');
   insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status)
-    values ('00000000-0000-7000-8000-00000000000a', '00000000-0000-7000-8000-000000000401', '00000000-0000-7000-8000-000000000301',
-            '00000000-0000-7000-8000-000000000101', '00000000-0000-7000-8000-0000000000a2', 'completed');
+    values ('${IDS.tenantA}', '${IDS.AA1}', '${IDS.LA}', '${IDS.PA}', '${SUBS.learnerA}', 'completed');
 `;
 
+/** A fresh migrated database of the suite's backend with the seed in it; `drop()` removes it. */
 export async function seeded(): Promise<Fixture> {
   const { db, url, drop } = await freshDb();
   await db.exec(SEED_SQL);
-  const id = (n: string) => `00000000-0000-7000-8000-000000000${n}`;
-  return {
-    db,
-    url,
-    drop,
-    subs: { authorA: id('0a1'), learnerA: id('0a2'), authorB: id('0b1'), nobody: id('0c1') },
-    ids: {
-      tenantA: id('00a'), tenantB: id('00b'),
-      PA: id('101'), PB: id('102'), PC: id('103'),
-      UA: id('201'), UB: id('202'), UC: id('203'),
-      LA: id('301'), LB: id('302'), LC: id('303'),
-      AA1: id('401'), AA2: id('402'), AB: id('403'), AC: id('404'),
-    },
-  };
+  return { db, url, drop, subs: { ...SUBS }, ids: { ...IDS } };
+}
+
+/** The seeded database of a test file: made before its tests (`seeded`), dropped after them. */
+export function useSeeded(): Fixture {
+  let made: Fixture | undefined;
+  const f = useFixture(async () => (made = await seeded()));
+  afterAll(() => made?.drop());
+  return f;
 }
 
 const ROLLBACK = Symbol('rollback');

@@ -7,16 +7,12 @@
  * refuses the duplicate at commit.
  */
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/index.ts';
 import { backend, freshDb } from '../helpers/harness.ts';
-import { as, claimsOf, expectSqlState, SEED_SQL, seeded, type Fixture } from './fixtures.ts';
+import { as, claimsOf, expectSqlState, SEED_SQL, useSeeded } from './fixtures.ts';
 
-let f: Fixture;
-beforeAll(async () => {
-  f = await seeded();
-});
-afterAll(() => f?.drop());
+const f = useSeeded();
 
 const ROLLBACK = Symbol('rollback');
 /** Run `fn` as the owner in a transaction that is rolled back. */
