@@ -1,8 +1,9 @@
 /**
  * Pieces the benchmarks share: latency percentiles, a timer, and a fresh database per backend
  * (PostgreSQL: a new database on BENCH_PG, default postgres://postgres@127.0.0.1:5432, dropped
- * afterwards; PGlite: a temporary data folder, as `npm start` uses), the real server as a child
- * process, and the bench/README.md section writer.
+ * afterwards; PGlite: a temporary data folder, as `npm start` uses), the app in this process
+ * with a signed-in author (`startBenchApp`), the real server as a child process
+ * (`startBenchServer`), and the bench/README.md table and section writers.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
