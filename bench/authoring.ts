@@ -21,49 +21,22 @@
  * (issue #5): bulk import ≤ 1 s on PostgreSQL; create_activity p50 ≤ 5 ms. Prints a table and
  * rewrites the "authoring" section of bench/README.md.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { buildApp } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { asUser, migrate } from '../src/db/index.ts';
-import { benchDatabase, eachBackend, lastRun, one, stats, timed, writeReadmeSection } from './common.ts';
-import { runOp } from '../src/admin/ops.ts';
+import { asUser } from '../src/db/index.ts';
+import { eachBackend, lastRun, markdownTable, one, startBenchApp, stats, timed, writeReadmeSection } from './common.ts';
 import { loadOdin, odinImportArgs } from '../test/helpers/odin.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
 const READS = Number(process.env.BENCH_READS ?? 40);
 const IMPORTS = Number(process.env.BENCH_IMPORTS ?? 5);
 const PASSWORD = 'bench password 0123456789';
-const secrets = {
-  SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',
-  SVC_ANON_KEY: 'sb_publishable_bench_0123456789',
-  SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
-};
-
-const database = (backend: 'postgres' | 'pglite') => benchDatabase('authoring', backend);
 
 async function benchBackend(backend: 'postgres' | 'pglite') {
-  const { db, env, drop } = await database(backend);
-  await migrate(db);
-  const config = loadConfig({ ...env, ...secrets, PORT: '0', LOG_LEVEL: 'warn' });
-  const app = await buildApp({ config, db, now: () => new Date() });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  config.baseUrl = url;
-  let client: Client | undefined;
+  const bench = await startBenchApp('authoring', backend, { email: 'author@bench.test', password: PASSWORD });
+  const { db } = bench;
   try {
-    await runOp(db, 'tenant.create', { slug: 'bench', name: 'Bench' });
-    await runOp(db, 'user.create', { email: 'author@bench.test', password: PASSWORD });
-    await runOp(db, 'author.grant', { tenant: 'bench', email: 'author@bench.test' });
-    const signIn = await fetch(`${url}/auth/v1/token?grant_type=password`, {
-      method: 'POST',
-      headers: { apikey: config.anonKey, 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'author@bench.test', password: PASSWORD }),
-    });
-    const { access_token: token } = (await signIn.json()) as { access_token: string };
-    client = new Client({ name: 'bench-authoring', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    const client = await bench.connect('bench-authoring');
     const call = async (name: string, args: Record<string, unknown>) => {
-      const result = await client!.callTool({ name, arguments: args });
+      const result = await client.callTool({ name, arguments: args });
       if (result.isError) throw new Error(`${name}: ${JSON.stringify(result.content)}`);
       return result.structuredContent as Record<string, any>;
     };
@@ -151,23 +124,36 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
       perRecordMs,
     };
   } finally {
-    await client?.close();
-    await app.close();
-    await drop();
+    await bench.close();
   }
 }
 
 async function main() {
   const results = await eachBackend(benchBackend);
   const f = one;
-  const table = [
-    '| backend | import_program, full stack (median / min of ' + IMPORTS + ') | create_activity p50 / p99 | its CPU in this process | same insert as SQL p50 / p99 | get_program (full stack) p50 / p99 | same tree read as SQL p50 / p99 | per-record import, 332 calls |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...results.map(
-      (r) =>
-        `| ${r.backend} | ${f(r.importMedian)} / ${f(r.importMin)} | ${f(r.create.p50)} / ${f(r.create.p99)} | ${f(r.createCpu)} | ${f(r.rawInsert.p50)} / ${f(r.rawInsert.p99)} | ${f(r.read.p50)} / ${f(r.read.p99)} | ${f(r.rawRead.p50)} / ${f(r.rawRead.p99)} | ${(r.perRecordMs / 1000).toFixed(2)} s |`,
-    ),
-  ].join('\n');
+  const pair = (s: { p50: number; p99: number }) => `${f(s.p50)} / ${f(s.p99)}`;
+  const table = markdownTable(
+    [
+      'backend',
+      `import_program, full stack (median / min of ${IMPORTS})`,
+      'create_activity p50 / p99',
+      'its CPU in this process',
+      'same insert as SQL p50 / p99',
+      'get_program (full stack) p50 / p99',
+      'same tree read as SQL p50 / p99',
+      'per-record import, 332 calls',
+    ],
+    results.map((r) => [
+      r.backend,
+      `${f(r.importMedian)} / ${f(r.importMin)}`,
+      pair(r.create),
+      f(r.createCpu),
+      pair(r.rawInsert),
+      pair(r.read),
+      pair(r.rawRead),
+      `${(r.perRecordMs / 1000).toFixed(2)} s`,
+    ]),
+  );
   const pg = results.find((r) => r.backend === 'postgres');
   const targets = pg
     ? `Targets on PostgreSQL: bulk import ≤ 1000 ms → **${f(pg.importMedian)} ms**; create_activity p50 ≤ 5 ms → **${f(pg.create.p50)} ms**.`

@@ -1,15 +1,21 @@
 /**
  * Pieces the benchmarks share: latency percentiles, a timer, and a fresh database per backend
  * (PostgreSQL: a new database on BENCH_PG, default postgres://postgres@127.0.0.1:5432, dropped
- * afterwards; PGlite: a temporary data folder, as `npm start` uses), the real server as a child
- * process, and the bench/README.md section writer.
+ * afterwards; PGlite: a temporary data folder, as `npm start` uses), the app in this process
+ * with a signed-in author (`startBenchApp`), the real server as a child process
+ * (`startBenchServer`), and the bench/README.md table and section writers.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import postgres from 'postgres';
-import { openDb, type Db } from '../src/db/index.ts';
+import { runOp } from '../src/admin/ops.ts';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { migrate, openDb, type Db } from '../src/db/index.ts';
 
 export const BENCH_PG = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
 
@@ -90,45 +96,135 @@ export const BENCH_SECRETS = {
   SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
 };
 
+/** The Node.js flags of `npm start` (package.json's start script), which benchmarked servers run with by default. */
+export const START_FLAGS: string[] = /^(?:exec )?node (.*?)\s*dist\/main\.js$/
+  .exec((JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start)![1]!
+  .split(' ')
+  .filter(Boolean);
+
+/** A markdown table of `rows` under `head`: the first column left-aligned, the others (figures) right-aligned. */
+export function markdownTable(head: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(head), `|---|${'---:|'.repeat(head.length - 1)}`, ...rows.map(line)].join('\n');
+}
+
+export interface BenchApp {
+  db: Db;
+  /** Where the app listens (loopback, a port the system picked). */
+  url: string;
+  /** The author's access token from the password grant. */
+  token: string;
+  /** An MCP SDK client over Streamable HTTP to `/mcp`, authorised by `token` (default: the author's); `close` closes it. */
+  connect(name: string, token?: string): Promise<Client>;
+  /** Close the MCP clients, the app and the database (dropped). */
+  close(): Promise<void>;
+}
+
+/**
+ * The real app in this process (client time counts in every figure) on a fresh, migrated
+ * database of `backend` (`benchDatabase(prefix, …)`), listening on loopback, with BENCH_SECRETS
+ * and `env` over them, warn logs; then the tenant "bench" with one author (`author.email`,
+ * `author.password`, created with the default argon2id cost) signed in by the password grant.
+ */
+export async function startBenchApp(
+  prefix: string,
+  backend: 'postgres' | 'pglite',
+  author: { email: string; password: string },
+  env: Record<string, string> = {},
+): Promise<BenchApp> {
+  const { db, env: dbEnv, drop } = await benchDatabase(prefix, backend);
+  await migrate(db);
+  const config = loadConfig({ ...dbEnv, ...BENCH_SECRETS, ...env, PORT: '0', LOG_LEVEL: 'warn' });
+  const app = await buildApp({ config, db, now: () => new Date() });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  config.baseUrl = url;
+  const clients: Client[] = [];
+  const close = async () => {
+    for (const c of clients) await c.close().catch(() => {});
+    await app.close();
+    await drop();
+  };
+  try {
+    await runOp(db, 'tenant.create', { slug: 'bench', name: 'Bench' });
+    await runOp(db, 'user.create', author);
+    await runOp(db, 'author.grant', { tenant: 'bench', email: author.email });
+    const signIn = await fetch(`${url}/auth/v1/token?grant_type=password`, {
+      method: 'POST',
+      headers: { apikey: config.anonKey, 'content-type': 'application/json' },
+      body: JSON.stringify(author),
+    });
+    const { access_token: token } = (await signIn.json()) as { access_token: string };
+    const connect = async (name: string, as = token) => {
+      const client = new Client({ name, version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${as}` } } }));
+      clients.push(client);
+      return client;
+    };
+    return { db, url, token, connect, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
 export interface BenchServer {
+  /** `http://127.0.0.1:<port>`, as the server's "service listening on …" log line names it. */
   url: string;
   pid: number;
   /** Milliseconds from spawn to the "service listening" log line. */
   startMs: number;
   /** Resident set size now (VmRSS) and its peak so far (VmHWM), in MiB (Linux /proc). */
   rss(): { now: number; peak: number };
+  /** SIGTERM, then wait for the exit (at once when it has exited already). */
   stop(): Promise<void>;
 }
 
+export interface BenchServerOptions {
+  /** The port to listen on; 0 (the default): one the system picks. */
+  port?: number;
+  /** `node dist/main.js` as `npm start` runs it (run `npm run build` first); default: `node --import tsx src/main.ts` as `npm run dev`. */
+  compiled?: boolean;
+  /** Node.js flags before the script; default: those of `npm start` (START_FLAGS). */
+  nodeFlags?: string[];
+}
+
+const ROOT = new URL('..', import.meta.url).pathname;
+
 /**
- * Start the real server as a child process on `port` with `env` (plus PATH, loopback, warn logs),
- * either as `npm start` runs it (`compiled`: node dist/main.js — run `npm run build` first) or as
- * `npm run dev` does (node --import tsx src/main.ts), with the same V8 flags as package.json.
+ * Start the real server as a child process of the repository's root, with `env` over PATH,
+ * loopback and no access log, and resolve once it logs "service listening on <url>" (so the log
+ * level is always `info`; with the access log off nothing is logged per request). Its stderr
+ * goes to this process's. Rejects with the server's output when it exits before listening.
  */
-export async function startBenchServer(env: Record<string, string>, port: number, compiled = true): Promise<BenchServer> {
-  const flags = ['--max-semi-space-size=4', '--max-old-space-size=1024'];
-  const args = compiled ? [...flags, 'dist/main.js'] : [...flags, '--import', 'tsx', 'src/main.ts'];
+export async function startBenchServer(env: Record<string, string>, { port = 0, compiled = false, nodeFlags = START_FLAGS }: BenchServerOptions = {}): Promise<BenchServer> {
+  const args = [...nodeFlags, ...(compiled ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts'])];
   const started = performance.now();
   const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', SVC_ACCESS_LOG: 'off', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), SVC_ACCESS_LOG: 'off', ...env, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const startMs = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('service listening')) resolve(performance.now() - started);
-    });
-    child.once('exit', (code) => reject(new Error(`the server exited (${code}) before listening:\n${out}`)));
+  let output = '';
+  const listening = await new Promise<{ url: string; ms: number }>((resolve, reject) => {
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      const url = /service listening on (http:\/\/[^"\s]+)/.exec(output)?.[1];
+      if (url) resolve({ url, ms: performance.now() - started });
+    };
+    child.stdout!.on('data', read);
+    child.stderr!.on('data', read);
+    child.once('exit', (code, signal) => reject(new Error(`the server exited (${code ?? signal}) before listening:\n${output}`)));
   });
-  child.stdout!.resume();
+  child.stdout!.removeAllListeners('data').resume();
+  child.stderr!.removeAllListeners('data').pipe(process.stderr);
   const status = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: listening.url,
     pid: child.pid!,
-    startMs,
+    startMs: listening.ms,
     rss: () => ({ now: status('VmRSS'), peak: status('VmHWM') }),
     stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;

@@ -23,7 +23,6 @@
  *    transaction, and the answer.
  * 5. Prints a table and rewrites the "embed" section of bench/README.md.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -34,6 +33,7 @@ import { runOp } from '../src/admin/ops.ts';
 import { migrate, openDb, type Db } from '../src/db/index.ts';
 import { startTestIdp } from '../test/helpers/test-idp.ts';
 import { startTestModel } from '../test/helpers/test-model.ts';
+import { startBenchServer } from './common.ts';
 
 const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',').map((b) => b.trim()).filter(Boolean);
@@ -42,7 +42,6 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 8);
 const MODEL_DELAY = Number(process.env.BENCH_MODEL_DELAY ?? 100);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 60);
-const ROOT = new URL('..', import.meta.url).pathname;
 
 const CONTENT = 'Problem: long URLs are hard to share. Design: a counter encoded in base62, a table (code, url), a 301 redirect. '.repeat(8);
 
@@ -79,26 +78,10 @@ async function seed(db: Db, idp: { issuer: string; jwksUrl: string }): Promise<s
   return activity!.id;
 }
 
-async function startServer(env: NodeJS.ProcessEnv): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const url = await new Promise<string | undefined>((resolve) => {
-    child.stdout!.on('data', (c: Buffer) => {
-      output += c.toString();
-      const m = /service listening on (http:\/\/[^"\s]+)/.exec(output);
-      if (m) resolve(m[1]);
-    });
-    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-    child.on('exit', () => resolve(undefined));
-  });
-  if (!url) throw new Error(`server did not start:\n${output}`);
-  return { url, child };
-}
-
 async function measure(backend: string): Promise<Row> {
   const [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
   let db: Db;
-  let target: NodeJS.ProcessEnv;
+  let target: Record<string, string>;
   let drop: () => Promise<void>;
   if (backend === 'postgres') {
     const name = `svc_bench_embed_${Date.now().toString(36)}`;
@@ -125,24 +108,25 @@ async function measure(backend: string): Promise<Row> {
   const activityId = await seed(db, idp);
   await db.close();
 
-  const server = await startServer({
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    ...target,
-    PORT: '0',
-    LOG_LEVEL: 'info', // the "listening" line is at info
-    SVC_JUDGE_BASE_URL: model.baseUrl,
-    SVC_JUDGE_MODEL: 'bench-model',
-    SVC_JUDGE_CONCURRENCY: String(WORKERS),
-    SVC_JUDGE_WAIT: '30',
-    SVC_FETCH_ALLOW_PRIVATE: '1',
-    // The bounds are checked on every submission and call, but not reached.
-    SVC_JUDGE_LEARNER_RATE: process.env.BENCH_LEARNER_RATE ?? '100000',
-    SVC_JUDGE_TENANT_CALLS_PER_HOUR: '1000000000',
-    SVC_JUDGE_TENANT_CALLS_PER_DAY: '1000000000',
-    SVC_JUDGE_TENANT_TOKENS_PER_HOUR: '1000000000000',
-    SVC_JUDGE_TENANT_TOKENS_PER_DAY: '1000000000000',
-  });
+  const server = await startBenchServer(
+    {
+      HOME: process.env.HOME!,
+      ...target,
+      SVC_ACCESS_LOG: 'on', // as in production
+      SVC_JUDGE_BASE_URL: model.baseUrl,
+      SVC_JUDGE_MODEL: 'bench-model',
+      SVC_JUDGE_CONCURRENCY: String(WORKERS),
+      SVC_JUDGE_WAIT: '30',
+      SVC_FETCH_ALLOW_PRIVATE: '1',
+      // The bounds are checked on every submission and call, but not reached.
+      SVC_JUDGE_LEARNER_RATE: process.env.BENCH_LEARNER_RATE ?? '100000',
+      SVC_JUDGE_TENANT_CALLS_PER_HOUR: '1000000000',
+      SVC_JUDGE_TENANT_CALLS_PER_DAY: '1000000000',
+      SVC_JUDGE_TENANT_TOKENS_PER_HOUR: '1000000000000',
+      SVC_JUDGE_TENANT_TOKENS_PER_DAY: '1000000000000',
+    },
+    { nodeFlags: [] }, // Node.js's default heap limits, as bench/README.md's figures were measured
+  );
   try {
     const s = await fetch(`${server.url}/v1/embed/session`, {
       method: 'POST',
@@ -208,8 +192,7 @@ async function measure(backend: string): Promise<Row> {
       modelP99: quantile(direct, 0.99),
     };
   } finally {
-    server.child.kill('SIGTERM');
-    await new Promise((r) => server.child.once('exit', r));
+    await server.stop();
     await Promise.all([idp.close(), model.close()]);
     await drop();
   }

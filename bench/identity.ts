@@ -19,7 +19,7 @@
  * Server CPU time is utime + stime of the server process from /proc/<pid>/stat.
  * 4. Prints a table and rewrites the "identity" section of bench/README.md.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import autocannon from 'autocannon';
@@ -27,26 +27,21 @@ import postgres from 'postgres';
 import { migrate, openDb } from '../src/db/index.ts';
 import { OWASP_ARGON2ID, hashPassword, setArgon2Cost, verifyPassword } from '../src/identity/passwords.ts';
 import { createUser } from '../src/identity/users.ts';
+import { BENCH_PG, BENCH_SECRETS, startBenchServer, type BenchServer } from './common.ts';
 
-const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const ATTEMPTS = Number(process.env.BENCH_ATTEMPTS ?? 1000);
 const USERS = Number(process.env.BENCH_USERS ?? 20);
 const CONNECTIONS = 8;
 const PORT = 8798;
 const dbName = `svc_bench_identity_${Date.now().toString(36)}`;
-const dbUrl = `${SERVER}/${dbName}`;
-const secrets = {
-  SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',
-  SVC_ANON_KEY: 'sb_publishable_bench_0123456789',
-  SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
-};
+const dbUrl = `${BENCH_PG}/${dbName}`;
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 const base = `http://127.0.0.1:${PORT}/auth/v1`;
-const headers = { apikey: secrets.SVC_ANON_KEY, 'content-type': 'application/json', 'x-supabase-api-version': '2024-01-01' };
+const headers = { apikey: BENCH_SECRETS.SVC_ANON_KEY, 'content-type': 'application/json', 'x-supabase-api-version': '2024-01-01' };
 
 async function load() {
-  const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${dbName}`);
   await admin.end();
   const db = await openDb({ databaseUrl: dbUrl });
@@ -64,22 +59,8 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000; // utime, stime (fields 14, 15)
 }
 
-async function startServer(env: Record<string, string>): Promise<ChildProcess> {
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, PORT: String(PORT), LOG_LEVEL: 'error', ...secrets, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; i < 150; i++) {
-    if (await fetch(`http://127.0.0.1:${PORT}/v1/health`).then((r) => r.ok, () => false)) return server;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error('server did not start');
-}
-
-async function stopServer(server: ChildProcess) {
-  server.kill('SIGTERM');
-  await new Promise((r) => server.once('exit', r));
-}
+/** The server on the benchmark's database and PORT (Node.js's default heap limits, as bench/README.md's figures were measured). */
+const startServer = (env: Record<string, string>) => startBenchServer({ DATABASE_URL: dbUrl, ...BENCH_SECRETS, ...env }, { port: PORT, nodeFlags: [] });
 
 async function signIns() {
   const requests = Array.from({ length: USERS }, (_, i) => ({
@@ -130,8 +111,8 @@ async function failureTiming(n: number) {
 }
 
 /** `n` wrong-password attempts on the victim, 8 at a time; server CPU ms spent and the answers. */
-async function wrongPasswords(server: ChildProcess, n: number) {
-  const before = cpuMs(server.pid!);
+async function wrongPasswords(server: BenchServer, n: number) {
+  const before = cpuMs(server.pid);
   const started = Date.now();
   const statuses: Record<number, number> = {};
   let next = 0;
@@ -149,7 +130,7 @@ async function wrongPasswords(server: ChildProcess, n: number) {
       }
     }),
   );
-  return { cpuMs: cpuMs(server.pid!) - before, wallMs: Date.now() - started, statuses };
+  return { cpuMs: cpuMs(server.pid) - before, wallMs: Date.now() - started, statuses };
 }
 
 async function main() {
@@ -167,15 +148,15 @@ async function main() {
     timing = await failureTiming(40);
     unlimited = await wrongPasswords(server, ATTEMPTS);
   } finally {
-    await stopServer(server);
+    await server.stop();
   }
   const raw = await rawArgon2(4, Math.min(DURATION, 5));
   server = await startServer({ SVC_AUTH_SIGNIN_PER_IP: '1000000' }); // per-email limit at its default
   try {
     limited = await wrongPasswords(server, ATTEMPTS);
   } finally {
-    await stopServer(server);
-    const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
+    await server.stop();
+    const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
     await admin.unsafe(`drop database if exists ${dbName} with (force)`);
     await admin.end();
   }

@@ -13,15 +13,10 @@
  * Both tokens are checked the same way (`verifySession`: signature, then one query), so the
  * expected difference is zero within noise. Rewrites the "oauth" section of bench/README.md.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { buildApp } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { migrate } from '../src/db/index.ts';
-import { runOp } from '../src/admin/ops.ts';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { TestApp } from '../test/helpers/harness.ts';
 import { rawFlow } from '../test/identity/oauth/helpers.ts';
-import { benchDatabase, eachBackend, lastRun, one, stats, timed, writeReadmeSection } from './common.ts';
+import { eachBackend, lastRun, markdownTable, one, startBenchApp, stats, timed, writeReadmeSection } from './common.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
 const FLOWS = Number(process.env.BENCH_FLOWS ?? 10);
@@ -29,35 +24,13 @@ const EMAIL = 'author@oauth-bench.test';
 const PASSWORD = 'bench password 0123456789';
 
 async function benchBackend(backend: 'postgres' | 'pglite') {
-  const { db, env, drop } = await benchDatabase('oauth', backend);
-  await migrate(db);
-  const config = loadConfig({
-    ...env,
-    SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',
-    SVC_ANON_KEY: 'sb_publishable_bench_0123456789',
-    SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
+  const bench = await startBenchApp('oauth', backend, { email: EMAIL, password: PASSWORD }, {
     SVC_AUTH_SIGNIN_PER_EMAIL: '100000',
     SVC_AUTH_SIGNIN_PER_IP: '100000',
     SVC_OAUTH_REGISTER_PER_IP: '100000',
-    PORT: '0',
-    LOG_LEVEL: 'warn',
   });
-  const app = await buildApp({ config, db, now: () => new Date() });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  config.baseUrl = url;
-  const clients: Client[] = [];
   try {
-    await runOp(db, 'tenant.create', { slug: 'bench', name: 'Bench' });
-    await runOp(db, 'user.create', { email: EMAIL, password: PASSWORD });
-    await runOp(db, 'author.grant', { tenant: 'bench', email: EMAIL });
-    const signIn = await fetch(`${url}/auth/v1/token?grant_type=password`, {
-      method: 'POST',
-      headers: { apikey: config.anonKey, 'content-type': 'application/json' },
-      body: JSON.stringify({ email: EMAIL, password: PASSWORD }),
-    });
-    const passwordToken = ((await signIn.json()) as { access_token: string }).access_token;
-
-    const target = { url } as TestApp;
+    const target = { url: bench.url } as TestApp;
     const flows: number[] = [];
     let oauthToken = '';
     for (let i = 0; i < FLOWS; i++) {
@@ -67,14 +40,8 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
       oauthToken = String(flow.body.access_token);
     }
 
-    const connect = async (token: string) => {
-      const client = new Client({ name: 'bench-oauth', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-      clients.push(client);
-      return client;
-    };
-    const byPassword = await connect(passwordToken);
-    const byOAuth = await connect(oauthToken);
+    const byPassword = await bench.connect('bench-oauth');
+    const byOAuth = await bench.connect('bench-oauth', oauthToken);
     const program = (await byPassword.callTool({ name: 'create_program', arguments: { tenant: 'bench', title: 'Bench program' } })).structuredContent as { id: string };
     const unit = (await byPassword.callTool({ name: 'create_unit', arguments: { program_id: program.id, title: 'Unit' } })).structuredContent as { id: string };
     const lesson = (await byPassword.callTool({ name: 'create_lesson', arguments: { unit_id: unit.id, title: 'Lesson' } })).structuredContent as { id: string };
@@ -95,20 +62,22 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
     const median = stats(flows).p50;
     return { backend, password: stats(password), oauth: stats(oauth), connect: median };
   } finally {
-    for (const c of clients) await c.close().catch(() => {});
-    await app.close();
-    await drop();
+    await bench.close();
   }
 }
 
 async function main() {
   const results = await eachBackend(benchBackend);
-  const f = one;
-  const table = [
-    '| backend | create_activity p50 / p99, password-grant token | same, OAuth token | OAuth ÷ password (p50) | connecting: register → authorize → sign-in → Allow → token (median of ' + FLOWS + ') |',
-    '|---|---:|---:|---:|---:|',
-    ...results.map((r) => `| ${r.backend} | ${f(r.password.p50)} / ${f(r.password.p99)} | ${f(r.oauth.p50)} / ${f(r.oauth.p99)} | ${(r.oauth.p50 / r.password.p50).toFixed(2)} | ${f(r.connect)} |`),
-  ].join('\n');
+  const table = markdownTable(
+    [
+      'backend',
+      'create_activity p50 / p99, password-grant token',
+      'same, OAuth token',
+      'OAuth ÷ password (p50)',
+      `connecting: register → authorize → sign-in → Allow → token (median of ${FLOWS})`,
+    ],
+    results.map((r) => [r.backend, `${one(r.password.p50)} / ${one(r.password.p99)}`, `${one(r.oauth.p50)} / ${one(r.oauth.p99)}`, (r.oauth.p50 / r.password.p50).toFixed(2), one(r.connect)]),
+  );
   const body = [
     lastRun(`${CALLS} calls per token, alternating; client and server in one process; milliseconds. Connecting includes one argon2id password check at the default cost.`),
     '',

@@ -23,7 +23,7 @@
  * request, the deep ÷ first page cost, the server's peak RSS sampled during the load, and the
  * machine's load average before the run (the machine may be shared).
  */
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,19 +37,15 @@ import { loadResults } from '../test/helpers/results-load.ts';
 import { createApiKey } from '../src/results/api-keys.ts';
 import { cursorCodec, type Endpoint, type Position } from '../src/results/cursor.ts';
 import { listStatement, statementFunction, type ListOptions, type PageStatement } from '../src/results/queries.ts';
+import { BENCH_PG, BENCH_SECRETS, START_FLAGS, startBenchServer } from './common.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 10);
-const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const KEEP = process.env.BENCH_KEEP === '1';
 const CONNECTIONS = 8;
-/** The Node flags of `npm start` (package.json), which the measured server runs with. */
-const START_FLAGS = /^(?:exec )?node (.*?)\s*--import tsx src\/main\.ts$/.exec(
-  (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start,
-)![1]!;
 /** Node flags of the measured server (BENCH_NODE_FLAGS overrides; default: those of `npm start`). */
-const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ?? START_FLAGS;
+const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ?? START_FLAGS.join(' ');
 /** A young generation of 3 × 4 MiB: V8 grows it to 3 × 16 MiB under a high allocation rate. */
 const LEAN_YOUNG = '--max-semi-space-size=4';
 /**
@@ -71,14 +67,9 @@ const BIG_SHARE = Number(process.env.BENCH_BIG_SHARE ?? 0.91);
 const run = promisify(execFile);
 const dbName = process.env.BENCH_DB ?? `svc_bench_${Date.now().toString(36)}`;
 const reuse = process.env.BENCH_DB !== undefined;
-const dbUrl = `${SERVER}/${dbName}`;
+const dbUrl = `${BENCH_PG}/${dbName}`;
 const hasWrk = spawnSync('wrk', ['--version']).error === undefined;
 const loadgen = process.env.BENCH_LOADGEN ?? (hasWrk ? 'wrk' : 'autocannon');
-const secrets = {
-  SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',
-  SVC_ANON_KEY: 'sb_publishable_bench_0123456789',
-  SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
-};
 
 interface Seed {
   tenantId: string;
@@ -89,7 +80,7 @@ interface Seed {
 }
 
 async function load(): Promise<void> {
-  const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${dbName}`);
   await admin.end();
   const db = await openDb({ databaseUrl: dbUrl, dbStatementTimeoutMs: 0 }); // loading a million rows is one long statement
@@ -207,25 +198,9 @@ function sampleRss(pid: number) {
   };
 }
 
-/** Start the server (`node [flags] --import tsx src/main.ts`, as `npm start`) and wait until it answers. */
-async function startServer(flags: string, env: Record<string, string> = {}) {
-  const server = spawn(process.execPath, [...flags.split(' ').filter(Boolean), '--import', 'tsx', 'src/main.ts'], {
-    env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, PORT: String(PORT), LOG_LEVEL: 'warn', SVC_RATE_LIMIT: '1000000000', ...secrets, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; i < 150; i++) {
-    if (await fetch(`http://127.0.0.1:${PORT}/v1/health`).then((r) => r.ok, () => false)) return server;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error('the server did not start');
-}
-
-async function stopServer(server: ReturnType<typeof spawn>) {
-  if (server.exitCode !== null || server.signalCode !== null) return;
-  const exited = new Promise((r) => server.once('exit', r));
-  server.kill('SIGTERM');
-  await exited;
-}
+/** Start the server (`node [flags] --import tsx src/main.ts`) on the benchmark's database and PORT; resolves once it listens. */
+const startServer = (flags: string, env: Record<string, string> = {}) =>
+  startBenchServer({ DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS, ...env }, { port: PORT, nodeFlags: flags.split(' ').filter(Boolean) });
 
 async function main() {
   const load1 = loadavg()[0]!;
@@ -233,7 +208,7 @@ async function main() {
   const s = await seed();
   let server = await startServer(NODE_FLAGS);
   try {
-    const deepCursor = cursorCodec(secrets.SVC_JWT_SECRET).encode(
+    const deepCursor = cursorCodec(BENCH_SECRETS.SVC_JWT_SECRET).encode(
       { tenantId: s.tenantId, endpoint: 'activity-results', order: 'created', filters: {} },
       s.deep,
     );
@@ -254,20 +229,20 @@ async function main() {
       { name: '/v1/progress (50 rows)', path: '/v1/progress?limit=50', endpoint: 'progress', options: { limit: 50, filters: {}, order: 'created' } },
     ];
     await http(cases[0]!.path, s.key); // warm up
-    const stopRss = sampleRss(server.pid!);
+    const stopRss = sampleRss(server.pid);
     const api: Figures[] = [];
     for (const c of cases) api.push(await http(c.path, s.key));
     const rss = stopRss();
-    await stopServer(server);
+    await server.stop();
     // The first page once more on servers run without one of the defaults.
     const variants: { label: string; figures: Figures; rss: number }[] = [];
     for (const v of VARIANTS) {
       server = await startServer(v.flags, v.env);
       await http(cases[0]!.path, s.key);
-      const stopVariantRss = sampleRss(server.pid!);
+      const stopVariantRss = sampleRss(server.pid);
       const figures = await http(cases[0]!.path, s.key);
       variants.push({ label: v.label, figures, rss: stopVariantRss() });
-      await stopServer(server);
+      await server.stop();
     }
     // pgbench, twice per request: the statement the API sends (its statement function: role and
     // tenant switch, RLS, cached plan), and the bare page query as the table owner (no RLS).
@@ -304,9 +279,9 @@ async function main() {
     const readme = readFileSync(readmePath, 'utf8');
     writeFileSync(readmePath, readme.replace(/<!-- results-api:start -->[\s\S]*<!-- results-api:end -->/, section));
   } finally {
-    await stopServer(server);
+    await server.stop();
     if (!KEEP && !reuse) {
-      const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
+      const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
       await admin.unsafe(`drop database if exists ${dbName} with (force)`);
       await admin.end();
     } else {

@@ -15,7 +15,7 @@
  * 4. Prints the figures and rewrites the "results-sync" section of bench/README.md: rows per
  *    second of each, the ratio, and the machine's load average (`uptime`) before and after.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { promisify } from 'node:util';
@@ -24,27 +24,22 @@ import { createResultsClient } from '../clients/js/src/index.ts';
 import { migrate, openDb } from '../src/db/index.ts';
 import { createApiKey } from '../src/results/api-keys.ts';
 import { loadResults } from '../test/helpers/results-load.ts';
+import { BENCH_PG, BENCH_SECRETS, startBenchServer, type BenchServer } from './common.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
-const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
 const PORT = Number(process.env.BENCH_PORT ?? 8798);
 const LIMIT = 200;
 const run = promisify(execFile);
 const dbName = `svc_bench_sync_${Date.now().toString(36)}`;
-const dbUrl = `${SERVER}/${dbName}`;
-const secrets = {
-  SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',
-  SVC_ANON_KEY: 'sb_publishable_bench_0123456789',
-  SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_0123456789abcdef',
-};
+const dbUrl = `${BENCH_PG}/${dbName}`;
 
 const uptime = async () => (await run('uptime')).stdout.trim().replace(/^.*load average:\s*/, '');
 
 async function main() {
   const before = await uptime();
-  const admin = postgres(`${SERVER}/postgres`, { max: 1, onnotice: () => {} });
+  const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${dbName}`);
-  let server: ReturnType<typeof spawn> | undefined;
+  let server: BenchServer | undefined;
   try {
     const db = await openDb({ databaseUrl: dbUrl, dbStatementTimeoutMs: 0 }); // loading a million rows is one long statement
     await migrate(db);
@@ -60,16 +55,8 @@ async function main() {
     )) as [{ results: number; tombstones: number }];
     await db.close();
 
-    server = spawn(process.execPath, ['--max-semi-space-size=4', '--max-old-space-size=1024', '--import', 'tsx', 'src/main.ts'], {
-      env: { PATH: process.env.PATH, DATABASE_URL: dbUrl, PORT: String(PORT), LOG_LEVEL: 'warn', SVC_RATE_LIMIT: '1000000000', ...secrets },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    const baseUrl = `http://127.0.0.1:${PORT}`;
-    for (let i = 0; ; i++) {
-      if (await fetch(`${baseUrl}/v1/health`).then((r) => r.ok, () => false)) break;
-      if (i > 150) throw new Error('the server did not start');
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    server = await startBenchServer({ DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS }, { port: PORT });
+    const baseUrl = server.url;
 
     // 2. The client's full sync.
     const client = createResultsClient({ baseUrl, apiKey: key });
@@ -122,10 +109,7 @@ async function main() {
         : `${readme.trimEnd()}\n\n## Results sync through the client (\`bench/results-sync.ts\`, issue #14)\n\n${section}\n`,
     );
   } finally {
-    if (server) {
-      server.kill('SIGTERM');
-      await new Promise((r) => server!.once('exit', r));
-    }
+    await server?.stop();
     await admin.unsafe(`drop database if exists ${dbName} with (force)`);
     await admin.end();
   }

@@ -42,7 +42,7 @@ const rows = (
         const database = await benchDatabase('runtime', backend);
         await migrate(database.db);
         await database.db.close();
-        const server = await startBenchServer({ ...database.env, ...(backend === 'postgres' && BENCH_SECRETS) }, PORT, compiled);
+        const server = await startBenchServer({ ...database.env, ...(backend === 'postgres' && BENCH_SECRETS) }, { port: PORT, compiled });
         await new Promise((r) => setTimeout(r, 2000));
         const idle = server.rss().now;
         await burst(server.url);

@@ -21,15 +21,14 @@
  * cores: this measures what scale-out costs and whether anything is lost, not what it gains on
  * separate machines (docs/scaling.md).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { migrate, openDb } from '../src/db/index.ts';
 import { createApiKey } from '../src/results/api-keys.ts';
-import { createCluster, createReplica, freePort, type Cluster } from '../test/helpers/pg-cluster.ts';
+import { createCluster, createReplica, type Cluster } from '../test/helpers/pg-cluster.ts';
 import { loadResults } from '../test/helpers/results-load.ts';
-import { lastRun, writeReadmeSection } from './common.ts';
+import { BENCH_SECRETS, lastRun, startBenchServer, writeReadmeSection, type BenchServer } from './common.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 10);
@@ -37,38 +36,11 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 /** The setups are measured in turn this many times (the machine's load drifts during a run). */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const SECRETS = {
-  SVC_JWT_SECRET: 'bench-scale-jwt-secret-0123456789-abcdefghijk',
-  SVC_ANON_KEY: 'sb_publishable_bench_scale_0123456789',
-  SVC_SERVICE_ROLE_KEY: 'sb_secret_bench_scale_0123456789abcdef',
-};
 
 interface Figures {
   rps: number;
   p50: number;
   p99: number;
-}
-
-/** Start `node --import tsx src/main.ts` with `env` on a free port; resolves with its URL once it answers. */
-async function startServer(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: 'warn', SVC_RATE_LIMIT: '1000000000', ...SECRETS, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (await fetch(`${url}/v1/health`).then((r) => r.ok, () => false)) return { url, child };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the server did not start');
-}
-
-async function stopServer(child: ChildProcess) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
 }
 
 /** CONNECTIONS / 2 connections on each of `urls` (two URLs; the same one twice for one process). */
@@ -87,7 +59,7 @@ async function measure(urls: [string, string], path: string, key: string): Promi
 async function main() {
   let primary: Cluster | undefined;
   let replica: Cluster | undefined;
-  const servers: ChildProcess[] = [];
+  const servers: BenchServer[] = [];
   try {
     primary = await createCluster();
     const admin = new pg.Client({ connectionString: primary.url() });
@@ -120,8 +92,9 @@ async function main() {
     const figures: Figures[][][] = setups.map(() => []);
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [i, setup] of setups.entries()) {
-        const started = await Promise.all(setup.envs.map((env) => startServer(env)));
-        servers.push(...started.map((s) => s.child));
+        // Node.js's default heap limits, as bench/README.md's figures were measured
+        const started = await Promise.all(setup.envs.map((env) => startBenchServer({ SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS, ...env }, { nodeFlags: [] })));
+        servers.push(...started);
         const urls: [string, string] = [started[0]!.url, (started[1] ?? started[0]!).url];
         await measure(urls, requests[0]!.path, key); // warm up: connections, statement caches
         const load = loadavg()[0]!.toFixed(1);
@@ -130,7 +103,7 @@ async function main() {
         figures[i]!.push(measured);
         rows.push(`| ${round} | ${setup.label} | ${load} | ${measured.map((f) => `${Math.round(f.rps)} | ${f.p50.toFixed(1)} | ${f.p99.toFixed(1)}`).join(' | ')} |`);
         console.log(rows.at(-1));
-        for (const s of started) await stopServer(s.child);
+        for (const s of started) await s.stop();
       }
     }
     /** Setup i ÷ setup 0 on request r, summed over the rounds. */
@@ -149,7 +122,7 @@ async function main() {
     console.log(`\n${body}`);
     writeReadmeSection('scale', '## Scale-out on one machine — `npm run bench:scale`', body);
   } finally {
-    for (const s of servers) await stopServer(s);
+    for (const s of servers) await s.stop();
     replica?.drop();
     primary?.drop();
   }

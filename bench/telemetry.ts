@@ -58,7 +58,7 @@ const rows = (
     ];
     const out: Row[] = [];
     for (let round = 0; round < ROUNDS; round++) for (const [config, env] of configs) {
-      const server = await startBenchServer({ ...base, ...env }, PORT);
+      const server = await startBenchServer({ ...base, ...env }, { port: PORT, compiled: true });
       const url = `${server.url}/v1/activity-results?limit=50`;
       const headers = { authorization: `Bearer ${key}` };
       for (let i = 0; i < 50; i++) await (await fetch(url, { headers })).arrayBuffer(); // warm-up

@@ -25,6 +25,7 @@ import {
   revokeGrant,
   updateUser,
   userJson,
+  type UserRow,
   type UserUpdate,
 } from '../identity/index.ts';
 import { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from '../embed/author-grants.ts';
@@ -124,15 +125,13 @@ export const ops = {
   'author.grant': {
     args: authorTarget,
     run: async (q: Queryable, a: AuthorTarget) => {
-      const id = await tenantId(q, a.tenant);
-      if (a.subject !== undefined) {
+      const target = await resolveAuthor(q, a);
+      if (target.by === 'subject') {
         // By IdP subject (src/embed/author-grants.ts): effective now if it signed in, else at its first sign-in.
-        const issuer = await subjectIssuer(q, id, a);
-        const { svc_user_id } = await grantBySubject(q, id, issuer, a.subject);
-        return { tenant: a.tenant, issuer, subject: a.subject, svc_user_id, role: 'author' };
+        const { svc_user_id } = await grantBySubject(q, target.id, target.issuer, target.subject);
+        return { tenant: a.tenant, issuer: target.issuer, subject: target.subject, svc_user_id, role: 'author' };
       }
-      const mail = normaliseEmail(a.email!);
-      const user = await findUserByEmail(q, mail);
+      const { id, mail, user } = target;
       // The email grant also covers IdP sign-ins into the tenant whose token carries the address verified.
       await grantByEmail(q, id, mail);
       if (user) {
@@ -148,15 +147,13 @@ export const ops = {
   'author.revoke': {
     args: authorTarget,
     run: async (q: Queryable, a: AuthorTarget) => {
-      const id = await tenantId(q, a.tenant);
-      if (a.subject !== undefined) {
-        const issuer = await subjectIssuer(q, id, a);
-        const { revoked, svc_user_id } = await revokeBySubject(q, id, issuer, a.subject);
-        if (!revoked) throw new AdminError('not_found', `${a.subject} at ${issuer} is not an author of "${a.tenant}"`);
-        return { tenant: a.tenant, issuer, subject: a.subject, svc_user_id, role: 'learner' };
+      const target = await resolveAuthor(q, a);
+      if (target.by === 'subject') {
+        const { revoked, svc_user_id } = await revokeBySubject(q, target.id, target.issuer, target.subject);
+        if (!revoked) throw new AdminError('not_found', `${target.subject} at ${target.issuer} is not an author of "${a.tenant}"`);
+        return { tenant: a.tenant, issuer: target.issuer, subject: target.subject, svc_user_id, role: 'learner' };
       }
-      const mail = normaliseEmail(a.email!);
-      const user = await findUserByEmail(q, mail);
+      const { id, mail, user } = target;
       const rows = user
         ? await q.query(
             `update memberships set role = 'learner' where tenant_id = $1 and user_id = $2 and role = 'author' returning user_id`,
@@ -386,6 +383,21 @@ async function subjectIssuer(q: Queryable, tenant: string, a: AuthorTarget): Pro
   const [row] = await q.query<{ issuer: string }>('select issuer from tenant_idps where tenant_id = $1', [tenant]);
   if (!row) throw new AdminError('invalid', `"${a.tenant}" has no identity provider: give --issuer, or run svc idp set first`);
   return row.issuer;
+}
+
+/**
+ * Whom an author grant or revocation names, in the tenant `id`: an IdP subject with its issuer
+ * (`subjectIssuer`), or an email address (normalised) with its user when one exists.
+ * Throws `AdminError` not_found for an unknown tenant, invalid for a subject without an issuer.
+ */
+async function resolveAuthor(
+  q: Queryable,
+  a: AuthorTarget,
+): Promise<{ by: 'subject'; id: string; issuer: string; subject: string } | { by: 'email'; id: string; mail: string; user: UserRow | undefined }> {
+  const id = await tenantId(q, a.tenant);
+  if (a.subject !== undefined) return { by: 'subject', id, issuer: await subjectIssuer(q, id, a), subject: a.subject };
+  const mail = normaliseEmail(a.email!);
+  return { by: 'email', id, mail, user: await findUserByEmail(q, mail) };
 }
 
 /** Validate `args` for `op` and run it in one transaction. Throws `AdminError` on bad input. */

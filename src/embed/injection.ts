@@ -113,7 +113,7 @@ function add(name: string, script: Script, en: boolean, ...sources: (string | { 
  * before it (`prev`), an after-word (`post`: "above", "précédentes"), or an addressing determiner
  * (`addr`: "all", "your"). `det` and `addr` include their trailing space.
  */
-function ignoreSources(l: { verb: string; det: string; addr: string; prev: string; grade: string; generic: string; post?: string }): string[] {
+function ignoreSources(l: IgnoreWords & { verb: string }): string[] {
   const dets = (n: number) => `(?:${l.det}){0,${n}}`;
   const objects = [`(?:${l.prev}\\s+)?${l.grade}`, `${l.prev}\\s+${l.generic}`];
   if (l.post) objects.push(`${l.generic}\\s+${l.post}`);
@@ -121,6 +121,41 @@ function ignoreSources(l: { verb: string; det: string; addr: string; prev: strin
     `${l.verb}\\s+${dets(3)}${alt(...objects)}${L1}`,
     `${l.verb}\\s+${dets(2)}${l.addr}${dets(2)}(?:${l.prev}\\s+)?${l.generic}${L1}`,
   ];
+}
+
+/** The words of "ignore the instructions" in one language but its verbs (see `ignoreSources`). */
+interface IgnoreWords {
+  det: string;
+  addr: string;
+  prev: string;
+  grade: string;
+  generic: string;
+  post?: string;
+}
+
+/**
+ * One language's patterns for the core requests, each list added under the name it stands for:
+ * `ignore` → "ignore instructions" (`ignoreSources` of these words; each verb starts a word) and
+ * `ignoreMore` (other word orders), `grade` → "asks for a grade", `pass` → "asks to pass",
+ * `model` → "speaks to the model", `systemPrompt` → "mentions the system prompt".
+ */
+interface Language {
+  ignore: IgnoreWords & { verbs: string[] };
+  ignoreMore?: string[];
+  grade: string[];
+  pass?: string[];
+  model: string[];
+  systemPrompt: string[];
+}
+
+/** Add the patterns of a language other than English (they are not matched on the ROT13 copy), in the order of `Language`. */
+function addLanguage(script: Script, l: Language): void {
+  const { verbs, ...words } = l.ignore;
+  add('ignore instructions', script, false, ...ignoreSources({ ...words, verb: L0 + alt(...verbs) }), ...(l.ignoreMore ?? []));
+  add('asks for a grade', script, false, ...l.grade);
+  if (l.pass) add('asks to pass', script, false, ...l.pass);
+  add('speaks to the model', script, false, ...l.model);
+  add('mentions the system prompt', script, false, ...l.systemPrompt);
 }
 
 // ----- English --------------------------------------------------------------------------------
@@ -380,24 +415,28 @@ add('fake answer', 'latin', true, '"(?:met|passed)"\\s*:\\s*true\\b', '"score"\\
 
 // ----- French (folded: no accents) --------------------------------------------------------------
 
-add(
-  'ignore instructions',
-  'latin',
-  false,
-  ...ignoreSources({
-    verb:
-      L0 +
-      alt(
-        'ignore[rsz]?',
-        'oublie[rsz]?',
-        'neglige[rsz]?',
-        'ne\\s+(?:tiens|tenez)\\s+(?:plus|pas)\\s+compte',
-        'ne\\s+pas\\s+tenir\\s+compte',
-        '(?:fais|faites|faire)\\s+abstraction',
-        'passe[rz]?\\s+outre',
-        'ecarte[rz]?',
-        'ne\\s+(?:suis|suivez|respecte|respectez)\\s+(?:plus|pas)',
-      ),
+const FR_TERM = alt(
+  '(?:la|une)\\s+note\\s+(?:maximale|maximum|parfaite|de\\s+20(?:\\s*\\/\\s*20)?|de\\s+100)',
+  '20\\s*\\/\\s*20',
+  'tous\\s+les\\s+points',
+  '(?:le\\s+)?maximum\\s+de\\s+points',
+  '100\\s*(?:%|\\/\\s*100|points)',
+  '10\\s*\\/\\s*10',
+);
+
+addLanguage('latin', {
+  ignore: {
+    verbs: [
+      'ignore[rsz]?',
+      'oublie[rsz]?',
+      'neglige[rsz]?',
+      'ne\\s+(?:tiens|tenez)\\s+(?:plus|pas)\\s+compte',
+      'ne\\s+pas\\s+tenir\\s+compte',
+      '(?:fais|faites|faire)\\s+abstraction',
+      'passe[rz]?\\s+outre',
+      'ecarte[rz]?',
+      'ne\\s+(?:suis|suivez|respecte|respectez)\\s+(?:plus|pas)',
+    ],
     det: "(?:(?:les|la|le|toutes|tous|toute|tout|tes|vos|ces|mes|de|des|du|aux?|a)\\s+|[ld]'\\s*)",
     addr: '(?:(?:toutes|tous|tes|vos|ton|ta|votre)\\s+)',
     prev: alt('anciennes?', 'precedentes?', 'premieres?'),
@@ -422,78 +461,51 @@ add(
       'recues',
       '(?:du|de\\s+la)\\s+(?:systeme|professeure?|correcteur)',
     ),
-  }),
-);
-const FR_TERM = alt(
-  '(?:la|une)\\s+note\\s+(?:maximale|maximum|parfaite|de\\s+20(?:\\s*\\/\\s*20)?|de\\s+100)',
-  '20\\s*\\/\\s*20',
-  'tous\\s+les\\s+points',
-  '(?:le\\s+)?maximum\\s+de\\s+points',
-  '100\\s*(?:%|\\/\\s*100|points)',
-  '10\\s*\\/\\s*10',
-);
-add(
-  'asks for a grade',
-  'latin',
-  false,
-  `${L0}(?:donne[sz]?|attribue[sz]?|accorde[sz]?|mets|mettez)(?:[\\s-]+(?:moi|nous|lui))?\\s+(?:a\\s+(?:ce|cette|mon|ma)\\s+${WORD}\\s+)?${FR_TERM}${L1}`,
-);
-add(
-  'asks to pass',
-  'latin',
-  false,
-  `${L0}(?:valide[sz]?|approuve[sz]?)(?:[\\s-]+moi)?\\s+(?:ce|mon|cette|ma)\\s+(?:travail|devoir|projet|rendu|copie|soumission)${L1}`,
-);
-add(
-  'speaks to the model',
-  'latin',
-  false,
-  `${L0}(?:(?:tu\\s+es|vous\\s+etes)\\s+(?:maintenant|desormais|a\\s+present|dorenavant)|(?:a\\s+partir\\s+de\\s+maintenant|des\\s+maintenant|desormais|maintenant)\\s*,?\\s+(?:tu\\s+es|vous\\s+etes))\\s+(?:un|une|le|la|mon|ma|notre|l')\\s*(?:${WORD}\\s+)?` +
-    alt('correct(?:eur|rice)', 'evaluat(?:eur|rice)', 'examinat(?:eur|rice)', 'professeure?', 'prof', 'enseignante?', 'assistante?', 'ia', 'intelligence\\s+artificielle', 'modele', 'chatbot', 'robot', 'personnage') +
-    L1,
-);
-add(
-  'mentions the system prompt',
-  'latin',
-  false,
-  `${L0}(?:ton|ta|tes|votre|vos|nouveaux?|nouvelles?)\\s+(?:prompt|invite|instructions?|consignes?|message)\\s+(?:du\\s+)?systeme${L1}`,
-  `${L0}(?:prompt|invite|instructions?|consignes?)\\s+(?:du\\s+)?systeme\\s*:`,
-  `${L0}(?:revele[sz]?|affiche[sz]?|montre[sz]?|repete[sz]?|ignore[sz]?|oublie[sz]?)(?:[\\s-]+moi)?\\s+(?:le|la|les|ton|ta|tes|votre|vos)\\s+(?:prompt|invite|instructions?|consignes?)\\s+(?:du\\s+)?systeme${L1}`,
-);
+  },
+  grade: [
+    `${L0}(?:donne[sz]?|attribue[sz]?|accorde[sz]?|mets|mettez)(?:[\\s-]+(?:moi|nous|lui))?\\s+(?:a\\s+(?:ce|cette|mon|ma)\\s+${WORD}\\s+)?${FR_TERM}${L1}`,
+  ],
+  pass: [`${L0}(?:valide[sz]?|approuve[sz]?)(?:[\\s-]+moi)?\\s+(?:ce|mon|cette|ma)\\s+(?:travail|devoir|projet|rendu|copie|soumission)${L1}`],
+  model: [
+    `${L0}(?:(?:tu\\s+es|vous\\s+etes)\\s+(?:maintenant|desormais|a\\s+present|dorenavant)|(?:a\\s+partir\\s+de\\s+maintenant|des\\s+maintenant|desormais|maintenant)\\s*,?\\s+(?:tu\\s+es|vous\\s+etes))\\s+(?:un|une|le|la|mon|ma|notre|l')\\s*(?:${WORD}\\s+)?` +
+      alt('correct(?:eur|rice)', 'evaluat(?:eur|rice)', 'examinat(?:eur|rice)', 'professeure?', 'prof', 'enseignante?', 'assistante?', 'ia', 'intelligence\\s+artificielle', 'modele', 'chatbot', 'robot', 'personnage') +
+      L1,
+  ],
+  systemPrompt: [
+    `${L0}(?:ton|ta|tes|votre|vos|nouveaux?|nouvelles?)\\s+(?:prompt|invite|instructions?|consignes?|message)\\s+(?:du\\s+)?systeme${L1}`,
+    `${L0}(?:prompt|invite|instructions?|consignes?)\\s+(?:du\\s+)?systeme\\s*:`,
+    `${L0}(?:revele[sz]?|affiche[sz]?|montre[sz]?|repete[sz]?|ignore[sz]?|oublie[sz]?)(?:[\\s-]+moi)?\\s+(?:le|la|les|ton|ta|tes|votre|vos)\\s+(?:prompt|invite|instructions?|consignes?)\\s+(?:du\\s+)?systeme${L1}`,
+  ],
+});
 
 // ----- Spanish ----------------------------------------------------------------------------------
 
-add(
-  'ignore instructions',
-  'latin',
-  false,
-  ...ignoreSources({
-    verb:
-      L0 +
-      alt(
-        'ignora',
-        'ignore',
-        'ignoren',
-        'ignorad',
-        'ignorar',
-        'olvida',
-        'olvide',
-        'olviden',
-        'olvidad',
-        'olvidate\\s+de',
-        'olvidese\\s+de',
-        '(?:haz|haga|hagan)\\s+caso\\s+omiso\\s+(?:de|a)',
-        'no\\s+(?:hagas|haga|hagan)\\s+caso\\s+(?:de|a)',
-        '(?:pasa|pase)\\s+por\\s+alto',
-        'descarta',
-        'descarte',
-        'desestima',
-        'omite',
-        'omita',
-        'no\\s+sigas',
-        'no\\s+siga',
-        '(?:deja|deje)\\s+de\\s+lado',
-      ),
+addLanguage('latin', {
+  ignore: {
+    verbs: [
+      'ignora',
+      'ignore',
+      'ignoren',
+      'ignorad',
+      'ignorar',
+      'olvida',
+      'olvide',
+      'olviden',
+      'olvidad',
+      'olvidate\\s+de',
+      'olvidese\\s+de',
+      '(?:haz|haga|hagan)\\s+caso\\s+omiso\\s+(?:de|a)',
+      'no\\s+(?:hagas|haga|hagan)\\s+caso\\s+(?:de|a)',
+      '(?:pasa|pase)\\s+por\\s+alto',
+      'descarta',
+      'descarte',
+      'desestima',
+      'omite',
+      'omita',
+      'no\\s+sigas',
+      'no\\s+siga',
+      '(?:deja|deje)\\s+de\\s+lado',
+    ],
     det: '(?:(?:todas|todos|toda|todo|las|los|la|el|lo|tus|sus|tu|su|estas|estos|esas|esos|de|del|a|al)\\s+)',
     addr: '(?:(?:todas|todos|tus)\\s+)',
     prev: alt('anteriores?', 'previas?', 'viejas?', 'antiguas?'),
@@ -505,43 +517,34 @@ add(
     ),
     generic: alt('instrucciones', 'instruccion', 'indicaciones', 'reglas', 'normas', 'directrices', 'directivas', 'ordenes', 'consignas', 'pautas', 'restricciones'),
     post: alt('anteriores', 'previas', 'precedentes', 'de\\s+arriba', '(?:mas\\s+)?arriba', 'originales', 'iniciales', 'recibidas', 'dadas', '(?:del|de\\s+la)\\s+(?:sistema|profesora?|evaluador)'),
-  }),
-);
-add(
-  'asks for a grade',
-  'latin',
-  false,
-  `${L0}(?:dame|deme|denme|dale|dele|denle|otorgame|otorgale|asigname|asignale|ponme|ponle|ponedme|pongame)(?:\\s+(?:a\\s+)?(?:este|esta|mi)\\s+${WORD})?\\s+` +
-    alt(
-      '(?:la\\s+)?(?:nota|puntuacion|calificacion)\\s+(?:maxima|perfecta|completa|mas\\s+alta)',
-      '(?:la\\s+)?maxima\\s+(?:nota|puntuacion|calificacion)',
-      '(?:un|una\\s+nota\\s+de)\\s+10(?![\\d.,])',
-      '(?:un\\s+)?100\\s*(?:%|\\/\\s*100|puntos)',
-      '10\\s*\\/\\s*10',
-      'todos\\s+los\\s+puntos',
-      '(?:un\\s+)?aprobado',
-      '(?:un\\s+)?sobresaliente',
-      'matricula\\s+de\\s+honor',
-    ) +
-    L1,
-);
-add('asks to pass', 'latin', false, `${L0}(?:apruebame|apruebeme|aprueba|apruebe)\\s+(?:este|esta|mi)\\s+(?:trabajo|proyecto|entrega|ensayo|examen)${L1}`);
-add(
-  'speaks to the model',
-  'latin',
-  false,
-  `${L0}(?:(?:ahora|a\\s+partir\\s+de\\s+ahora|desde\\s+ahora|de\\s+ahora\\s+en\\s+adelante)\\s*,?\\s+(?:tu\\s+)?(?:eres|usted\\s+es|seras)|(?:tu\\s+)?eres\\s+ahora|usted\\s+es\\s+ahora)\\s+(?:un|una|el|la|mi)\\s+(?:${WORD}\\s+)?` +
-    alt('evaluador(?:a)?', 'corrector(?:a)?', 'profesor(?:a)?', 'examinador(?:a)?', 'calificador(?:a)?', 'asistente', 'ia', 'inteligencia\\s+artificial', 'modelo', 'chatbot', 'robot', 'personaje') +
-    L1,
-);
-add(
-  'mentions the system prompt',
-  'latin',
-  false,
-  `${L0}(?:tu|su|tus|sus|nuevos?|nuevas?)\\s+(?:prompt|indicaciones|instrucciones|mensaje)\\s+del?\\s+sistema${L1}`,
-  `${L0}(?:prompt|indicaciones|instrucciones)\\s+del?\\s+sistema\\s*:`,
-  `${L0}(?:revela|muestra|muestrame|repite|imprime|ignora|olvida)\\s+(?:el|las|tu|tus|su|sus)\\s+(?:prompt|indicaciones|instrucciones)\\s+del?\\s+sistema${L1}`,
-);
+  },
+  grade: [
+    `${L0}(?:dame|deme|denme|dale|dele|denle|otorgame|otorgale|asigname|asignale|ponme|ponle|ponedme|pongame)(?:\\s+(?:a\\s+)?(?:este|esta|mi)\\s+${WORD})?\\s+` +
+      alt(
+        '(?:la\\s+)?(?:nota|puntuacion|calificacion)\\s+(?:maxima|perfecta|completa|mas\\s+alta)',
+        '(?:la\\s+)?maxima\\s+(?:nota|puntuacion|calificacion)',
+        '(?:un|una\\s+nota\\s+de)\\s+10(?![\\d.,])',
+        '(?:un\\s+)?100\\s*(?:%|\\/\\s*100|puntos)',
+        '10\\s*\\/\\s*10',
+        'todos\\s+los\\s+puntos',
+        '(?:un\\s+)?aprobado',
+        '(?:un\\s+)?sobresaliente',
+        'matricula\\s+de\\s+honor',
+      ) +
+      L1,
+  ],
+  pass: [`${L0}(?:apruebame|apruebeme|aprueba|apruebe)\\s+(?:este|esta|mi)\\s+(?:trabajo|proyecto|entrega|ensayo|examen)${L1}`],
+  model: [
+    `${L0}(?:(?:ahora|a\\s+partir\\s+de\\s+ahora|desde\\s+ahora|de\\s+ahora\\s+en\\s+adelante)\\s*,?\\s+(?:tu\\s+)?(?:eres|usted\\s+es|seras)|(?:tu\\s+)?eres\\s+ahora|usted\\s+es\\s+ahora)\\s+(?:un|una|el|la|mi)\\s+(?:${WORD}\\s+)?` +
+      alt('evaluador(?:a)?', 'corrector(?:a)?', 'profesor(?:a)?', 'examinador(?:a)?', 'calificador(?:a)?', 'asistente', 'ia', 'inteligencia\\s+artificial', 'modelo', 'chatbot', 'robot', 'personaje') +
+      L1,
+  ],
+  systemPrompt: [
+    `${L0}(?:tu|su|tus|sus|nuevos?|nuevas?)\\s+(?:prompt|indicaciones|instrucciones|mensaje)\\s+del?\\s+sistema${L1}`,
+    `${L0}(?:prompt|indicaciones|instrucciones)\\s+del?\\s+sistema\\s*:`,
+    `${L0}(?:revela|muestra|muestrame|repite|imprime|ignora|olvida)\\s+(?:el|las|tu|tus|su|sus)\\s+(?:prompt|indicaciones|instrucciones)\\s+del?\\s+sistema${L1}`,
+  ],
+});
 
 // ----- German (folded: ä → a, ß kept) ----------------------------------------------------------
 
@@ -560,51 +563,7 @@ const DE_PREV = alt(
 const DE_GRADE = alt('bewertungs(?:kriterien|schema|raster|richtlinien|rubrik|vorgaben|regeln)', 'rubrik', 'system[\\s-]?prompts?', 'systemanweisung(?:en)?');
 const DE_GENERIC = alt('anweisung(?:en)?', 'instruktion(?:en)?', 'regeln', 'vorgaben', 'befehle', 'richtlinien', 'anordnungen', 'hinweise', 'vorschriften');
 const DE_DET = '(?:(?:alle|alles|die|der|den|das|deine|deinen|ihre|ihren|samtliche|jegliche|diese|jede)\\s+)';
-add(
-  'ignore instructions',
-  'latin',
-  false,
-  ...ignoreSources({
-    verb:
-      L0 +
-      alt(
-        'ignorier(?:e|en\\s+sie)?',
-        'vergiss',
-        'vergesst',
-        'vergessen\\s+sie',
-        'missachte',
-        'missachtet',
-        'missachten\\s+sie',
-        'ubergehe',
-        'ubergeht',
-        'ubergehen\\s+sie',
-        'verwirf',
-        'verwerft',
-        'verwerfen\\s+sie',
-      ),
-    det: DE_DET,
-    addr: '(?:(?:alle|samtliche|jegliche|deine|deinen|ihre|ihren)\\s+)',
-    prev: DE_PREV,
-    grade: DE_GRADE,
-    generic: DE_GENERIC,
-    post: alt('(?:von\\s+)?oben', 'davor'),
-  }),
-  // verb last: "alle vorherigen Anweisungen ignorieren", "die obigen Regeln gelten nicht mehr"
-  `${L0}${DE_DET}{0,2}${DE_PREV}\\s+(?:${DE_GENERIC}|${DE_GRADE})\\s+` +
-    alt(
-      'ignorieren',
-      'vergessen',
-      'missachten',
-      'verwerfen',
-      'nicht\\s+(?:mehr\\s+)?(?:beachten|befolgen)',
-      'au(?:ss|ß)er\\s+acht\\s+lassen',
-      '(?:sind|gelten\\s+als)\\s+(?:ab\\s+sofort\\s+|nun\\s+|jetzt\\s+|hiermit\\s+)?(?:ungultig|aufgehoben|nichtig|hinfallig|obsolet|au(?:ss|ß)er\\s+kraft)',
-      'gelten\\s+nicht\\s+mehr',
-    ) +
-    L1,
-  `${L0}(?:die\\s+)?${DE_GRADE}\\s+(?:ignorieren|vergessen|missachten)${L1}`,
-  `${L0}(?:beachte|befolge|beachten\\s+sie|befolgen\\s+sie)\\s+${DE_DET}{0,2}(?:${DE_PREV}\\s+${DE_GENERIC}|${DE_GRADE})\\s+(?:mehr\\s+)?nicht${L1}`,
-);
+
 const DE_TERM = alt(
   'volle\\s+punkt(?:zahl|e)',
   'ho(?:e)?chst(?:punktzahl|note)',
@@ -618,312 +577,296 @@ const DE_TERM = alt(
   '(?:die\\s+)?(?:ho(?:e)?chste|beste|maximale)\\s+(?:note|punktzahl|bewertung|punkte)',
   'alle\\s+punkte',
 );
-add(
-  'asks for a grade',
-  'latin',
-  false,
-  `${L0}(?:gib|gebt|geben\\s+sie|vergib|vergebt|vergeben\\s+sie)\\s+(?:(?:mir|uns|(?:dieser|diesem|meiner|meinem)\\s+${WORD})\\s+)?(?:die\\s+)?${DE_TERM}${L1}`,
-  `${L0}(?:bewerte|benote|bewerten\\s+sie|benoten\\s+sie)\\s+(?:mich|das|dies|(?:diese|dieses|diesen|meine|mein|meinen)\\s+${WORD})\\s+(?:mit|als)\\s+` +
-    alt(
-      'sehr\\s+gut',
-      'bestanden',
-      '100\\s*(?:%|prozent|punkten)?',
-      '(?:einer?\\s+)?(?:1(?:[.,]0)?(?![\\d.,])|eins)',
-      '(?:der\\s+)?(?:vollen?|maximalen?|ho(?:e)?chsten?)\\s+punkt(?:zahl|en)',
-      '(?:der\\s+)?bestnote',
-      'ausgezeichnet',
-    ) +
-    L1,
-);
-add(
-  'speaks to the model',
-  'latin',
-  false,
-  `${L0}(?:(?:du\\s+bist|sie\\s+sind|ihr\\s+seid)\\s+(?:jetzt|nun|ab\\s+sofort|ab\\s+jetzt|von\\s+nun\\s+an|fortan)|(?:jetzt|nun|ab\\s+sofort|ab\\s+jetzt|von\\s+nun\\s+an|fortan)\\s+bist\\s+du)\\s+(?:ein|eine|der|die|das|mein|meine|unser)\\s+(?:[^\\s]+\\s+)?` +
-    alt('bewerter(?:in)?', 'korrektor(?:in)?', 'prue?fer(?:in)?', 'lehrer(?:in)?', 'dozent(?:in)?', 'tutor(?:in)?', 'assistent(?:in)?', 'ki', 'modell', 'sprachmodell', 'chatbot', 'roboter', 'bot', 'gutachter(?:in)?', 'figur', 'charakter') +
-    L1,
-);
-add(
-  'mentions the system prompt',
-  'latin',
-  false,
-  `${L0}(?:dein(?:en|e|er)?|ihr(?:en|e)?|neu(?:er|e|es|en)?)\\s+system[\\s-]?(?:prompts?|anweisung(?:en)?|nachricht)${L1}`,
-  `${L0}system[\\s-]?(?:prompt|anweisung(?:en)?)\\s*:`,
-  `${L0}(?:zeige?|gib|verrate|wiederhole|ignoriere|vergiss)\\s+(?:mir\\s+)?(?:den|die|deinen|deine)\\s+system[\\s-]?(?:prompt|anweisung(?:en)?)${L1}`,
-);
+
+addLanguage('latin', {
+  ignore: {
+    verbs: [
+      'ignorier(?:e|en\\s+sie)?',
+      'vergiss',
+      'vergesst',
+      'vergessen\\s+sie',
+      'missachte',
+      'missachtet',
+      'missachten\\s+sie',
+      'ubergehe',
+      'ubergeht',
+      'ubergehen\\s+sie',
+      'verwirf',
+      'verwerft',
+      'verwerfen\\s+sie',
+    ],
+    det: DE_DET,
+    addr: '(?:(?:alle|samtliche|jegliche|deine|deinen|ihre|ihren)\\s+)',
+    prev: DE_PREV,
+    grade: DE_GRADE,
+    generic: DE_GENERIC,
+    post: alt('(?:von\\s+)?oben', 'davor'),
+  },
+  ignoreMore: [
+    // verb last: "alle vorherigen Anweisungen ignorieren", "die obigen Regeln gelten nicht mehr"
+    `${L0}${DE_DET}{0,2}${DE_PREV}\\s+(?:${DE_GENERIC}|${DE_GRADE})\\s+` +
+      alt(
+        'ignorieren',
+        'vergessen',
+        'missachten',
+        'verwerfen',
+        'nicht\\s+(?:mehr\\s+)?(?:beachten|befolgen)',
+        'au(?:ss|ß)er\\s+acht\\s+lassen',
+        '(?:sind|gelten\\s+als)\\s+(?:ab\\s+sofort\\s+|nun\\s+|jetzt\\s+|hiermit\\s+)?(?:ungultig|aufgehoben|nichtig|hinfallig|obsolet|au(?:ss|ß)er\\s+kraft)',
+        'gelten\\s+nicht\\s+mehr',
+      ) +
+      L1,
+    `${L0}(?:die\\s+)?${DE_GRADE}\\s+(?:ignorieren|vergessen|missachten)${L1}`,
+    `${L0}(?:beachte|befolge|beachten\\s+sie|befolgen\\s+sie)\\s+${DE_DET}{0,2}(?:${DE_PREV}\\s+${DE_GENERIC}|${DE_GRADE})\\s+(?:mehr\\s+)?nicht${L1}`,
+  ],
+  grade: [
+    `${L0}(?:gib|gebt|geben\\s+sie|vergib|vergebt|vergeben\\s+sie)\\s+(?:(?:mir|uns|(?:dieser|diesem|meiner|meinem)\\s+${WORD})\\s+)?(?:die\\s+)?${DE_TERM}${L1}`,
+    `${L0}(?:bewerte|benote|bewerten\\s+sie|benoten\\s+sie)\\s+(?:mich|das|dies|(?:diese|dieses|diesen|meine|mein|meinen)\\s+${WORD})\\s+(?:mit|als)\\s+` +
+      alt(
+        'sehr\\s+gut',
+        'bestanden',
+        '100\\s*(?:%|prozent|punkten)?',
+        '(?:einer?\\s+)?(?:1(?:[.,]0)?(?![\\d.,])|eins)',
+        '(?:der\\s+)?(?:vollen?|maximalen?|ho(?:e)?chsten?)\\s+punkt(?:zahl|en)',
+        '(?:der\\s+)?bestnote',
+        'ausgezeichnet',
+      ) +
+      L1,
+  ],
+  model: [
+    `${L0}(?:(?:du\\s+bist|sie\\s+sind|ihr\\s+seid)\\s+(?:jetzt|nun|ab\\s+sofort|ab\\s+jetzt|von\\s+nun\\s+an|fortan)|(?:jetzt|nun|ab\\s+sofort|ab\\s+jetzt|von\\s+nun\\s+an|fortan)\\s+bist\\s+du)\\s+(?:ein|eine|der|die|das|mein|meine|unser)\\s+(?:[^\\s]+\\s+)?` +
+      alt('bewerter(?:in)?', 'korrektor(?:in)?', 'prue?fer(?:in)?', 'lehrer(?:in)?', 'dozent(?:in)?', 'tutor(?:in)?', 'assistent(?:in)?', 'ki', 'modell', 'sprachmodell', 'chatbot', 'roboter', 'bot', 'gutachter(?:in)?', 'figur', 'charakter') +
+      L1,
+  ],
+  systemPrompt: [
+    `${L0}(?:dein(?:en|e|er)?|ihr(?:en|e)?|neu(?:er|e|es|en)?)\\s+system[\\s-]?(?:prompts?|anweisung(?:en)?|nachricht)${L1}`,
+    `${L0}system[\\s-]?(?:prompt|anweisung(?:en)?)\\s*:`,
+    `${L0}(?:zeige?|gib|verrate|wiederhole|ignoriere|vergiss)\\s+(?:mir\\s+)?(?:den|die|deinen|deine)\\s+system[\\s-]?(?:prompt|anweisung(?:en)?)${L1}`,
+  ],
+});
 
 // ----- Portuguese -------------------------------------------------------------------------------
 
-add(
-  'ignore instructions',
-  'latin',
-  false,
-  ...ignoreSources({
-    verb:
-      L0 +
-      alt(
-        'ignore',
-        'ignora',
-        'ignorem',
-        'ignorar',
-        'esqueca',
-        'esquece',
-        'esquecam',
-        'esquecer',
-        'desconsidere',
-        'desconsidera',
-        'desconsiderem',
-        'desconsiderar',
-        'descarte',
-        'descarta',
-        'despreze',
-        'despreza',
-        'nao\\s+(?:siga|sigas|sigam)',
-        '(?:deixe|deixa)\\s+de\\s+lado',
-        'nao\\s+(?:leve|leves)\\s+em\\s+conta',
-        'nao\\s+considere',
-      ),
-    det: '(?:(?:todas|todos|toda|todo|as|os|a|o|suas|seus|sua|seu|tuas|teus|essas|esses|estas|estes|de|das|dos|da|do|quaisquer)\\s+)',
-    addr: '(?:(?:todas|todos|suas|seus|tuas|teus|quaisquer)\\s+)',
-    prev: alt('antigas?', 'antigos?', 'anteriores'),
-    grade: alt('rubricas?', 'criterios\\s+de\\s+(?:avaliacao|correcao|classificacao)', 'grelhas?\\s+de\\s+(?:avaliacao|correcao)', '(?:prompt|instrucoes|mensagem)\\s+do\\s+sistema'),
-    generic: alt('instrucoes', 'instrucao', 'regras', 'diretrizes', 'diretivas', 'orientacoes', 'indicacoes', 'comandos', 'ordens', 'restricoes'),
-    post: alt('anteriores', 'previas', 'acima', 'originais', 'iniciais', 'recebidas', 'dadas', '(?:do|da)\\s+(?:sistema|professora?|avaliador)'),
-  }),
-);
 const PT_WORDED = alt(
   '(?:a\\s+)?nota\\s+(?:maxima|maximo|perfeita|10|dez|100|cem)(?![\\d.,])',
   '(?:a\\s+)?(?:pontuacao|classificacao)\\s+(?:maxima|total|perfeita|completa)',
   '(?:a\\s+)?(?:maxima|melhor)\\s+(?:nota|pontuacao|classificacao)',
   'todos\\s+os\\s+pontos',
 );
-add(
-  'asks for a grade',
-  'latin',
-  false,
-  `${L0}(?:me\\s+(?:de|da|deem|atribua|conceda|coloque|passe)|(?:de|da|deem|atribua|atribui|conceda|concede|coloque|poe|ponha)-(?:me|lhe))\\s+` +
-    alt(PT_WORDED, '100\\s*(?:%|\\/\\s*100|pontos)', '10\\s*\\/\\s*10', '(?:um|uma)\\s+(?:10|dez)(?![\\d.,])', '(?:a\\s+)?aprovacao') +
-    L1,
-  `${L0}(?:atribua|conceda|de)\\s+(?:a\\s+(?:este|esta|meu|minha)\\s+${WORD}\\s+)?${PT_WORDED}${L1}`,
-);
-add('asks to pass', 'latin', false, `${L0}(?:aprove|aprova)(?:-me${L1}|\\s+(?:este|esta|meu|minha|o\\s+meu|a\\s+minha)\\s+(?:trabalho|projeto|entrega|ensaio|exame)${L1})`);
-add(
-  'speaks to the model',
-  'latin',
-  false,
-  `${L0}(?:(?:agora|a\\s+partir\\s+de\\s+agora|de\\s+agora\\s+em\\s+diante|doravante)\\s*,?\\s+(?:voce|tu)\\s+(?:e|es|sera|seras)|(?:voce|tu)\\s+(?:agora\\s+(?:e|es)|(?:e|es)\\s+agora))\\s+(?:um|uma|o|a|meu|minha)\\s+(?:${WORD}\\s+)?` +
-    alt('avaliador(?:a)?', 'corretor(?:a)?', 'professor(?:a)?', 'examinador(?:a)?', 'assistente', 'ia', 'inteligencia\\s+artificial', 'modelo', 'chatbot', 'robo', 'personagem') +
-    L1,
-);
-add(
-  'mentions the system prompt',
-  'latin',
-  false,
-  `${L0}(?:seu|teu|sua|tua|seus|teus|suas|tuas|novo|nova|novos|novas)\\s+(?:prompt|instrucoes|mensagem)\\s+(?:do|de)\\s+sistema${L1}`,
-  `${L0}(?:prompt|instrucoes)\\s+do\\s+sistema\\s*:`,
-  `${L0}(?:revele|mostre|mostra|repita|imprima|ignore|esqueca)\\s+(?:o|as|seu|suas|teu|tuas)\\s+(?:prompt|instrucoes)\\s+do\\s+sistema${L1}`,
-);
+
+addLanguage('latin', {
+  ignore: {
+    verbs: [
+      'ignore',
+      'ignora',
+      'ignorem',
+      'ignorar',
+      'esqueca',
+      'esquece',
+      'esquecam',
+      'esquecer',
+      'desconsidere',
+      'desconsidera',
+      'desconsiderem',
+      'desconsiderar',
+      'descarte',
+      'descarta',
+      'despreze',
+      'despreza',
+      'nao\\s+(?:siga|sigas|sigam)',
+      '(?:deixe|deixa)\\s+de\\s+lado',
+      'nao\\s+(?:leve|leves)\\s+em\\s+conta',
+      'nao\\s+considere',
+    ],
+    det: '(?:(?:todas|todos|toda|todo|as|os|a|o|suas|seus|sua|seu|tuas|teus|essas|esses|estas|estes|de|das|dos|da|do|quaisquer)\\s+)',
+    addr: '(?:(?:todas|todos|suas|seus|tuas|teus|quaisquer)\\s+)',
+    prev: alt('antigas?', 'antigos?', 'anteriores'),
+    grade: alt('rubricas?', 'criterios\\s+de\\s+(?:avaliacao|correcao|classificacao)', 'grelhas?\\s+de\\s+(?:avaliacao|correcao)', '(?:prompt|instrucoes|mensagem)\\s+do\\s+sistema'),
+    generic: alt('instrucoes', 'instrucao', 'regras', 'diretrizes', 'diretivas', 'orientacoes', 'indicacoes', 'comandos', 'ordens', 'restricoes'),
+    post: alt('anteriores', 'previas', 'acima', 'originais', 'iniciais', 'recebidas', 'dadas', '(?:do|da)\\s+(?:sistema|professora?|avaliador)'),
+  },
+  grade: [
+    `${L0}(?:me\\s+(?:de|da|deem|atribua|conceda|coloque|passe)|(?:de|da|deem|atribua|atribui|conceda|concede|coloque|poe|ponha)-(?:me|lhe))\\s+` +
+      alt(PT_WORDED, '100\\s*(?:%|\\/\\s*100|pontos)', '10\\s*\\/\\s*10', '(?:um|uma)\\s+(?:10|dez)(?![\\d.,])', '(?:a\\s+)?aprovacao') +
+      L1,
+    `${L0}(?:atribua|conceda|de)\\s+(?:a\\s+(?:este|esta|meu|minha)\\s+${WORD}\\s+)?${PT_WORDED}${L1}`,
+  ],
+  pass: [`${L0}(?:aprove|aprova)(?:-me${L1}|\\s+(?:este|esta|meu|minha|o\\s+meu|a\\s+minha)\\s+(?:trabalho|projeto|entrega|ensaio|exame)${L1})`],
+  model: [
+    `${L0}(?:(?:agora|a\\s+partir\\s+de\\s+agora|de\\s+agora\\s+em\\s+diante|doravante)\\s*,?\\s+(?:voce|tu)\\s+(?:e|es|sera|seras)|(?:voce|tu)\\s+(?:agora\\s+(?:e|es)|(?:e|es)\\s+agora))\\s+(?:um|uma|o|a|meu|minha)\\s+(?:${WORD}\\s+)?` +
+      alt('avaliador(?:a)?', 'corretor(?:a)?', 'professor(?:a)?', 'examinador(?:a)?', 'assistente', 'ia', 'inteligencia\\s+artificial', 'modelo', 'chatbot', 'robo', 'personagem') +
+      L1,
+  ],
+  systemPrompt: [
+    `${L0}(?:seu|teu|sua|tua|seus|teus|suas|tuas|novo|nova|novos|novas)\\s+(?:prompt|instrucoes|mensagem)\\s+(?:do|de)\\s+sistema${L1}`,
+    `${L0}(?:prompt|instrucoes)\\s+do\\s+sistema\\s*:`,
+    `${L0}(?:revele|mostre|mostra|repita|imprima|ignore|esqueca)\\s+(?:o|as|seu|suas|teu|tuas)\\s+(?:prompt|instrucoes)\\s+do\\s+sistema${L1}`,
+  ],
+});
 
 // ----- Italian ----------------------------------------------------------------------------------
 
-add(
-  'ignore instructions',
-  'latin',
-  false,
-  ...ignoreSources({
-    verb:
-      L0 +
-      alt(
-        'ignora',
-        'ignori',
-        'ignorate',
-        'ignorare',
-        'dimentica',
-        'dimentichi',
-        'dimenticate',
-        'dimenticare',
-        'trascura',
-        'trascurate',
-        'tralascia',
-        'tralasciate',
-        'scarta',
-        'scartate',
-        'non\\s+(?:seguire|considerare)',
-        'non\\s+tenere\\s+conto',
-        '(?:lascia|lasciate)\\s+perdere',
-      ),
+addLanguage('latin', {
+  ignore: {
+    verbs: [
+      'ignora',
+      'ignori',
+      'ignorate',
+      'ignorare',
+      'dimentica',
+      'dimentichi',
+      'dimenticate',
+      'dimenticare',
+      'trascura',
+      'trascurate',
+      'tralascia',
+      'tralasciate',
+      'scarta',
+      'scartate',
+      'non\\s+(?:seguire|considerare)',
+      'non\\s+tenere\\s+conto',
+      '(?:lascia|lasciate)\\s+perdere',
+    ],
     det: "(?:(?:tutte|tutti|tutto|le|la|il|lo|i|gli|tue|tuoi|sue|suoi|queste|questi|delle|dei|degli|del|della|di)\\s+|l'\\s*)",
     addr: '(?:(?:tutte|tutti|tue|tuoi)\\s+)',
     prev: alt('vecchie', 'vecchi', 'precedenti'),
     grade: alt('rubriche?', 'griglia\\s+di\\s+(?:valutazione|correzione)', 'criteri\\s+di\\s+(?:valutazione|correzione)', '(?:prompt|istruzioni|messaggio)\\s+(?:di|del)\\s+sistema'),
     generic: alt('istruzioni', 'istruzione', 'regole', 'indicazioni', 'direttive', 'linee\\s+guida', 'consegne', 'comandi', 'ordini', 'vincoli'),
     post: alt('precedenti', '(?:di\\s+)?sopra', 'originali', 'iniziali', 'ricevute', 'date', '(?:del|della)\\s+(?:sistema|professore|professoressa|docente)'),
-  }),
-);
-add(
-  'asks for a grade',
-  'latin',
-  false,
-  `${L0}(?:dammi|datemi|mi\\s+dia|mi\\s+dai|assegnami|assegnatemi|attribuiscimi|attribuitemi|mettimi|mettetemi|concedimi|concedetemi)(?:\\s+(?:a\\s+questo|a\\s+questa|al\\s+mio|alla\\s+mia)\\s+${WORD})?\\s+` +
-    alt(
-      'il\\s+(?:massimo\\s+(?:dei\\s+voti|punteggio)|punteggio\\s+(?:massimo|pieno|perfetto)|voto\\s+(?:massimo|pieno|perfetto))',
-      '(?:un\\s+)?10\\s*(?:e\\s+lode|\\/\\s*10)',
-      'un\\s+(?:10|dieci)(?![\\d.,])',
-      '(?:un\\s+)?30\\s*(?:e\\s+lode|\\/\\s*30)',
-      '(?:un\\s+)?trenta(?:\\s+e\\s+lode)?',
-      '100\\s*(?:%|\\/\\s*100|punti)',
-      'pieni\\s+voti',
-      'la\\s+sufficienza',
-      'tutti\\s+i\\s+punti',
-      'la\\s+promozione',
-    ) +
-    L1,
-);
-add(
-  'asks to pass',
-  'latin',
-  false,
-  `${L0}promuovimi${L1}`,
-  `${L0}(?:approva|promuovi)\\s+(?:questo|questa|il\\s+mio|la\\s+mia)\\s+(?:lavoro|progetto|compito|elaborato|consegna|tesina)${L1}`,
-);
-add(
-  'speaks to the model',
-  'latin',
-  false,
-  `${L0}(?:(?:ora|adesso|da\\s+ora\\s+in\\s+poi|d'ora\\s+in\\s+(?:poi|avanti))\\s*,?\\s+(?:tu\\s+)?sei|(?:tu\\s+)?sei\\s+(?:ora|adesso)|lei\\s+(?:ora|adesso)\\s+e)\\s+(?:il\\s+mio|la\\s+mia|un|una|uno|il|lo|la|l')\\s*(?:${WORD}\\s+)?` +
-    alt('valutat(?:ore|rice)', 'corret(?:tore|trice)', 'professor(?:e|essa)', 'insegnante', 'docente', 'esaminat(?:ore|rice)', 'assistente', 'ia', 'intelligenza\\s+artificiale', 'modello', 'chatbot', 'robot', 'personaggio') +
-    L1,
-);
-add(
-  'mentions the system prompt',
-  'latin',
-  false,
-  `${L0}(?:il\\s+tuo|i\\s+tuoi|le\\s+tue|la\\s+tua|tuo|tue|tuoi|tua|nuovo|nuove|nuovi|nuova)\\s+(?:prompt|istruzioni|messaggio)\\s+(?:di|del)\\s+sistema${L1}`,
-  `${L0}(?:prompt|istruzioni)\\s+di\\s+sistema\\s*:`,
-  `${L0}(?:rivela|mostra|mostrami|ripeti|stampa|ignora|dimentica)\\s+(?:il|le|il\\s+tuo|le\\s+tue)\\s+(?:prompt|istruzioni)\\s+(?:di|del)\\s+sistema${L1}`,
-);
+  },
+  grade: [
+    `${L0}(?:dammi|datemi|mi\\s+dia|mi\\s+dai|assegnami|assegnatemi|attribuiscimi|attribuitemi|mettimi|mettetemi|concedimi|concedetemi)(?:\\s+(?:a\\s+questo|a\\s+questa|al\\s+mio|alla\\s+mia)\\s+${WORD})?\\s+` +
+      alt(
+        'il\\s+(?:massimo\\s+(?:dei\\s+voti|punteggio)|punteggio\\s+(?:massimo|pieno|perfetto)|voto\\s+(?:massimo|pieno|perfetto))',
+        '(?:un\\s+)?10\\s*(?:e\\s+lode|\\/\\s*10)',
+        'un\\s+(?:10|dieci)(?![\\d.,])',
+        '(?:un\\s+)?30\\s*(?:e\\s+lode|\\/\\s*30)',
+        '(?:un\\s+)?trenta(?:\\s+e\\s+lode)?',
+        '100\\s*(?:%|\\/\\s*100|punti)',
+        'pieni\\s+voti',
+        'la\\s+sufficienza',
+        'tutti\\s+i\\s+punti',
+        'la\\s+promozione',
+      ) +
+      L1,
+  ],
+  pass: [
+    `${L0}promuovimi${L1}`,
+    `${L0}(?:approva|promuovi)\\s+(?:questo|questa|il\\s+mio|la\\s+mia)\\s+(?:lavoro|progetto|compito|elaborato|consegna|tesina)${L1}`,
+  ],
+  model: [
+    `${L0}(?:(?:ora|adesso|da\\s+ora\\s+in\\s+poi|d'ora\\s+in\\s+(?:poi|avanti))\\s*,?\\s+(?:tu\\s+)?sei|(?:tu\\s+)?sei\\s+(?:ora|adesso)|lei\\s+(?:ora|adesso)\\s+e)\\s+(?:il\\s+mio|la\\s+mia|un|una|uno|il|lo|la|l')\\s*(?:${WORD}\\s+)?` +
+      alt('valutat(?:ore|rice)', 'corret(?:tore|trice)', 'professor(?:e|essa)', 'insegnante', 'docente', 'esaminat(?:ore|rice)', 'assistente', 'ia', 'intelligenza\\s+artificiale', 'modello', 'chatbot', 'robot', 'personaggio') +
+      L1,
+  ],
+  systemPrompt: [
+    `${L0}(?:il\\s+tuo|i\\s+tuoi|le\\s+tue|la\\s+tua|tuo|tue|tuoi|tua|nuovo|nuove|nuovi|nuova)\\s+(?:prompt|istruzioni|messaggio)\\s+(?:di|del)\\s+sistema${L1}`,
+    `${L0}(?:prompt|istruzioni)\\s+di\\s+sistema\\s*:`,
+    `${L0}(?:rivela|mostra|mostrami|ripeti|stampa|ignora|dimentica)\\s+(?:il|le|il\\s+tuo|le\\s+tue)\\s+(?:prompt|istruzioni)\\s+(?:di|del)\\s+sistema${L1}`,
+  ],
+});
 
 // ----- Dutch ------------------------------------------------------------------------------------
 
 const NL_PREV = alt('vorige', 'eerdere', 'voorgaande', 'bovenstaande', 'oorspronkelijke', 'originele', 'oude', 'gegeven');
 const NL_GRADE = alt('beoordelings(?:criteria|schema|rubric|model|richtlijnen)', 'rubrics?', 'rubrieken', 'nakijk(?:model|schema|criteria)', 'systeem[\\s-]?prompts?', 'systeeminstructies');
 const NL_GENERIC = alt('instructies', 'instructie', 'aanwijzingen', 'regels', 'richtlijnen', 'opdrachten', 'voorschriften', 'bevelen', 'orders');
-add(
-  'ignore instructions',
-  'latin',
-  false,
-  ...ignoreSources({
-    verb: L0 + alt('negeer', 'negeert\\s+u', 'vergeet(?:\\s+u)?', 'let\\s+niet\\s+(?:meer\\s+)?op', 'houd\\s+geen\\s+rekening\\s+(?:meer\\s+)?met'),
+
+addLanguage('latin', {
+  ignore: {
+    verbs: ['negeer', 'negeert\\s+u', 'vergeet(?:\\s+u)?', 'let\\s+niet\\s+(?:meer\\s+)?op', 'houd\\s+geen\\s+rekening\\s+(?:meer\\s+)?met'],
     det: '(?:(?:alle|al|de|het|je|jouw|uw|deze|die)\\s+)',
     addr: '(?:(?:alle|al|je|jouw|uw)\\s+)',
     prev: NL_PREV,
     grade: NL_GRADE,
     generic: NL_GENERIC,
     post: alt('hierboven', 'van\\s+(?:het\\s+systeem|de\\s+docent)'),
-  }),
-  `${L0}(?:(?:alle|al|de|je|jouw|uw)\\s+){0,2}${NL_PREV}\\s+(?:${NL_GENERIC}|${NL_GRADE})\\s+` +
-    alt('negeren', 'vergeten', '(?:zijn|worden)\\s+(?:niet\\s+meer\\s+geldig|ongeldig|vervallen|ingetrokken|opgeheven)', 'gelden\\s+niet\\s+meer', 'vervallen') +
-    L1,
-);
-add(
-  'asks for a grade',
-  'latin',
-  false,
-  `${L0}(?:geef|geeft\\s+u)\\s+(?:(?:me|mij|ons|(?:dit|deze|mijn)\\s+${WORD})\\s+)?(?:(?:het|de)\\s+)?` +
-    alt(
-      'maximale?\\s+(?:score|cijfer|punten|puntental)',
-      'volle?\\s+(?:punten|score)',
-      'alle\\s+punten',
-      'hoogste\\s+(?:cijfer|score|punten)',
-      'een\\s+(?:10|tien)(?![\\d.,])',
-      '10\\s*\\/\\s*10',
-      '100\\s*(?:%|\\/\\s*100|punten)',
-      'een\\s+voldoende',
-      'een\\s+perfecte\\s+score',
-    ) +
-    L1,
-);
-add('asks to pass', 'latin', false, `${L0}(?:keur|laat)\\s+(?:mij|me|(?:dit|mijn)\\s+${WORD})\\s+(?:goed|slagen)${L1}`);
-add(
-  'speaks to the model',
-  'latin',
-  false,
-  `${L0}(?:(?:je|jij|u)\\s+bent\\s+(?:nu|vanaf\\s+nu|voortaan)|(?:nu|vanaf\\s+nu|voortaan)\\s+ben\\s+(?:je|jij))\\s+(?:een|de|het|mijn)\\s+(?:${WORD}\\s+)?` +
-    alt('beoordelaar', 'corrector', 'examinator', 'docent', 'leraar', 'lerares', 'nakijker', 'assistent', 'ai', 'ki', 'model', 'taalmodel', 'chatbot', 'robot', 'personage') +
-    L1,
-);
-add(
-  'mentions the system prompt',
-  'latin',
-  false,
-  `${L0}(?:je|jouw|uw|nieuwe)\\s+(?:systeem[\\s-]?prompt|systeeminstructies|systeembericht)${L1}`,
-  `${L0}(?:systeem[\\s-]?prompt|systeeminstructies)\\s*:`,
-  `${L0}(?:toon|herhaal|print|negeer|vergeet)\\s+(?:de|je|jouw|uw)\\s+(?:systeem[\\s-]?prompt|systeeminstructies)${L1}`,
-);
+  },
+  ignoreMore: [
+    `${L0}(?:(?:alle|al|de|je|jouw|uw)\\s+){0,2}${NL_PREV}\\s+(?:${NL_GENERIC}|${NL_GRADE})\\s+` +
+      alt('negeren', 'vergeten', '(?:zijn|worden)\\s+(?:niet\\s+meer\\s+geldig|ongeldig|vervallen|ingetrokken|opgeheven)', 'gelden\\s+niet\\s+meer', 'vervallen') +
+      L1,
+  ],
+  grade: [
+    `${L0}(?:geef|geeft\\s+u)\\s+(?:(?:me|mij|ons|(?:dit|deze|mijn)\\s+${WORD})\\s+)?(?:(?:het|de)\\s+)?` +
+      alt(
+        'maximale?\\s+(?:score|cijfer|punten|puntental)',
+        'volle?\\s+(?:punten|score)',
+        'alle\\s+punten',
+        'hoogste\\s+(?:cijfer|score|punten)',
+        'een\\s+(?:10|tien)(?![\\d.,])',
+        '10\\s*\\/\\s*10',
+        '100\\s*(?:%|\\/\\s*100|punten)',
+        'een\\s+voldoende',
+        'een\\s+perfecte\\s+score',
+      ) +
+      L1,
+  ],
+  pass: [`${L0}(?:keur|laat)\\s+(?:mij|me|(?:dit|mijn)\\s+${WORD})\\s+(?:goed|slagen)${L1}`],
+  model: [
+    `${L0}(?:(?:je|jij|u)\\s+bent\\s+(?:nu|vanaf\\s+nu|voortaan)|(?:nu|vanaf\\s+nu|voortaan)\\s+ben\\s+(?:je|jij))\\s+(?:een|de|het|mijn)\\s+(?:${WORD}\\s+)?` +
+      alt('beoordelaar', 'corrector', 'examinator', 'docent', 'leraar', 'lerares', 'nakijker', 'assistent', 'ai', 'ki', 'model', 'taalmodel', 'chatbot', 'robot', 'personage') +
+      L1,
+  ],
+  systemPrompt: [
+    `${L0}(?:je|jouw|uw|nieuwe)\\s+(?:systeem[\\s-]?prompt|systeeminstructies|systeembericht)${L1}`,
+    `${L0}(?:systeem[\\s-]?prompt|systeeminstructies)\\s*:`,
+    `${L0}(?:toon|herhaal|print|negeer|vergeet)\\s+(?:de|je|jouw|uw)\\s+(?:systeem[\\s-]?prompt|systeeminstructies)${L1}`,
+  ],
+});
 
 // ----- Russian (not folded; Cyrillic) ----------------------------------------------------------
 
 const RU_PREV = '(?:предыдущ|прошл|прежн|вышеуказанн|вышеизложенн|вышеприведенн|вышеприведённ|изначальн|исходн|стар|полученн|системн)\\p{L}*';
 const RU_GENERIC = '(?:инструкци|указани|правил|директив|предписани|команд|распоряжени|промпт|установк|ограничени)\\p{L}*';
 const RU_GRADE = '(?:рубрик\\p{L}*|критери\\p{L}*\\s+оцен\\p{L}*|системн\\p{L}*\\s+(?:промпт|инструкци|подсказк)\\p{L}*)';
-add(
-  'ignore instructions',
-  'other',
-  false,
-  ...ignoreSources({
-    verb:
-      L0 +
-      alt(
-        '(?:про)?игнорируй(?:те)?',
-        'забудь(?:те)?',
-        'не\\s+обращай(?:те)?\\s+внимани[яе]\\s+на',
-        'не\\s+учитывай(?:те)?',
-        'пренебреги(?:те)?',
-        'отбрось(?:те)?',
-        'отмени(?:те)?',
-        'не\\s+следуй(?:те)?',
-        'не\\s+выполняй(?:те)?',
-        'не\\s+слушай(?:те)?',
-      ),
+
+addLanguage('other', {
+  ignore: {
+    verbs: [
+      '(?:про)?игнорируй(?:те)?',
+      'забудь(?:те)?',
+      'не\\s+обращай(?:те)?\\s+внимани[яе]\\s+на',
+      'не\\s+учитывай(?:те)?',
+      'пренебреги(?:те)?',
+      'отбрось(?:те)?',
+      'отмени(?:те)?',
+      'не\\s+следуй(?:те)?',
+      'не\\s+выполняй(?:те)?',
+      'не\\s+слушай(?:те)?',
+    ],
     det: '(?:(?:все|всё|эти|эту|этот|твои|твою|ваши|вашу|свои|всех|на|о|об|про|любые)\\s+)',
     addr: '(?:(?:все|всё|всех|твои|твою|ваши|вашу|любые)\\s+)',
     prev: RU_PREV,
     grade: RU_GRADE,
     generic: RU_GENERIC,
     post: '(?:выше|ранее|до\\s+этого)',
-  }),
-  `${L0}${RU_PREV}\\s+${RU_GENERIC}\\s+(?:больше\\s+не\\s+(?:действуют|действительны|применяются|актуальны)|отменяются|отменены|недействительны|утратили\\s+силу)`,
-);
-add(
-  'asks for a grade',
-  'other',
-  false,
-  `${L0}(?:поставь(?:те)?|дай(?:те)?|выставь(?:те)?|присвой(?:те)?|начисли(?:те)?|оцени(?:те)?)\\s+(?:(?:мне|нам|этой\\s+работе|этому\\s+\\p{L}+|за\\s+эту\\s+работу|эту\\s+работу|мою\\s+работу|работу)\\s+)?(?:(?:на|в)\\s+)?` +
-    alt(
-      '(?:максимальн|наивысш|высш|полн)\\p{L}*\\s+(?:балл|оценк)\\p{L}*',
-      '100\\s*(?:%|\\/\\s*100|балл\\p{L}*)',
-      '(?:пят[её]рк|отличн)\\p{L}*',
-      '[«"]отлично[»"]',
-      '5\\s*\\/\\s*5',
-      '10\\s*\\/\\s*10',
-      'зач[её]т',
-    ),
-);
-add('asks to pass', 'other', false, `${L0}засчитай(?:те)?\\s+(?:мне\\s+)?(?:эту\\s+|мою\\s+)?(?:работу|задани\\p{L}*|проект|решени\\p{L}*)`);
-add(
-  'speaks to the model',
-  'other',
-  false,
-  `${L0}(?:(?:теперь|отныне|с\\s+этого\\s+момента|с\\s+этой\\s+минуты)\\s*,?\\s+(?:ты|вы)|(?:ты|вы)\\s+(?:теперь|отныне))\\s*[—–-]?\\s*(?:\\p{L}+\\s+)?(?:оценщик|экзаменатор|преподавател|учител|ассистент|помощник|модел|ии|бот|чат-?бот|персонаж|проверяющ|нейросет|искусственн)\\p{L}*`,
-);
-add(
-  'mentions the system prompt',
-  'other',
-  false,
-  `${L0}(?:тво|ваш|нов)\\p{L}*\\s+системн\\p{L}*\\s+(?:промпт|подсказк|инструкци|сообщени)\\p{L}*`,
-  `${L0}системн\\p{L}*\\s+(?:промпт|инструкци)\\p{L}*\\s*:`,
-  `${L0}(?:покажи|выведи|повтори|раскрой|напиши|игнорируй|забудь)(?:те)?\\s+(?:мне\\s+)?(?:(?:свой|твой|ваш)\\s+)?системн\\p{L}*\\s+(?:промпт|подсказк|инструкци)\\p{L}*`,
-);
+  },
+  ignoreMore: [
+    `${L0}${RU_PREV}\\s+${RU_GENERIC}\\s+(?:больше\\s+не\\s+(?:действуют|действительны|применяются|актуальны)|отменяются|отменены|недействительны|утратили\\s+силу)`,
+  ],
+  grade: [
+    `${L0}(?:поставь(?:те)?|дай(?:те)?|выставь(?:те)?|присвой(?:те)?|начисли(?:те)?|оцени(?:те)?)\\s+(?:(?:мне|нам|этой\\s+работе|этому\\s+\\p{L}+|за\\s+эту\\s+работу|эту\\s+работу|мою\\s+работу|работу)\\s+)?(?:(?:на|в)\\s+)?` +
+      alt(
+        '(?:максимальн|наивысш|высш|полн)\\p{L}*\\s+(?:балл|оценк)\\p{L}*',
+        '100\\s*(?:%|\\/\\s*100|балл\\p{L}*)',
+        '(?:пят[её]рк|отличн)\\p{L}*',
+        '[«"]отлично[»"]',
+        '5\\s*\\/\\s*5',
+        '10\\s*\\/\\s*10',
+        'зач[её]т',
+      ),
+  ],
+  pass: [`${L0}засчитай(?:те)?\\s+(?:мне\\s+)?(?:эту\\s+|мою\\s+)?(?:работу|задани\\p{L}*|проект|решени\\p{L}*)`],
+  model: [
+    `${L0}(?:(?:теперь|отныне|с\\s+этого\\s+момента|с\\s+этой\\s+минуты)\\s*,?\\s+(?:ты|вы)|(?:ты|вы)\\s+(?:теперь|отныне))\\s*[—–-]?\\s*(?:\\p{L}+\\s+)?(?:оценщик|экзаменатор|преподавател|учител|ассистент|помощник|модел|ии|бот|чат-?бот|персонаж|проверяющ|нейросет|искусственн)\\p{L}*`,
+  ],
+  systemPrompt: [
+    `${L0}(?:тво|ваш|нов)\\p{L}*\\s+системн\\p{L}*\\s+(?:промпт|подсказк|инструкци|сообщени)\\p{L}*`,
+    `${L0}системн\\p{L}*\\s+(?:промпт|инструкци)\\p{L}*\\s*:`,
+    `${L0}(?:покажи|выведи|повтори|раскрой|напиши|игнорируй|забудь)(?:те)?\\s+(?:мне\\s+)?(?:(?:свой|твой|ваш)\\s+)?системн\\p{L}*\\s+(?:промпт|подсказк|инструкци)\\p{L}*`,
+  ],
+});
 
 // ----- Chinese (simplified) ---------------------------------------------------------------------
 

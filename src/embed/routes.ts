@@ -19,7 +19,7 @@
  * `invalid_request`; anything unexpected is logged and becomes 500 `internal_error` without
  * detail.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler, sendApiError } from '../http/api-errors.ts';
@@ -78,35 +78,25 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
 
   const r = app.withTypeProvider<ZodTypeProvider>();
 
+  /** Count the session exchange as a grant, and each submission by outcome, once the answer is known. */
+  const countSession = (_req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    countGrant('embed_session', reply);
+    done();
+  };
+  const countSubmission = (_req: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    judgeSubmissions.inc({ outcome: reply.statusCode >= 400 ? 'refused' : reply.getHeader('idempotent-replayed') ? 'replayed' : 'accepted' });
+    done();
+  };
+
   r.post(
     '/session',
-    {
-      schema: {
-        summary: "Exchange a tenant's IdP token for a session",
-        body: sessionBody,
-        response: { 200: sessionResponse },
-      },
-      onResponse: (_req, reply, done) => {
-        countGrant('embed_session', reply);
-        done();
-      },
-    },
+    { schema: { summary: "Exchange a tenant's IdP token for a session", body: sessionBody, response: { 200: sessionResponse } }, onResponse: countSession },
     async (req) => createEmbedSession(deps, idps, req.body),
   );
 
   r.post(
     '/judge',
-    {
-      schema: {
-        summary: 'Submit an artifact for an activity and grade it',
-        body: judgeBody,
-        response: { 200: judgeResponse },
-      },
-      onResponse: (_req, reply, done) => {
-        judgeSubmissions.inc({ outcome: reply.statusCode >= 400 ? 'refused' : reply.getHeader('idempotent-replayed') ? 'replayed' : 'accepted' });
-        done();
-      },
-    },
+    { schema: { summary: 'Submit an artifact for an activity and grade it', body: judgeBody, response: { 200: judgeResponse } }, onResponse: countSubmission },
     async (req, reply) => {
       const key = idempotencyKey(req.headers['idempotency-key']);
       const { answer, replayed } = await submitForJudgement(deps, { idps, queue, limitLearner: limitLearner(req) }, bearer(req), req.body, key);

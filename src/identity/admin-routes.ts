@@ -22,28 +22,21 @@ import { createUser, userJson } from './users.ts';
 
 const metadata = z.record(z.string(), z.unknown()).nullable().optional();
 
-const createBody = z.object({
-  email: z.string().max(1024).optional(),
-  phone: z.string().max(64).optional(),
-  password: z.string().max(10_000).nullable().optional(),
-  password_hash: z.string().max(512).optional(),
-  email_confirm: z.boolean().optional(),
-  app_metadata: metadata,
-  user_metadata: metadata,
-  ban_duration: z.string().max(64).optional(),
-  role: z.string().max(64).optional(),
-});
+/** A user's fields in a create or update body, with `password` (and on create `password_hash`) as that body takes them. */
+const userBody = <P extends z.ZodRawShape>(passwordFields: P) =>
+  z.object({
+    email: z.string().max(1024).optional(),
+    phone: z.string().max(64).optional(),
+    ...passwordFields,
+    email_confirm: z.boolean().optional(),
+    app_metadata: metadata,
+    user_metadata: metadata,
+    ban_duration: z.string().max(64).optional(),
+    role: z.string().max(64).optional(),
+  });
 
-const updateBody = z.object({
-  email: z.string().max(1024).optional(),
-  phone: z.string().max(64).optional(),
-  password: z.string().max(10_000).optional(),
-  email_confirm: z.boolean().optional(),
-  app_metadata: metadata,
-  user_metadata: metadata,
-  ban_duration: z.string().max(64).optional(),
-  role: z.string().max(64).optional(),
-});
+const createBody = userBody({ password: z.string().max(10_000).nullable().optional(), password_hash: z.string().max(512).optional() });
+const updateBody = userBody({ password: z.string().max(10_000).optional() });
 
 const deleteBody = z.object({ should_soft_delete: z.boolean().optional() });
 

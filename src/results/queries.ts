@@ -36,54 +36,70 @@ import type { Endpoint, Order, Position } from './cursor.ts';
 /** RFC 3339 text in UTC with microseconds of a timestamptz expression (null stays null). */
 const rfc3339 = (expr: string) => `to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
+/** A field of `jsonObject`: a column name, or a key and its SQL expression. */
+type JsonField = string | [key: string, sql: string];
+
+/**
+ * `json_build_object(…)` of row `t`'s `fields`, one a line: a column name is that column of `t`
+ * under its own name — as RFC 3339 text when it ends in `_at` — and `[key, sql]` any expression.
+ */
+function jsonObject(t: string, fields: JsonField[]): string {
+  const line = (f: JsonField) => {
+    if (typeof f !== 'string') return `    '${f[0]}', ${f[1]}`;
+    return `    '${f}', ${f.endsWith('_at') ? rfc3339(`${t}.${f}`) : `${t}.${f}`}`;
+  };
+  return `json_build_object(\n${fields.map(line).join(',\n')})`;
+}
+
 /**
  * ActivityResult: id, activity_id, lesson_id, svc_user_id, program_id, unit_id, status, score (0–100
  * or null), completed_at, created_at, updated_at, artifact_ids (the result's artifacts in
  * (created_at, id) order).
  */
-const activityResultJson = (t: string) => `json_build_object(
-    'id', ${t}.id,
-    'activity_id', ${t}.activity_id,
-    'lesson_id', ${t}.lesson_id,
-    'svc_user_id', ${t}.user_id,
-    'program_id', ${t}.program_id,
-    'unit_id', (select l.unit_id from lessons l where l.tenant_id = ${t}.tenant_id and l.id = ${t}.lesson_id),
-    'status', ${t}.status,
-    'score', ${t}.score::float8,
-    'completed_at', ${rfc3339(`${t}.completed_at`)},
-    'created_at', ${rfc3339(`${t}.created_at`)},
-    'updated_at', ${rfc3339(`${t}.updated_at`)},
-    'artifact_ids', coalesce(
+const activityResultJson = (t: string) =>
+  jsonObject(t, [
+    'id',
+    'activity_id',
+    'lesson_id',
+    ['svc_user_id', `${t}.user_id`],
+    'program_id',
+    ['unit_id', `(select l.unit_id from lessons l where l.tenant_id = ${t}.tenant_id and l.id = ${t}.lesson_id)`],
+    'status',
+    ['score', `${t}.score::float8`],
+    'completed_at',
+    'created_at',
+    'updated_at',
+    [
+      'artifact_ids',
+      `coalesce(
       (select json_agg(a.id order by a.created_at, a.id) from artifacts a
         where a.tenant_id = ${t}.tenant_id and a.result_id = ${t}.id),
-      '[]'::json))`;
+      '[]'::json)`,
+    ],
+  ]);
 
 /**
  * Progress: svc_user_id, program_id, completed_count, total_count (activities of the program
  * now), percent (floor(completed / total × 100), 0 when total is 0, at most 100),
  * last_activity_at, updated_at.
  */
-const progressJson = (t: string) => `(select json_build_object(
-    'svc_user_id', ${t}.user_id,
-    'program_id', ${t}.program_id,
-    'completed_count', ${t}.completed_count,
-    'total_count', c.total,
-    'percent', case when c.total = 0 then 0 else least(100, (${t}.completed_count::int8 * 100) / c.total) end,
-    'last_activity_at', ${rfc3339(`${t}.last_activity_at`)},
-    'updated_at', ${rfc3339(`${t}.updated_at`)})
+const progressJson = (t: string) => {
+  const fields = jsonObject(t, [
+    ['svc_user_id', `${t}.user_id`],
+    'program_id',
+    'completed_count',
+    ['total_count', 'c.total'],
+    ['percent', `case when c.total = 0 then 0 else least(100, (${t}.completed_count::int8 * 100) / c.total) end`],
+    'last_activity_at',
+    'updated_at',
+  ]);
+  return `(select ${fields}
   from (select count(*)::int as total from activities a
          where a.tenant_id = ${t}.tenant_id and a.program_id = ${t}.program_id) c)`;
+};
 
 /** Artifact: id, result_id, kind, ref_url, repo_url, verification (json or null), created_at, updated_at. */
-const artifactJson = (t: string) => `json_build_object(
-    'id', ${t}.id,
-    'result_id', ${t}.result_id,
-    'kind', ${t}.kind,
-    'ref_url', ${t}.ref_url,
-    'repo_url', ${t}.repo_url,
-    'verification', ${t}.verification,
-    'created_at', ${rfc3339(`${t}.created_at`)},
-    'updated_at', ${rfc3339(`${t}.updated_at`)})`;
+const artifactJson = (t: string) => jsonObject(t, ['id', 'result_id', 'kind', 'ref_url', 'repo_url', 'verification', 'created_at', 'updated_at']);
 
 /**
  * Learner: svc_user_id, external_ids [{issuer, subject}], email, created_at, updated_at — built by
@@ -92,13 +108,8 @@ const artifactJson = (t: string) => `json_build_object(
 const learnerJson = (t: string) => `svc.results_learner_json(${t}.user_id, ${t}.created_at, ${t}.updated_at)`;
 
 /** Program (in lists): id, title, description, archived_at, created_at, updated_at. */
-const programJson = (t: string) => `json_build_object(
-    'id', ${t}.id,
-    'title', ${t}.title,
-    'description', ${t}.description,
-    'archived_at', ${rfc3339(`${t}.archived_at`)},
-    'created_at', ${rfc3339(`${t}.created_at`)},
-    'updated_at', ${rfc3339(`${t}.updated_at`)})`;
+const PROGRAM_FIELDS = ['id', 'title', 'description', 'archived_at', 'created_at', 'updated_at'];
+const programJson = (t: string) => jsonObject(t, PROGRAM_FIELDS);
 
 /**
  * Program outline: the program's fields plus units → lessons → activities (each in (position, id)
@@ -106,14 +117,12 @@ const programJson = (t: string) => `json_build_object(
  * record is hidden from learners too); activities add kind, pass_threshold, rubric (the stored
  * [{criterion, weight}]) and, with `withSpec`, spec.
  */
-const outlineJson = (withSpec: boolean) => (t: string) => `json_build_object(
-    'id', ${t}.id,
-    'title', ${t}.title,
-    'description', ${t}.description,
-    'archived_at', ${rfc3339(`${t}.archived_at`)},
-    'created_at', ${rfc3339(`${t}.created_at`)},
-    'updated_at', ${rfc3339(`${t}.updated_at`)},
-    'units', coalesce((select json_agg(json_build_object(
+const outlineJson = (withSpec: boolean) => (t: string) =>
+  jsonObject(t, [
+    ...PROGRAM_FIELDS,
+    [
+      'units',
+      `coalesce((select json_agg(json_build_object(
         'id', u.id, 'title', u.title, 'position', u.position, 'archived_at', ${rfc3339('u.archived_at')},
         'lessons', coalesce((select json_agg(json_build_object(
             'id', l.id, 'title', l.title, 'position', l.position, 'archived_at', ${rfc3339('l.archived_at')},
@@ -122,18 +131,15 @@ const outlineJson = (withSpec: boolean) => (t: string) => `json_build_object(
                 'pass_threshold', a.pass_threshold, 'rubric', a.rubric${withSpec ? `, 'spec', a.spec` : ''}) order by a.position, a.id)
               from activities a where a.tenant_id = l.tenant_id and a.lesson_id = l.id), '[]'::json)) order by l.position, l.id)
           from lessons l where l.tenant_id = u.tenant_id and l.unit_id = u.id), '[]'::json)) order by u.position, u.id)
-      from units u where u.tenant_id = ${t}.tenant_id and u.program_id = ${t}.id), '[]'::json))`;
+      from units u where u.tenant_id = ${t}.tenant_id and u.program_id = ${t}.id), '[]'::json)`,
+    ],
+  ]);
 
 /**
  * Tombstone: resource, id, deleted_at, plus svc_user_id (results, artifacts, progress, learners)
  * and program_id (progress and content) where they apply, else null.
  */
-const deletionJson = (t: string) => `json_build_object(
-    'resource', ${t}.resource,
-    'id', ${t}.id,
-    'svc_user_id', ${t}.svc_user_id,
-    'program_id', ${t}.program_id,
-    'deleted_at', ${rfc3339(`${t}.deleted_at`)})`;
+const deletionJson = (t: string) => jsonObject(t, ['resource', 'id', 'svc_user_id', 'program_id', 'deleted_at']);
 
 /** A filter: the predicate comparing a row of alias `t` with the request's value `arg` (SQL text). */
 type Filter = (arg: (type: string) => string) => string;

@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import { escapeUTF8 as esc } from 'entities';
+import { htmlPage } from '../../http/html-page.ts';
 import { SCOPES } from './scopes.ts';
 
 const STYLE = `
@@ -33,24 +34,8 @@ dt { font-weight: 600; } dd { margin: 0; overflow-wrap: anywhere; }
 `;
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
 
-function layout(title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${esc(title)} · Learning content service</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<main>
-${body}
-</main>
-</body>
-</html>
-`;
-}
+const layout = (title: string, body: string) =>
+  htmlPage({ title: `${esc(title)} · Learning content service`, head: `<style>${STYLE}</style>`, body: `<main>\n${body}\n</main>` });
 
 /** Send `html` with the page headers above. */
 export function sendPage(reply: FastifyReply, status: number, html: string) {
