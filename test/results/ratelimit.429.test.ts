@@ -5,19 +5,16 @@
  * 127.0.0.1:6379 here; the Redis part is skipped, with a message, when it is not reachable).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
-import { expectError, get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
+import { startApp, type TestApp, useApp, useFixture } from '../helpers/harness.ts';
+import { expectError, get, getJson, seedTenant } from './fixtures.ts';
 import { REDIS_URL, redisReachable } from '../helpers/redis.ts';
 
 const redisUp = await redisReachable();
 if (!redisUp) console.warn(`ratelimit.429: Redis is not reachable at ${REDIS_URL}; the cross-process tests are skipped`);
 
 const LIMIT = 3;
-let a: SeededTenant;
 const t = useApp(() => startApp({ results: { rateLimit: { max: LIMIT, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 } }));
-beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-});
+const a = useFixture(() => seedTenant(t, 'alpha'));
 
 const headers = (res: Response) => ({
   limit: res.headers.get('ratelimit-limit'),
