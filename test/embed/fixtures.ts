@@ -103,12 +103,16 @@ export function useServer<T extends { close(): Promise<unknown> }>(start: () => 
 }
 
 /**
- * An app and a test IdP for a test file or `describe` block (`useApp`, `useServer`), and the
- * tenants of `tenants`, created in that order: each slug maps to how it trusts the IdP — `{}`, or
- * `{ audience }` when it requires one — or to `null` for a tenant with no IdP.
+ * An app (started by `start`, default `startApp()`) and a test IdP for a test file or `describe`
+ * block (`useApp`, `useServer`), and the tenants of `tenants`, created in that order: each slug
+ * maps to how it trusts the IdP — `{}`, or `{ audience }` when it requires one — or to `null` for
+ * a tenant with no IdP.
  */
-export function useAppWithIdp(tenants: Record<string, { audience?: string } | null>): { t: TestApp; idp: TestIdp } {
-  const t = useApp();
+export function useAppWithIdp(
+  tenants: Record<string, { audience?: string } | null>,
+  start: () => Promise<TestApp> = () => startApp(),
+): { t: TestApp; idp: TestIdp } {
+  const t = useApp(start);
   const idp = useServer(() => startTestIdp());
   beforeAll(async () => {
     for (const [slug, trust] of Object.entries(tenants)) {

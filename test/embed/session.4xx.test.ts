@@ -2,13 +2,12 @@
  * POST /v1/embed/session — refusals. Every token here is refused with the same 401 body; each
  * case is built so that it would pass if its one protection were removed.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { countRows, expectError, post, useAppWithIdp, useServer, withoutRequestId } from './fixtures.ts';
+import { startSite } from './servers.ts';
 
 const { t, idp } = useAppWithIdp({ acme: {}, aud: { audience: 'svc-embed' }, 'no-idp': null });
 const evil = useServer(() => startTestIdp());
@@ -16,24 +15,14 @@ const evil = useServer(() => startTestIdp());
 // A misconfigured IdP whose JWKS publishes a symmetric key: only the algorithm allow-list
 // stands between an HS256 token signed with that (public!) key and a session.
 const octSecret = randomBytes(32);
-const oct = useServer(async () => {
-  const server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' }).end(
-      JSON.stringify({ keys: [{ kty: 'oct', kid: 'oct-1', alg: 'HS256', use: 'sig', k: octSecret.toString('base64url') }] }),
-    );
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    issuer: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-});
+const oct = useServer(() =>
+  startSite({
+    '/jwks.json': { type: 'application/json', body: JSON.stringify({ keys: [{ kty: 'oct', kid: 'oct-1', alg: 'HS256', use: 'sig', k: octSecret.toString('base64url') }] }) },
+  }),
+);
 beforeAll(async () => {
   await t.op('tenant.create', { slug: 'octo' });
-  await t.op('idp.set', { tenant: 'octo', issuer: oct.issuer, jwks_url: `${oct.issuer}/jwks.json` });
+  await t.op('idp.set', { tenant: 'octo', issuer: oct.url, jwks_url: `${oct.url}/jwks.json` });
 });
 
 const session = (tenant: string, idp_token: string) => post(t, '/v1/embed/session', { idp_token, tenant });
@@ -62,7 +51,7 @@ describe('POST /v1/embed/session 401', () => {
   it('refuses HS256 even when the JWKS publishes a symmetric key', async () => {
     const token = await new SignJWT({ sub: 'mallory' })
       .setProtectedHeader({ alg: 'HS256', kid: 'oct-1' })
-      .setIssuer(oct.issuer)
+      .setIssuer(oct.url)
       .setIssuedAt()
       .setExpirationTime('5m')
       .sign(octSecret);
