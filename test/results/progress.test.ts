@@ -15,23 +15,16 @@
  * drops. The test tries both kinds of removal.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
+import { describe, expect, it } from 'vitest';
+import { startApp, testJudge, useApp } from '../helpers/harness.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
+import { useServer } from '../embed/fixtures.ts';
 import { walk } from './fixtures.ts';
 
-let t: TestApp;
-let idp: TestIdp;
-let model: TestModel;
-beforeAll(async () => {
-  [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-  t = await startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 10_000 }) });
-});
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([idp?.close(), model?.close()]);
-});
+const idp = useServer(() => startTestIdp());
+const model = useServer(() => startTestModel());
+const t = useApp(() => startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 10_000 }) }));
 
 const LEARNERS = ['ada', 'grace', 'linus'];
 const PROGRAMS = 2;
