@@ -20,6 +20,7 @@ import { startApp, testJudge, useApp } from '../helpers/harness.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
 import { useServer } from '../embed/fixtures.ts';
+import { eventually } from '../helpers/wait.ts';
 import { walk } from './fixtures.ts';
 
 const idp = useServer(() => startTestIdp());
@@ -121,14 +122,18 @@ async function scenario(ops: Op[]) {
     }
   }
   // Verdicts that were still pending when the judge answered are recorded by its queue: wait for them.
-  for (let i = 0; i < 200; i++) {
-    const [{ n }] = await t.db.query<{ n: number }>(
-      `select count(*)::int as n from artifacts where tenant_id = $1 and verification->>'status' = 'pending'`,
-      [tenant.id],
-    ) as [{ n: number }];
-    if (n === 0) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await eventually(
+    async () => {
+      const [{ n }] = (await t.db.query<{ n: number }>(
+        `select count(*)::int as n from artifacts where tenant_id = $1 and verification->>'status' = 'pending'`,
+        [tenant.id],
+      )) as [{ n: number }];
+      return n === 0;
+    },
+    10_000,
+    'the pending verdicts',
+    50,
+  );
 
   const api = (await walk(t, '/v1/progress', key, 200, (p) => p)).ids as unknown as Array<Record<string, any>>;
   // Recomputation 1, from the test's model.
