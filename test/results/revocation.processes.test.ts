@@ -7,74 +7,33 @@
  * PostgreSQL only: an embedded PGlite folder is open in one process at a time, so there is no
  * second process to reach there (the CLI talks to the one running server instead).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOp } from '../../src/admin/ops.ts';
 import { backend, freshDb } from '../helpers/harness.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const SECRETS = {
   SVC_JWT_SECRET: 'revocation-test-jwt-secret-0123456789-abcdefgh',
   SVC_ANON_KEY: 'sb_publishable_revocation_0123456789',
   SVC_SERVICE_ROLE_KEY: 'sb_secret_revocation_0123456789abcdef',
 };
 
-/** A free TCP port on 127.0.0.1 (bound and released at once). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+/** Start `src/main.ts` on `databaseUrl`; resolves once it listens. */
+const startServer = (databaseUrl: string) =>
+  startServerProcess({ DATABASE_URL: databaseUrl, SVC_API_KEY_CACHE_TTL_MS: '1000' /* the longest allowed */, ...SECRETS });
 
-interface Server {
-  url: string;
-  child: ChildProcess;
-}
-
-/** Start `src/main.ts` on `databaseUrl`; resolves once /v1/health answers. */
-async function startServer(databaseUrl: string): Promise<Server> {
-  const port = await freePort();
-  // Build the child's environment explicitly (vitest puts BASE_URL='/' into process.env).
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      DATABASE_URL: databaseUrl,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      SVC_API_KEY_CACHE_TTL_MS: '1000', // the longest allowed
-      ...SECRETS,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    if (await fetch(`${url}/v1/health`).then((r) => r.ok, () => false)) return { url, child };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  await stopServer({ url, child });
-  throw new Error('server did not start');
-}
-
-async function stopServer(server: Server | undefined) {
-  if (!server || server.child.exitCode !== null) return;
-  const exited = new Promise((resolve) => server.child.once('exit', resolve));
+async function stopServer(server: ServerProcess) {
+  if (server.child.exitCode !== null) return;
   server.child.kill('SIGTERM');
-  await exited;
+  await server.exited;
 }
 
-const status = (server: Server, key: string) =>
+const status = (server: ServerProcess, key: string) =>
   fetch(`${server.url}/v1/progress`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status);
 
 describe.skipIf(backend !== 'postgres')('revocation across server processes (PostgreSQL)', () => {
   let fresh: Awaited<ReturnType<typeof freshDb>>;
-  let servers: Server[] = [];
+  let servers: ServerProcess[] = [];
 
   beforeAll(async () => {
     fresh = await freshDb();
