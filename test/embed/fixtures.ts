@@ -1,4 +1,8 @@
-/** Shared fixtures of the embed tests: seeding content, calling the endpoints, error-body checks. */
+/**
+ * Shared fixtures of the embed tests: seeding content, the servers of a test file or block (the
+ * embed world, an app trusting a test IdP, any closable server, the `svc` CLI) instead of
+ * `beforeAll`/`afterAll` pairs, calling the endpoints, error-body checks.
+ */
 import { deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, expect } from 'vitest';
 import type { Config, EmbedConfig, JudgeConfig } from '../../src/config.ts';
