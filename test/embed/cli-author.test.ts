@@ -3,24 +3,10 @@
  * the suite's backend (an embedded data folder the CLI opens itself, or DATABASE_URL).
  * `svc author grant <tenant-slug> <email>` keeps working (test/cli covers it too).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliStore, runSvc } from '../helpers/svc-cli.ts';
+import { describe, expect, it } from 'vitest';
+import { useSvc } from './fixtures.ts';
 
-let env: Record<string, string>;
-let cleanup: () => Promise<void>;
-
-beforeAll(async () => {
-  ({ env, cleanup } = await cliStore('cli-author'));
-});
-afterAll(async () => {
-  await cleanup?.().catch(() => {});
-});
-
-/** `svc …args`: exit code, and stdout (with stderr when it failed). */
-async function svc(...args: string[]) {
-  const r = await runSvc(env, ...args);
-  return { code: r.code, out: r.code === 0 ? r.stdout : r.stdout + r.stderr };
-}
+const svc = useSvc('cli-author');
 
 describe('svc author … --subject', () => {
   it('grants and revokes authorship to an IdP subject, the issuer defaulting to the tenant IdP', async () => {

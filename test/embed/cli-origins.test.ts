@@ -2,24 +2,10 @@
  * `svc embed origins add|remove|list` as an admin types it: the real `bin/svc.js` process on the
  * suite's backend (an embedded data folder the CLI opens itself, or DATABASE_URL).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliStore, runSvc } from '../helpers/svc-cli.ts';
+import { describe, expect, it } from 'vitest';
+import { useSvc } from './fixtures.ts';
 
-let env: Record<string, string>;
-let cleanup: () => Promise<void>;
-
-beforeAll(async () => {
-  ({ env, cleanup } = await cliStore('cli-origins'));
-});
-afterAll(async () => {
-  await cleanup?.().catch(() => {});
-});
-
-/** `svc …args`: exit code, and stdout (with stderr when it failed). */
-async function svc(...args: string[]) {
-  const r = await runSvc(env, ...args);
-  return { code: r.code, out: r.code === 0 ? r.stdout : r.stdout + r.stderr };
-}
+const svc = useSvc('cli-origins');
 
 describe('svc embed origins', () => {
   // Few commands: each CLI process opens the database (an embedded folder is slow on a busy machine).

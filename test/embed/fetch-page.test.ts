@@ -1,26 +1,19 @@
 /** The judge's SSRF guard: address classification and the guarded fetch. */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fetchPage, FetchRefused, isBlockedAddress, refuseUrl } from '../../src/embed/fetch-page.ts';
+import { useServer } from './fixtures.ts';
+import { startSite } from './servers.ts';
 
-let server: ReturnType<typeof createServer>;
-let base: string;
-let hits = 0;
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    hits++;
-    if (req.url === '/redirect-private') return void res.writeHead(302, { location: 'http://10.0.0.1/' }).end();
-    if (req.url === '/redirect-malformed') return void res.writeHead(302, { location: 'http://[bad' }).end();
-    if (req.url === '/redirect-loop') return void res.writeHead(302, { location: '/redirect-loop' }).end();
-    if (req.url === '/binary') return void res.writeHead(200, { 'content-type': 'application/octet-stream' }).end('x');
-    if (req.url === '/big') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('a'.repeat(5000));
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<p>hello</p>');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(() => new Promise((resolve) => server.close(resolve)));
+const site = useServer(() =>
+  startSite({
+    '/': { type: 'text/html', body: '<p>hello</p>' },
+    '/redirect-private': { redirect: 'http://10.0.0.1/' },
+    '/redirect-malformed': { redirect: 'http://[bad' },
+    '/redirect-loop': { redirect: '/redirect-loop' },
+    '/binary': { type: 'application/octet-stream', body: 'x' },
+    '/big': { type: 'text/plain', body: 'a'.repeat(5000) },
+  }),
+);
 
 describe('isBlockedAddress', () => {
   it('blocks private, loopback, link-local, CGNAT, unspecified and mapped addresses', () => {
@@ -46,21 +39,21 @@ describe('refuseUrl', () => {
 
 describe('fetchPage', () => {
   it('fetches text when private addresses are allowed (tests)', async () => {
-    const page = await fetchPage(`${base}/`, { allowPrivate: true, timeoutMs: 2000 });
+    const page = await fetchPage(`${site.url}/`, { allowPrivate: true, timeoutMs: 2000 });
     expect(page).toMatchObject({ status: 200, text: '<p>hello</p>', truncated: false });
   });
 
   it('refuses a host name that resolves to a private address, without connecting', async () => {
-    const before = hits;
-    const port = new URL(base).port;
+    const before = site.hits.length;
+    const port = new URL(site.url).port;
     await expect(
       fetchPage(`http://innocent.test:${port}/`, { allowPrivate: false, timeoutMs: 2000, lookup: async () => [{ address: '127.0.0.1', family: 4 }] }),
     ).rejects.toThrow(FetchRefused);
-    expect(hits).toBe(before);
+    expect(site.hits.length).toBe(before);
   });
 
   it('connects to the address it checked, not to a second DNS answer', async () => {
-    const port = new URL(base).port;
+    const port = new URL(site.url).port;
     let calls = 0;
     const page = await fetchPage(`http://pinned.test:${port}/`, {
       allowPrivate: true,
@@ -75,17 +68,17 @@ describe('fetchPage', () => {
     // Loopback allowed for the test server, 10/8 refused: the first hop passes, the redirect
     // to http://10.0.0.1/ must be refused before any connection is tried.
     const isBlocked = (ip: string) => ip.startsWith('10.');
-    await expect(fetchPage(`${base}/redirect-private`, { allowPrivate: false, isBlocked, timeoutMs: 2000 })).rejects.toThrow(
+    await expect(fetchPage(`${site.url}/redirect-private`, { allowPrivate: false, isBlocked, timeoutMs: 2000 })).rejects.toThrow(
       /private address/,
     );
-    expect(await fetchPage(`${base}/`, { allowPrivate: false, isBlocked, timeoutMs: 2000 })).toMatchObject({ status: 200 });
+    expect(await fetchPage(`${site.url}/`, { allowPrivate: false, isBlocked, timeoutMs: 2000 })).toMatchObject({ status: 200 });
   });
 
   it('caps redirects, refuses binary content and cuts big bodies', async () => {
-    await expect(fetchPage(`${base}/redirect-loop`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/too many redirects/);
-    await expect(fetchPage(`${base}/redirect-malformed`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(FetchRefused);
-    await expect(fetchPage(`${base}/binary`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/application\/octet-stream, which cannot be read here/);
-    const big = await fetchPage(`${base}/big`, { allowPrivate: true, timeoutMs: 2000, maxBytes: 1000 });
+    await expect(fetchPage(`${site.url}/redirect-loop`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/too many redirects/);
+    await expect(fetchPage(`${site.url}/redirect-malformed`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(FetchRefused);
+    await expect(fetchPage(`${site.url}/binary`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/application\/octet-stream, which cannot be read here/);
+    const big = await fetchPage(`${site.url}/big`, { allowPrivate: true, timeoutMs: 2000, maxBytes: 1000 });
     expect(big).toMatchObject({ truncated: true });
     expect(big.text).toHaveLength(1000);
   });

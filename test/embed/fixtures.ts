@@ -1,8 +1,13 @@
-/** Shared fixtures of the embed tests: seeding content, calling the endpoints, error-body checks. */
+/**
+ * Shared fixtures of the embed tests: seeding content, the servers of a test file or block (the
+ * embed world, an app trusting a test IdP, any closable server, the `svc` CLI) instead of
+ * `beforeAll`/`afterAll` pairs, calling the endpoints, error-body checks.
+ */
 import { deflateSync } from 'node:zlib';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { Config, EmbedConfig, JudgeConfig } from '../../src/config.ts';
-import { startApp, testConfig, testJudge, type TestApp } from '../helpers/harness.ts';
+import { startApp, testConfig, testJudge, useApp, useFixture, type TestApp } from '../helpers/harness.ts';
+import { cliStore, runSvc } from '../helpers/svc-cli.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel, type TestModelMode } from '../helpers/test-model.ts';
 
@@ -66,6 +71,60 @@ export async function startEmbedWorld(
       await Promise.all([idp.close(), model.close()]);
     },
   };
+}
+
+/**
+ * The `svc` command of a test file, as an admin types it, on a store of its own (`cliStore(prefix)`:
+ * made before the file's tests, removed after them). `svc(...args)` resolves to the exit code and
+ * the output — stdout, with stderr appended when the command failed; it does not throw.
+ */
+export function useSvc(prefix: string): (...args: string[]) => Promise<{ code: number; out: string }> {
+  let store: Awaited<ReturnType<typeof cliStore>> | undefined;
+  beforeAll(async () => {
+    store = await cliStore(prefix);
+  });
+  afterAll(async () => {
+    await store?.cleanup().catch(() => {});
+  });
+  return async (...args) => {
+    if (!store) throw new Error('svc is used before its beforeAll hook ran');
+    const r = await runSvc(store.env, ...args);
+    return { code: r.code, out: r.code === 0 ? r.stdout : r.stdout + r.stderr };
+  };
+}
+
+/**
+ * A server of a test file or `describe` block — a test IdP, a test model, an `EmbedWorld`, a
+ * partner site, a browser — instead of a `beforeAll`/`afterAll` pair: `start` runs before the
+ * block's tests (`useFixture`, whose handle forwards to the server) and `close` after them.
+ */
+export function useServer<T extends { close(): Promise<unknown> }>(start: () => Promise<T>): T {
+  const server = useFixture(start);
+  afterAll(async () => {
+    await (server as Partial<T>).close?.();
+  });
+  return server;
+}
+
+/**
+ * An app (started by `start`, default `startApp()`) and a test IdP for a test file or `describe`
+ * block (`useApp`, `useServer`), and the tenants of `tenants`, created in that order: each slug
+ * maps to how it trusts the IdP — `{}`, or `{ audience }` when it requires one — or to `null` for
+ * a tenant with no IdP.
+ */
+export function useAppWithIdp(
+  tenants: Record<string, { audience?: string } | null>,
+  start: () => Promise<TestApp> = () => startApp(),
+): { t: TestApp; idp: TestIdp } {
+  const t = useApp(start);
+  const idp = useServer(() => startTestIdp());
+  beforeAll(async () => {
+    for (const [slug, trust] of Object.entries(tenants)) {
+      await t.op('tenant.create', { slug });
+      if (trust) await t.op('idp.set', { tenant: slug, issuer: idp.issuer, jwks_url: idp.jwksUrl, ...trust });
+    }
+  });
+  return { t, idp };
 }
 
 /** POST JSON (or a raw string body) to `path`; returns the status and the parsed body. */

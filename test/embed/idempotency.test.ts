@@ -3,35 +3,22 @@
  * gets the first answer and creates nothing; concurrent first tries make one submission; the
  * key reused with another body is 422; malformed keys are 400; keys are the learner's own.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers/harness.ts';
-import type { TestIdp } from '../helpers/test-idp.ts';
-import type { TestModel } from '../helpers/test-model.ts';
-import { countRows, expectError, startEmbedWorld, type EmbedWorld, type SeededActivity } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { countRows, expectError, startEmbedWorld, useServer } from './fixtures.ts';
 
-let world: EmbedWorld;
-let t: TestApp;
-let idp: TestIdp;
-let model: TestModel;
-let doc: SeededActivity;
-
-beforeAll(async () => {
-  world = await startEmbedWorld({ embed: { learnerRate: 3 } });
-  ({ t, idp, model, doc } = world);
-});
-afterAll(() => world?.close());
+const w = useServer(() => startEmbedWorld({ embed: { learnerRate: 3 } }));
 
 async function judge(sub: string, key: string | undefined, content = 'complete work', order: 'plain' | 'reordered' = 'plain') {
   const artifact = { kind: 'document', content };
   const body =
     order === 'plain'
-      ? { tenant: 'acme', activity_id: doc.activityId, artifact }
-      : { artifact: { content, kind: 'document' }, activity_id: doc.activityId, tenant: 'acme' };
-  const res = await fetch(`${t.url}/v1/embed/judge`, {
+      ? { tenant: 'acme', activity_id: w.doc.activityId, artifact }
+      : { artifact: { content, kind: 'document' }, activity_id: w.doc.activityId, tenant: 'acme' };
+  const res = await fetch(`${w.t.url}/v1/embed/judge`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      authorization: `Bearer ${await idp.sign({ sub })}`,
+      authorization: `Bearer ${await w.idp.sign({ sub })}`,
       ...(key !== undefined && { 'idempotency-key': key }),
     },
     body: JSON.stringify(body),
@@ -39,7 +26,7 @@ async function judge(sub: string, key: string | undefined, content = 'complete w
   return { status: res.status, replayed: res.headers.get('idempotent-replayed'), body: (await res.json()) as any };
 }
 
-const artifacts = () => countRows(t, 'artifacts');
+const artifacts = () => countRows(w.t, 'artifacts');
 
 describe('Idempotency-Key', () => {
   it('answers a retry with the first answer and creates nothing', async () => {
@@ -47,13 +34,13 @@ describe('Idempotency-Key', () => {
     expect(first.status).toBe(200);
     expect(first.body.status).toBe('passed');
     expect(first.replayed).toBeNull();
-    const [count, calls] = [await artifacts(), model.requests.length];
+    const [count, calls] = [await artifacts(), w.model.requests.length];
     const again = await judge('retrier', 'key-1', 'retried complete work', 'reordered');
     expect(again.status).toBe(200);
     expect(again.replayed).toBe('true');
     expect(again.body).toEqual(first.body);
     expect(await artifacts()).toBe(count);
-    expect(model.requests.length).toBe(calls);
+    expect(w.model.requests.length).toBe(calls);
   });
 
   it('makes one submission out of ten concurrent first tries', async () => {
@@ -103,7 +90,7 @@ describe('Idempotency-Key', () => {
 
   it('forgets a key after 24 hours: the same key then makes a new submission', async () => {
     const first = await judge('later', 'old-key');
-    await t.db.query(`update judge_idempotency_keys set created_at = now() - interval '25 hours' where key = 'old-key'`);
+    await w.t.db.query(`update judge_idempotency_keys set created_at = now() - interval '25 hours' where key = 'old-key'`);
     const again = await judge('later', 'old-key');
     expect(again.replayed).toBeNull();
     expect(again.body.artifact_id).not.toBe(first.body.artifact_id);

@@ -3,46 +3,27 @@
  * `openai` client against the test model over HTTP.
  */
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { countRows, post, seedActivity, type SeededActivity } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { startApp, testJudge, useFixture } from '../helpers/harness.ts';
+import { startTestModel } from '../helpers/test-model.ts';
+import { countRows, post, seedActivity, useAppWithIdp, useServer } from './fixtures.ts';
+import { startSite } from './servers.ts';
 
-let t: TestApp;
-let idp: TestIdp;
-let model: TestModel;
-let doc: SeededActivity;
-let site: SeededActivity;
-let pages: ReturnType<typeof createServer>;
-let pagesUrl: string;
-
-beforeAll(async () => {
-  [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-  t = await startApp({ judge: testJudge(model.baseUrl) });
-  await t.op('tenant.create', { slug: 'acme' });
-  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
-  doc = await seedActivity(t, 'acme', {
+const model = useServer(() => startTestModel());
+const { t, idp } = useAppWithIdp({ acme: {} }, () => startApp({ judge: testJudge(model.baseUrl) }));
+const doc = useFixture(() =>
+  seedActivity(t, 'acme', {
     rubric: [{ criterion: 'States the problem' }, { criterion: 'Discusses trade-offs', weight: 3 }],
     pass_threshold: 80,
-  });
-  site = await seedActivity(t, 'acme', { kind: 'site', title: 'Publish a page', spec: 'Publish a page about yourself.' });
-  pages = createServer((req, res) => {
-    const head = '<head><title>Me</title><link rel="stylesheet" href="/css/site.css"><script src="/js/app.js"></script><style>p{color:red}</style></head>';
-    const body = req.url === '/done' ? `${head}<h1>About me</h1><p>All finished.</p>` : `${head}<h1>About me</h1><p>TODO write this</p>`;
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(body);
-  });
-  await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
-  pagesUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
+  }),
+);
+const site = useFixture(() => seedActivity(t, 'acme', { kind: 'site', title: 'Publish a page', spec: 'Publish a page about yourself.' }));
+/** A learner's page saying `text`, with linked CSS and JS and an inline style. */
+const aboutMe = (text: string) => ({
+  type: 'text/html; charset=utf-8',
+  body: `<head><title>Me</title><link rel="stylesheet" href="/css/site.css"><script src="/js/app.js"></script><style>p{color:red}</style></head><h1>About me</h1><p>${text}</p>`,
 });
-afterAll(async () => {
-  await t.close();
-  await Promise.all([idp.close(), model.close()]);
-  pages.closeAllConnections();
-  await new Promise((resolve) => pages.close(resolve));
-});
+const pages = useServer(() => startSite({ '/todo': aboutMe('TODO write this'), '/done': aboutMe('All finished.') }));
 
 const judge = async (sub: string, body: Record<string, unknown>) =>
   post(t, '/v1/embed/judge', { tenant: 'acme', ...body }, { authorization: `Bearer ${await idp.sign({ sub })}` });
@@ -178,7 +159,7 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
   });
 
   it('fetches the page at ref_url and grades its readable text, with its CSS and JS names', async () => {
-    const todo = await judge('site-1', { activity_id: site.activityId, artifact: { kind: 'site', ref_url: `${pagesUrl}/todo` } });
+    const todo = await judge('site-1', { activity_id: site.activityId, artifact: { kind: 'site', ref_url: `${pages.url}/todo` } });
     expect(todo.body.status).toBe('failed');
     const section = lastSection();
     expect(section).toContain('TODO write this');
@@ -187,7 +168,7 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
     expect(section).toContain('title: Me');
     expect(section).toContain('stylesheets: /css/site.css (+ 1 inline <style>)');
     expect(section).toContain('scripts: /js/app.js');
-    const done = await judge('site-1', { activity_id: site.activityId, artifact: { kind: 'site', ref_url: `${pagesUrl}/done` } });
+    const done = await judge('site-1', { activity_id: site.activityId, artifact: { kind: 'site', ref_url: `${pages.url}/done` } });
     expect(done.body.status).toBe('passed');
     expect(lastSection()).toContain('All finished.');
   });

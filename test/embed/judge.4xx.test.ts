@@ -2,58 +2,35 @@
  * POST /v1/embed/judge — refusals: authentication (401), another tenant's activity (404), bad
  * input (400). Every refusal leaves the database as it was.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { countRows, expectError, post, seedActivity, type SeededActivity, withoutRequestId } from './fixtures.ts';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startApp, testJudge, useApp, useFixture, type TestApp } from '../helpers/harness.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
+import { countRows, expectError, post, seedActivity, useAppWithIdp, useServer, withoutRequestId } from './fixtures.ts';
+import { startSite } from './servers.ts';
 
-let t: TestApp;
-let strict: TestApp;
-let idpA: TestIdp;
-let idpB: TestIdp;
-let model: TestModel;
-let docA: SeededActivity;
-let siteA: SeededActivity;
-let docB: SeededActivity;
-let sessionA: { access_token: string; svc_user_id: string };
-let pages: ReturnType<typeof createServer>;
-let pageHits = 0;
-let pagesPort: number;
-
+const model = useServer(() => startTestModel());
+const idpB = useServer(() => startTestIdp({ alg: 'ES256' }));
+const { t, idp: idpA } = useAppWithIdp({ acme: {} }, () => startApp({ judge: testJudge(model.baseUrl) }));
+// Same database, outbound fetches to private addresses refused (the production setting).
+const strict = useApp(() => startApp({ judge: testJudge(model.baseUrl), fetchAllowPrivate: false }, { db: t.db }));
 beforeAll(async () => {
-  [idpA, idpB, model] = await Promise.all([startTestIdp(), startTestIdp({ alg: 'ES256' }), startTestModel()]);
-  const judge = testJudge(model.baseUrl);
-  t = await startApp({ judge });
-  // Same database, outbound fetches to private addresses refused (the production setting).
-  strict = await startApp({ judge, fetchAllowPrivate: false }, { db: t.db });
-  await t.op('tenant.create', { slug: 'acme' });
-  await t.op('idp.set', { tenant: 'acme', issuer: idpA.issuer, jwks_url: idpA.jwksUrl });
   await t.op('tenant.create', { slug: 'globex' });
   await t.op('idp.set', { tenant: 'globex', issuer: idpB.issuer, jwks_url: idpB.jwksUrl });
-  docA = await seedActivity(t, 'acme');
-  siteA = await seedActivity(t, 'acme', { kind: 'site' });
-  docB = await seedActivity(t, 'globex');
-  const s = await post(t, '/v1/embed/session', { tenant: 'acme', idp_token: await idpA.sign({ sub: 'alice' }) });
-  sessionA = s.body;
+});
+const docA = useFixture(() => seedActivity(t, 'acme'));
+const siteA = useFixture(() => seedActivity(t, 'acme', { kind: 'site' }));
+const docB = useFixture(() => seedActivity(t, 'globex'));
+const sessionA = useFixture(async () => {
+  const res = await post(t, '/v1/embed/session', { tenant: 'acme', idp_token: await idpA.sign({ sub: 'alice' }) });
+  return res.body as { access_token: string; svc_user_id: string };
+});
+beforeAll(async () => {
   // globex has a member of its own, so a membership check that looked at the wrong user would find one.
   expect((await post(t, '/v1/embed/session', { tenant: 'globex', idp_token: await idpB.sign({ sub: 'bob' }) })).status).toBe(200);
-  pages = createServer((_req, res) => {
-    pageHits++;
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<p>internal admin page</p>');
-  });
-  await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
-  pagesPort = (pages.address() as AddressInfo).port;
 });
-afterAll(async () => {
-  await strict.close();
-  await t.close();
-  await Promise.all([idpA.close(), idpB.close(), model.close()]);
-  pages.closeAllConnections();
-  await new Promise((resolve) => pages.close(resolve));
-});
+/** An internal page (on a loopback address) that no refused fetch may reach. */
+const pages = useServer(() => startSite({ '/': { type: 'text/html', body: '<p>internal admin page</p>' } }));
 
 let counts: number[];
 const snapshot = async () =>
@@ -173,11 +150,12 @@ describe('POST /v1/embed/judge 400', () => {
   });
 
   it('refuses private addresses when private fetches are not allowed, before fetching', async () => {
+    const pagesPort = new URL(pages.url).port;
     for (const ref_url of [`http://127.0.0.1:${pagesPort}/`, `http://localhost:${pagesPort}/`, `http://[::ffff:127.0.0.1]:${pagesPort}/`, 'http://169.254.169.254/latest/meta-data/']) {
       const res = await judge(strict, docBody({ activity_id: siteA.activityId, artifact: { kind: 'site', ref_url } }), await idpA.sign({ sub: 'alice' }));
       expectError(res, 400, 'invalid_request');
     }
-    expect(pageHits).toBe(0);
+    expect(pages.hits).toEqual([]);
     await expectNothingWritten();
   });
 

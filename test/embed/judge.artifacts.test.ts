@@ -5,39 +5,21 @@
  * and SSRF probes refused at submission unless SVC_FETCH_ALLOW_PRIVATE is set.
  */
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { countRows, expectError, PNG_1X1, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
-import { startGitServer, startSite, type Loopback } from './servers.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { startApp, testJudge, useApp, type TestApp } from '../helpers/harness.ts';
+import { startTestModel } from '../helpers/test-model.ts';
+import { countRows, expectError, PNG_1X1, post, seedActivity, useAppWithIdp, useServer, verificationOf, type SeededActivity } from './fixtures.ts';
+import { startGitServer, startSite } from './servers.ts';
 
-let t: TestApp;
-let strict: TestApp;
-let idp: TestIdp;
-let model: TestModel;
-let git: Loopback;
-let site: Loopback;
+const model = useServer(() => startTestModel());
+const git = useServer(() => startGitServer({ 'README.md': '# Shortener\nShortens URLs.', 'src/app.js': 'export function shorten(u) { return u; }' }));
+const site = useServer(() => startSite({ '/diagram.png': { type: 'image/png', body: PNG_1X1 } }));
+const { t, idp } = useAppWithIdp({ acme: {} }, () => startApp({ judge: testJudge(model.baseUrl) }));
+// Production setting, no model: a probe that got through would only be stored, never fetched.
+const strict = useApp(() => startApp({ judge: null, fetchAllowPrivate: false }, { db: t.db }));
 const activities: Record<string, SeededActivity> = {};
-
 beforeAll(async () => {
-  [idp, model, git, site] = await Promise.all([
-    startTestIdp(),
-    startTestModel(),
-    startGitServer({ 'README.md': '# Shortener\nShortens URLs.', 'src/app.js': 'export function shorten(u) { return u; }' }),
-    startSite({ '/diagram.png': { type: 'image/png', body: PNG_1X1 } }),
-  ]);
-  t = await startApp({ judge: testJudge(model.baseUrl) });
-  // Production setting, no model: a probe that got through would only be stored, never fetched.
-  strict = await startApp({ judge: null, fetchAllowPrivate: false }, { db: t.db });
-  await t.op('tenant.create', { slug: 'acme' });
-  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
   for (const kind of ['repo', 'diagram', 'document', 'site']) activities[kind] = await seedActivity(t, 'acme', { kind, title: `a ${kind}` });
-});
-afterAll(async () => {
-  await strict?.close();
-  await t?.close();
-  await Promise.all([idp?.close(), model?.close(), git?.close(), site?.close()]);
 });
 
 const submit = async (app: TestApp, kind: string, artifact: Record<string, unknown>, sub = `learner-${kind}`) =>

@@ -4,33 +4,29 @@
  * at the model: beyond it submissions stay pending with `reason: "budget_exhausted"` (in the
  * response and in `verification`), and resume when the window allows.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { countRows, embedSettings, expectError, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { startApp, testJudge, useApp, useFixture, type TestApp } from '../helpers/harness.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
+import { countRows, embedSettings, expectError, post, seedActivity, useServer, verificationOf, type SeededActivity } from './fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 
-let idp: TestIdp;
-let model: TestModel;
+const idp = useServer(() => startTestIdp());
+const model = useServer(() => startTestModel());
 
-beforeAll(async () => {
-  [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-});
-afterAll(async () => {
-  await Promise.all([idp?.close(), model?.close()]);
-});
+/** An app graded by the test model, with `embed` overrides (the queue polled every 0.2 s); `now` replaces its clock. */
+const startJudgeApp = (embed: Parameters<typeof embedSettings>[0], now?: () => Date) =>
+  startApp({ judge: testJudge(model.baseUrl), embed: embedSettings({ judgePollSeconds: 0.2, ...embed }) }, { now });
 
-/** An app with `embed` overrides, tenants `slugs` trusting the test IdP, one activity each. */
-async function setUp(embed: Parameters<typeof embedSettings>[0], slugs = ['acme'], now?: () => Date) {
-  const t = await startApp({ judge: testJudge(model.baseUrl), embed: embedSettings({ judgePollSeconds: 0.2, ...embed }) }, { now });
+/** Tenants `slugs` of `t` trusting the test IdP, one activity each (by slug). */
+async function seedTenants(t: TestApp, slugs = ['acme']) {
   const docs: Record<string, SeededActivity> = {};
   for (const slug of slugs) {
     await t.op('tenant.create', { slug });
     await t.op('idp.set', { tenant: slug, issuer: idp.issuer, jwks_url: idp.jwksUrl });
     docs[slug] = await seedActivity(t, slug);
   }
-  return { t, docs };
+  return docs;
 }
 
 const submit = async (t: TestApp, doc: SeededActivity, tenant: string, sub: string, content = 'complete work') =>
@@ -39,12 +35,8 @@ const submit = async (t: TestApp, doc: SeededActivity, tenant: string, sub: stri
 const callsFor = (marker: string) => model.artifacts().filter((a) => a.includes(marker)).length;
 
 describe('per-learner submission rate', () => {
-  let t: TestApp;
-  let docs: Record<string, SeededActivity>;
-  beforeAll(async () => {
-    ({ t, docs } = await setUp({ learnerRate: 3, learnerWindowSeconds: 60 }, ['acme', 'globex']));
-  });
-  afterAll(() => t?.close());
+  const t = useApp(() => startJudgeApp({ learnerRate: 3, learnerWindowSeconds: 60 }));
+  const docs = useFixture(() => seedTenants(t, ['acme', 'globex']));
 
   it('accepts 3 of 30 parallel submissions of one learner; the rest get 429 with Retry-After and store nothing', async () => {
     model.setMode('grade');
@@ -77,17 +69,11 @@ describe('per-learner submission rate', () => {
 });
 
 describe('per-tenant model budget', () => {
-  let t: TestApp;
-  let docs: Record<string, SeededActivity>;
   let offsetMs = 0;
-  beforeAll(async () => {
-    ({ t, docs } = await setUp(
-      { tenantBudget: { callsPerHour: 3, callsPerDay: 100, tokensPerHour: 1e9, tokensPerDay: 1e9 } },
-      ['acme', 'globex'],
-      () => new Date(Date.now() + offsetMs),
-    ));
-  });
-  afterAll(() => t?.close());
+  const t = useApp(() =>
+    startJudgeApp({ tenantBudget: { callsPerHour: 3, callsPerDay: 100, tokensPerHour: 1e9, tokensPerDay: 1e9 } }, () => new Date(Date.now() + offsetMs)),
+  );
+  const docs = useFixture(() => seedTenants(t, ['acme', 'globex']));
 
   it('makes exactly the budgeted calls; the rest wait, with the reason in the response and in verification', async () => {
     model.setMode('grade');
@@ -141,7 +127,8 @@ describe('per-tenant model budget', () => {
   });
 
   it('stops at a token budget too', async () => {
-    const { t: app, docs: d } = await setUp({ tenantBudget: { callsPerHour: 1000, callsPerDay: 1000, tokensPerHour: 100, tokensPerDay: 1e9 } });
+    const app = await startJudgeApp({ tenantBudget: { callsPerHour: 1000, callsPerDay: 1000, tokensPerHour: 100, tokensPerDay: 1e9 } });
+    const d = await seedTenants(app);
     try {
       const first = await submit(app, d.acme!, 'acme', 'tokens-1', 'token-budget complete');
       expect(first.body.status).toBe('passed'); // nothing spent yet: allowed, and it spends > 100 tokens

@@ -8,42 +8,25 @@
  * ledger with what is needed to replay the verdict.
  */
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { countRows, embedSettings, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { startApp, testJudge, useFixture, type TestApp } from '../helpers/harness.ts';
+import { startTestModel } from '../helpers/test-model.ts';
+import { countRows, embedSettings, post, seedActivity, useAppWithIdp, useServer, verificationOf } from './fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
-import { startSite, type Loopback } from './servers.ts';
-
-let idp: TestIdp;
-let model: TestModel;
-let site: Loopback;
-let t: TestApp;
-let doc: SeededActivity;
-let page: SeededActivity;
+import { startSite } from './servers.ts';
 
 const ATTEMPTS = 3;
 
-beforeAll(async () => {
-  [idp, model, site] = await Promise.all([
-    startTestIdp(),
-    startTestModel(),
-    startSite({ '/work': { type: 'text/html', body: '<html><body><h1>My shortener</h1><p>Hashes URLs.</p></body></html>' } }),
-  ]);
-  t = await startApp({
+const model = useServer(() => startTestModel());
+const site = useServer(() => startSite({ '/work': { type: 'text/html', body: '<html><body><h1>My shortener</h1><p>Hashes URLs.</p></body></html>' } }));
+const { t, idp } = useAppWithIdp({ acme: {} }, () =>
+  startApp({
     judge: testJudge(model.baseUrl),
     embed: embedSettings({ judgeAttempts: ATTEMPTS, judgePollSeconds: 0.2, judgeRetryDelaySeconds: 1, judgeRetryMaxDelaySeconds: 2, judgeWaitMs: 8000 }),
-  });
-  await t.op('tenant.create', { slug: 'acme' });
-  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
-  doc = await seedActivity(t, 'acme');
-  page = await seedActivity(t, 'acme', { kind: 'site', title: 'a site' });
-});
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([idp?.close(), model?.close(), site?.close()]);
-});
+  }),
+);
+const doc = useFixture(() => seedActivity(t, 'acme'));
+const page = useFixture(() => seedActivity(t, 'acme', { kind: 'site', title: 'a site' }));
 
 const submit = async (app: TestApp, sub: string, artifact: Record<string, unknown> = { kind: 'document', content: 'complete work' }, activity = doc) =>
   post(app, '/v1/embed/judge', { tenant: 'acme', activity_id: activity.activityId, artifact }, { authorization: `Bearer ${await idp.sign({ sub })}` });

@@ -2,27 +2,12 @@
  * A key removed from a tenant's JWKS (issue #10): refused at once after `svc idp refresh`, in
  * every server process; and, without it, within the key set's maximum age (SVC_IDP_JWKS_MAX_AGE).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { embedSettings, expectError, post } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { startApp, useApp, type TestApp } from '../helpers/harness.ts';
+import { embedSettings, expectError, post, useAppWithIdp } from './fixtures.ts';
 
-let t: TestApp;
-let second: TestApp;
-let idp: TestIdp;
-
-beforeAll(async () => {
-  idp = await startTestIdp();
-  t = await startApp();
-  second = await startApp({}, { db: t.db }); // another server process on the same database
-  await t.op('tenant.create', { slug: 'acme' });
-  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
-});
-afterAll(async () => {
-  await second?.close();
-  await t?.close();
-  await idp?.close();
-});
+const { t, idp } = useAppWithIdp({ acme: {} });
+const second = useApp(() => startApp({}, { db: t.db })); // another server process on the same database
 
 const exchange = async (app: TestApp, kid: string, tenant = 'acme') => post(app, '/v1/embed/session', { tenant, idp_token: await idp.sign({ sub: 'learner' }, { kid }) });
 

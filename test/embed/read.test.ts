@@ -6,15 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import { deflateRawSync, gzipSync } from 'node:zlib';
 import tarStream from 'tar-stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isBlockedAddress } from '../../src/embed/fetch-page.ts';
 import { readArtifact, Unreadable, type ReadOptions } from '../../src/embed/read/index.ts';
-import { makePdf, PNG_1X1 } from './fixtures.ts';
-import { startGitServer, startSite, type Loopback } from './servers.ts';
-
-let site: Loopback;
-let repo: Loopback;
-let bigRepo: Loopback;
+import { makePdf, PNG_1X1, useServer } from './fixtures.ts';
+import { startGitServer, startSite } from './servers.ts';
 
 const PAGE = `<!doctype html><html><head><title>Ada &amp; me</title><meta name="description" content="A page about Ada">
 <link rel="stylesheet" href="/css/main.css"><link rel="icon" href="/favicon.ico"><link rel=stylesheet href='theme.css'>
@@ -22,48 +18,45 @@ const PAGE = `<!doctype html><html><head><title>Ada &amp; me</title><meta name="
 <body><!-- hidden comment --><nav>Home | About</nav><h1>About&nbsp;Ada</h1><p>She wrote the <b>first</b> program.</p>
 <img src="ada.png" alt="Portrait of Ada"><ul><li>One</li><li>Two</li></ul><noscript>enable JS</noscript></body></html>`;
 
-beforeAll(async () => {
-  [site, repo, bigRepo] = await Promise.all([
-    startSite({
-      '/': { type: 'text/html; charset=utf-8', body: PAGE },
-      '/notes.md': { type: 'text/markdown', body: '# Notes\n\n- point one\n' },
-      '/notes.txt': { type: 'text/plain', body: 'plain notes' },
-      '/doc.pdf': { type: 'application/pdf', body: makePdf(['Design note', 'Trade-offs: cost versus speed']) },
-      '/diagram.png': { type: 'image/png', body: PNG_1X1 },
-      '/binary': { type: 'application/zip', body: Buffer.from('PK\x03\x04') },
-      '/to-private': { redirect: 'http://127.0.0.2:9/' },
-      '/huge': (_req, res) => {
-        // An endless page: 100 MB would come if the reader kept reading.
-        res.writeHead(200, { 'content-type': 'text/html' });
-        const chunk = Buffer.alloc(64 * 1024, '<p>x</p>');
-        let sent = 0;
-        const pump = () => {
-          while (sent < 100 * 1024 * 1024 && res.write(chunk)) sent += chunk.length;
-          if (sent < 100 * 1024 * 1024 && !res.destroyed) res.once('drain', pump);
-          else res.end();
-        };
-        pump();
-      },
-      '/repo.tar.gz': { type: 'application/gzip', body: gzipSync(await tar({ 'proj-1/README.md': '# Archived project', 'proj-1/src/main.py': 'print("hi")' })) },
-      // 3 KB to download, 8 MB unpacked: an archive bomb.
-      '/bomb.tar.gz': { type: 'application/gzip', body: gzipSync(await tar({ 'README.md': '# Bomb', 'zeros.bin': Buffer.alloc(8 * 1024 * 1024) })) },
-    }),
-    startGitServer({
-      'README.md': '# Shortener\nA URL shortener.',
-      'src/index.js': 'export const shorten = (url) => url.slice(0, 8);',
-      'src/util/hash.js': 'export const hash = (s) => s.length;',
-      'test/index.test.js': 'test("x", () => {});',
-      'node_modules/dep/index.js': 'module.exports = 1;',
-      'package-lock.json': '{}',
-      'assets/big.bin': randomBytes(2 * 1024 * 1024),
-    }),
-    // No partial clone, and a pack bigger than the download cap used below.
-    startGitServer({ 'README.md': '# big', 'data.bin': randomBytes(3 * 1024 * 1024) }, { allowFilter: false }),
-  ]);
-});
-afterAll(async () => {
-  await Promise.all([site?.close(), repo?.close(), bigRepo?.close()]);
-});
+const site = useServer(async () =>
+  startSite({
+    '/': { type: 'text/html; charset=utf-8', body: PAGE },
+    '/notes.md': { type: 'text/markdown', body: '# Notes\n\n- point one\n' },
+    '/notes.txt': { type: 'text/plain', body: 'plain notes' },
+    '/doc.pdf': { type: 'application/pdf', body: makePdf(['Design note', 'Trade-offs: cost versus speed']) },
+    '/diagram.png': { type: 'image/png', body: PNG_1X1 },
+    '/binary': { type: 'application/zip', body: Buffer.from('PK\x03\x04') },
+    '/to-private': { redirect: 'http://127.0.0.2:9/' },
+    '/huge': (_req, res) => {
+      // An endless page: 100 MB would come if the reader kept reading.
+      res.writeHead(200, { 'content-type': 'text/html' });
+      const chunk = Buffer.alloc(64 * 1024, '<p>x</p>');
+      let sent = 0;
+      const pump = () => {
+        while (sent < 100 * 1024 * 1024 && res.write(chunk)) sent += chunk.length;
+        if (sent < 100 * 1024 * 1024 && !res.destroyed) res.once('drain', pump);
+        else res.end();
+      };
+      pump();
+    },
+    '/repo.tar.gz': { type: 'application/gzip', body: gzipSync(await tar({ 'proj-1/README.md': '# Archived project', 'proj-1/src/main.py': 'print("hi")' })) },
+    // 3 KB to download, 8 MB unpacked: an archive bomb.
+    '/bomb.tar.gz': { type: 'application/gzip', body: gzipSync(await tar({ 'README.md': '# Bomb', 'zeros.bin': Buffer.alloc(8 * 1024 * 1024) })) },
+  }),
+);
+const repo = useServer(() =>
+  startGitServer({
+    'README.md': '# Shortener\nA URL shortener.',
+    'src/index.js': 'export const shorten = (url) => url.slice(0, 8);',
+    'src/util/hash.js': 'export const hash = (s) => s.length;',
+    'test/index.test.js': 'test("x", () => {});',
+    'node_modules/dep/index.js': 'module.exports = 1;',
+    'package-lock.json': '{}',
+    'assets/big.bin': randomBytes(2 * 1024 * 1024),
+  }),
+);
+// No partial clone, and a pack bigger than the download cap used below.
+const bigRepo = useServer(() => startGitServer({ 'README.md': '# big', 'data.bin': randomBytes(3 * 1024 * 1024) }, { allowFilter: false }));
 
 /** A tar archive of `files` (`tar-stream`'s writer). */
 async function tar(files: Record<string, string | Buffer>): Promise<Buffer> {

@@ -3,19 +3,16 @@
  * per-criterion verdict: the real app, the test IdP and model. Refusals: no / bad token 401,
  * another tenant's or another learner's id 404, malformed ids 400.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, post, seedActivity, startEmbedWorld, type EmbedWorld, type SeededActivity } from './fixtures.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectError, post, seedActivity, startEmbedWorld, useServer, type SeededActivity } from './fixtures.ts';
 
-let w: EmbedWorld;
+const w = useServer(() => startEmbedWorld());
 let other: SeededActivity;
-
 beforeAll(async () => {
-  w = await startEmbedWorld();
   await w.t.op('tenant.create', { slug: 'globex' });
   await w.t.op('idp.set', { tenant: 'globex', issuer: w.idp.issuer, jwks_url: w.idp.jwksUrl });
   other = await seedActivity(w.t, 'globex', { title: 'Globex only' });
 });
-afterAll(() => w?.close());
 
 const session = async (sub: string, tenant = 'acme') =>
   (await post(w.t, '/v1/embed/session', { tenant, idp_token: await w.idp.sign({ sub }) })).body.access_token as string;

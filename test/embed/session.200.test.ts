@@ -1,16 +1,15 @@
 /** POST /v1/embed/session — successful exchanges, on the real app and database. */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { countRows, post } from './fixtures.ts';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { useApp } from '../helpers/harness.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { countRows, post, useServer } from './fixtures.ts';
 
-let t: TestApp;
-let rsa: TestIdp;
-let ec: TestIdp;
-let disc: TestIdp;
-let ed: TestIdp;
+const t = useApp();
+const rsa = useServer(() => startTestIdp());
+const ec = useServer(() => startTestIdp({ alg: 'ES256' }));
+const disc = useServer(() => startTestIdp());
+const ed = useServer(() => startTestIdp({ alg: 'EdDSA' }));
 beforeAll(async () => {
-  [t, rsa, ec, disc, ed] = await Promise.all([startApp(), startTestIdp(), startTestIdp({ alg: 'ES256' }), startTestIdp(), startTestIdp({ alg: 'EdDSA' })]);
   await t.op('tenant.create', { slug: 'edco' });
   await t.op('idp.set', { tenant: 'edco', issuer: ed.issuer, discovery: true });
   await t.op('tenant.create', { slug: 'acme' });
@@ -19,10 +18,6 @@ beforeAll(async () => {
   await t.op('idp.set', { tenant: 'ecorp', issuer: ec.issuer, jwks_url: ec.jwksUrl });
   await t.op('tenant.create', { slug: 'disco' });
   await t.op('idp.set', { tenant: 'disco', issuer: disc.issuer, discovery: true, audience: 'svc-embed' });
-});
-afterAll(async () => {
-  await t.close();
-  await Promise.all([rsa.close(), ec.close(), disc.close(), ed.close()]);
 });
 afterEach(() => {
   vi.useRealTimers();

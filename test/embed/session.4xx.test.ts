@@ -2,47 +2,27 @@
  * POST /v1/embed/session — refusals. Every token here is refused with the same 401 body; each
  * case is built so that it would pass if its one protection were removed.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { countRows, expectError, post, withoutRequestId } from './fixtures.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { countRows, expectError, post, useAppWithIdp, useServer, withoutRequestId } from './fixtures.ts';
+import { startSite } from './servers.ts';
 
-let t: TestApp;
-let idp: TestIdp;
-let evil: TestIdp;
-let octServer: ReturnType<typeof createServer>;
+const { t, idp } = useAppWithIdp({ acme: {}, aud: { audience: 'svc-embed' }, 'no-idp': null });
+const evil = useServer(() => startTestIdp());
+
+// A misconfigured IdP whose JWKS publishes a symmetric key: only the algorithm allow-list
+// stands between an HS256 token signed with that (public!) key and a session.
 const octSecret = randomBytes(32);
-let octIssuer: string;
-
+const oct = useServer(() =>
+  startSite({
+    '/jwks.json': { type: 'application/json', body: JSON.stringify({ keys: [{ kty: 'oct', kid: 'oct-1', alg: 'HS256', use: 'sig', k: octSecret.toString('base64url') }] }) },
+  }),
+);
 beforeAll(async () => {
-  [t, idp, evil] = await Promise.all([startApp(), startTestIdp(), startTestIdp()]);
-  await t.op('tenant.create', { slug: 'acme' });
-  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
-  await t.op('tenant.create', { slug: 'aud' });
-  await t.op('idp.set', { tenant: 'aud', issuer: idp.issuer, jwks_url: idp.jwksUrl, audience: 'svc-embed' });
-  await t.op('tenant.create', { slug: 'no-idp' });
-
-  // A misconfigured IdP whose JWKS publishes a symmetric key: only the algorithm allow-list
-  // stands between an HS256 token signed with that (public!) key and a session.
-  octServer = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' }).end(
-      JSON.stringify({ keys: [{ kty: 'oct', kid: 'oct-1', alg: 'HS256', use: 'sig', k: octSecret.toString('base64url') }] }),
-    );
-  });
-  await new Promise<void>((resolve) => octServer.listen(0, '127.0.0.1', resolve));
-  octIssuer = `http://127.0.0.1:${(octServer.address() as AddressInfo).port}`;
   await t.op('tenant.create', { slug: 'octo' });
-  await t.op('idp.set', { tenant: 'octo', issuer: octIssuer, jwks_url: `${octIssuer}/jwks.json` });
-});
-afterAll(async () => {
-  await t.close();
-  await Promise.all([idp.close(), evil.close()]);
-  octServer.closeAllConnections();
-  await new Promise((resolve) => octServer.close(resolve));
+  await t.op('idp.set', { tenant: 'octo', issuer: oct.url, jwks_url: `${oct.url}/jwks.json` });
 });
 
 const session = (tenant: string, idp_token: string) => post(t, '/v1/embed/session', { idp_token, tenant });
@@ -71,7 +51,7 @@ describe('POST /v1/embed/session 401', () => {
   it('refuses HS256 even when the JWKS publishes a symmetric key', async () => {
     const token = await new SignJWT({ sub: 'mallory' })
       .setProtectedHeader({ alg: 'HS256', kid: 'oct-1' })
-      .setIssuer(octIssuer)
+      .setIssuer(oct.url)
       .setIssuedAt()
       .setExpirationTime('5m')
       .sign(octSecret);

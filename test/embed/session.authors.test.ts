@@ -3,26 +3,12 @@
  * by IdP subject or by email, before or after the teacher's first sign-in; the session then has
  * author rights in that tenant only (proved on /mcp), and a revoke takes them away.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { post } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { post, useAppWithIdp, useServer } from './fixtures.ts';
 
-let t: TestApp;
-let idp: TestIdp;
-let other: TestIdp;
-beforeAll(async () => {
-  [t, idp, other] = await Promise.all([startApp(), startTestIdp(), startTestIdp()]);
-  await t.op('tenant.create', { slug: 'acme' });
-  await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
-  await t.op('tenant.create', { slug: 'globex' });
-  await t.op('idp.set', { tenant: 'globex', issuer: idp.issuer, jwks_url: idp.jwksUrl });
-  await t.op('tenant.create', { slug: 'no-idp' });
-});
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([idp?.close(), other?.close()]);
-});
+const { t, idp } = useAppWithIdp({ acme: {}, globex: {}, 'no-idp': null });
+const other = useServer(() => startTestIdp());
 
 const signIn = async (tenant: string, claims: Record<string, unknown> & { sub: string }) => {
   const res = await post(t, '/v1/embed/session', { tenant, idp_token: await idp.sign(claims) });

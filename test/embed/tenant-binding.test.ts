@@ -6,31 +6,17 @@
  * sessions still work across every tenant where their user is an author.
  */
 import { SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, seedAuthor, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { seedAuthor, useFixture } from '../helpers/harness.ts';
 import { connect, fails, ok, signIn } from '../authoring/helpers.ts';
-import { countRows, expectError, post, seedActivity, type SeededActivity } from './fixtures.ts';
+import { countRows, expectError, post, seedActivity, useAppWithIdp, type SeededActivity } from './fixtures.ts';
 
-let t: TestApp;
-let idp: TestIdp;
-let docA: SeededActivity;
-let docC: SeededActivity;
-
+const { t, idp } = useAppWithIdp({ 'tenant-a': { audience: 'app-a' }, 'tenant-c': { audience: 'app-c' } });
+const docA = useFixture(() => seedActivity(t, 'tenant-a'));
+const docC = useFixture(() => seedActivity(t, 'tenant-c'));
 beforeAll(async () => {
-  [t, idp] = await Promise.all([startApp(), startTestIdp()]);
-  for (const [slug, audience] of [['tenant-a', 'app-a'], ['tenant-c', 'app-c']] as const) {
-    await t.op('tenant.create', { slug });
-    await t.op('idp.set', { tenant: slug, issuer: idp.issuer, jwks_url: idp.jwksUrl, audience });
-  }
-  docA = await seedActivity(t, 'tenant-a');
-  docC = await seedActivity(t, 'tenant-c');
   // The same IdP user is an author of A (granted by subject), a learner of C.
   await t.op('author.grant', { tenant: 'tenant-a', subject: 'teacher-1' });
-});
-afterAll(async () => {
-  await t?.close();
-  await idp?.close();
 });
 
 const session = async (tenant: string, audience: string, sub = 'teacher-1') =>

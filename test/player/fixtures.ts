@@ -11,9 +11,10 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { expect } from 'vitest';
+import { beforeAll, expect } from 'vitest';
 import type { Browser, Frame, Page } from 'playwright-core';
-import { axeViolations, screenshot } from '../helpers/browser.ts';
+import { axeViolations, launchBrowser, screenshot } from '../helpers/browser.ts';
+import { startEmbedWorld, useServer, type EmbedWorld } from '../embed/fixtures.ts';
 import type { TestIdp } from '../helpers/test-idp.ts';
 
 export interface Partner {
@@ -94,6 +95,30 @@ ${q.get('evil') ? '<iframe src="/evil" title="Advert" style="height:40px;border:
         server.close(() => resolve());
       }),
   };
+}
+
+/** What a browser test of the player runs against. */
+export interface PlayerWorld {
+  /** The app, the test IdP and model, and tenant `acme`'s `document` activity. */
+  w: EmbedWorld;
+  browser: Browser;
+  /** A partner site that `acme` lets frame its player. */
+  partner: Partner;
+}
+
+/**
+ * The `PlayerWorld` of a test file, instead of a `beforeAll`/`afterAll` pair: the world
+ * (`startEmbedWorld(options)`), the browser and the partner site start before the file's tests,
+ * `acme` then allows the partner's origin, and all close after the tests (`useServer`).
+ */
+export function usePlayerWorld(options: Parameters<typeof startEmbedWorld>[0] = {}): PlayerWorld {
+  const w = useServer(() => startEmbedWorld(options));
+  const browser = useServer(launchBrowser);
+  const partner = useServer(() => startPartner(asLocalhost(w.t.url), w.idp));
+  beforeAll(async () => {
+    await w.t.op('embed.origins.add', { tenant: 'acme', origin: partner.origin });
+  });
+  return { w, browser, partner };
 }
 
 /** The app's URL as `http://localhost:<port>` (another site than the partner's 127.0.0.1). */

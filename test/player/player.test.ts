@@ -7,29 +7,17 @@
  * here, so the player refreshes after 6 s); axe-core and a screenshot in the ready, grading, passed and
  * failed states.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Frame, Page } from 'playwright-core';
-import { launchBrowser } from '../helpers/browser.ts';
-import { countRows, startEmbedWorld, type EmbedWorld } from '../embed/fixtures.ts';
-import { asLocalhost, expectAccessible, expectHeightFollows, messages, newPage, playerFrame, received, startPartner, type Partner } from './fixtures.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Frame, Page } from 'playwright-core';
+import { countRows } from '../embed/fixtures.ts';
+import { asLocalhost, expectAccessible, expectHeightFollows, messages, newPage, playerFrame, received, usePlayerWorld } from './fixtures.ts';
 
-let w: EmbedWorld;
-let partner: Partner;
-let browser: Browser;
-
+const { w, browser, partner } = usePlayerWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 }, config: { accessTokenTtl: 66 } });
 beforeAll(async () => {
-  [w, browser] = await Promise.all([startEmbedWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 }, config: { accessTokenTtl: 66 } }), launchBrowser()]);
   await w.t.db.query('update activities set spec = $2 where id = $1', [
     w.doc.activityId,
     'Write a **one-page** design note for a URL shortener.\n\n- the problem it solves\n- two designs and their trade-offs',
   ]);
-  partner = await startPartner(asLocalhost(w.t.url), w.idp);
-  await w.t.op('embed.origins.add', { tenant: 'acme', origin: partner.origin });
-});
-afterAll(async () => {
-  await browser?.close();
-  await partner?.close();
-  await w?.close();
 });
 
 /** Open the partner page for learner `sub` and wait for the activity in the player. */
@@ -45,6 +33,14 @@ async function submitText(frame: Frame, text: string) {
   await frame.getByLabel('Pasted text').check();
   await frame.getByLabel('Your text (Markdown welcome)').fill(text);
   await frame.getByRole('button', { name: /Submit/ }).click();
+}
+
+/** Submit `text`, wait for the verdict headed `heading`, and expect the verdict to say each of `says`. */
+async function submitForVerdict(frame: Frame, text: string, heading: string, says: string[]) {
+  await submitText(frame, text);
+  await frame.getByRole('heading', { name: heading }).waitFor();
+  const verdict = await frame.locator('#outcome').innerText();
+  for (const line of says) expect(verdict).toContain(line);
 }
 
 describe('the player in a partner page', () => {
@@ -70,12 +66,11 @@ describe('the player in a partner page', () => {
     const before = await page.locator('iframe').first().evaluate((f) => f.getBoundingClientRect().height);
     await expectAccessible(page, frame, 'ready');
 
-    await submitText(frame, '# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.');
-    await frame.getByRole('heading', { name: 'Passed' }).waitFor();
-    const verdict = await frame.locator('#outcome').innerText();
-    expect(verdict).toContain('Score 100 out of 100 — the pass mark is 70. This submission passes.');
-    expect(verdict).toContain('Met: States the problem');
-    expect(verdict).toContain('Met: Discusses trade-offs');
+    await submitForVerdict(frame, '# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.', 'Passed', [
+      'Score 100 out of 100 — the pass mark is 70. This submission passes.',
+      'Met: States the problem',
+      'Met: Discusses trade-offs',
+    ]);
     expect(await frame.locator('#status').innerText()).toMatch(/^Passed: score 100 out of 100/);
     // progress is fetched after the verdict is shown (a side note), so it may lag the heading
     await expect.poll(() => frame.locator('#progress').innerText()).toBe('Progress in Program: 1 of 1 activities');
@@ -96,12 +91,11 @@ describe('the player in a partner page', () => {
 
   it('shows a failed verdict per criterion in words', async () => {
     const { page, frame } = await open('grace');
-    await submitText(frame, 'TODO: write the note');
-    await frame.getByRole('heading', { name: 'Not passed yet' }).waitFor();
-    const verdict = await frame.locator('#outcome').innerText();
-    expect(verdict).toContain('Score 0 out of 100 — the pass mark is 70. This submission does not pass.');
-    expect(verdict).toContain('Not met: States the problem');
-    expect(verdict).toContain('Finish the parts marked TODO');
+    await submitForVerdict(frame, 'TODO: write the note', 'Not passed yet', [
+      'Score 0 out of 100 — the pass mark is 70. This submission does not pass.',
+      'Not met: States the problem',
+      'Finish the parts marked TODO',
+    ]);
     expect(await frame.locator('#history').innerText()).toContain('not passed, score 0');
     await received(page, 'svc:verdict', { status: 'failed', score: 0 });
     await expectAccessible(page, frame, 'failed');

@@ -11,34 +11,20 @@
  * - bad input: no tenant, a token that is not a JWT, a URL that is not http(s), a file over the
  *   size limit — a readable message in the player and `svc:error` to the host.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { launchBrowser } from '../helpers/browser.ts';
-import { countRows, seedActivity, startEmbedWorld, type EmbedWorld, type SeededActivity } from '../embed/fixtures.ts';
-import { asLocalhost, expectAccessible, messages, newPage, playerFrame, received, startPartner, type Partner } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { useFixture } from '../helpers/harness.ts';
+import { countRows, seedActivity, useServer } from '../embed/fixtures.ts';
+import { asLocalhost, expectAccessible, messages, newPage, playerFrame, received, startPartner, usePlayerWorld } from './fixtures.ts';
 import { MAX_CONTENT_BYTES } from '../../src/embed/judge.ts';
 
-let w: EmbedWorld;
-let partner: Partner;
-let stranger: Partner;
-let browser: Browser;
-let foreign: SeededActivity;
-let site: SeededActivity;
-
-beforeAll(async () => {
-  [w, browser] = await Promise.all([startEmbedWorld(), launchBrowser()]);
-  const service = asLocalhost(w.t.url);
-  [partner, stranger] = await Promise.all([startPartner(service, w.idp), startPartner(service, w.idp)]);
-  await w.t.op('embed.origins.add', { tenant: 'acme', origin: partner.origin });
+const { w, browser, partner } = usePlayerWorld();
+/** A partner site `acme` does not list. */
+const stranger = useServer(() => startPartner(asLocalhost(w.t.url), w.idp));
+const foreign = useFixture(async () => {
   await w.t.op('tenant.create', { slug: 'globex' });
-  foreign = await seedActivity(w.t, 'globex', { title: 'Globex only' });
-  site = await seedActivity(w.t, 'acme', { kind: 'site', title: 'Publish a page' });
+  return seedActivity(w.t, 'globex', { title: 'Globex only' });
 });
-afterAll(async () => {
-  await browser?.close();
-  await Promise.all([partner?.close(), stranger?.close()]);
-  await w?.close();
-});
+const site = useFixture(() => seedActivity(w.t, 'acme', { kind: 'site', title: 'Publish a page' }));
 
 describe('refusals', () => {
   it('a partner origin not in the list cannot frame the player', async () => {

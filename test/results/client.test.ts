@@ -15,23 +15,21 @@ import { promisify } from 'node:util';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createResultsClient, ResultsApiError, type ResultsClient, type SyncCheckpoint } from '../../clients/js/src/index.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, useApp, useFixture } from '../helpers/harness.ts';
 import { resultsDocument } from '../helpers/openapi-document.ts';
-import { newProgram, newResult, newUser, seedTenant, walk, type SeededTenant } from './fixtures.ts';
+import { eventually } from '../helpers/wait.ts';
+import { newProgram, newResult, newUser, seedTenant, walk } from './fixtures.ts';
 
 const CLIENT_DIR = new URL('../../clients/js/', import.meta.url);
-let t: TestApp;
-let a: SeededTenant;
-let b: SeededTenant;
+const t = useApp();
+const a = useFixture(() => seedTenant(t, 'alpha'));
+const b = useFixture(() => seedTenant(t, 'beta'));
 let client: ResultsClient;
 let tmp: string;
 /** Activities of a's extra program, and learners with a result on each. */
 let activityIds: string[];
 
 beforeAll(async () => {
-  t = await startApp();
-  a = await seedTenant(t, 'alpha');
-  b = await seedTenant(t, 'beta');
   ({ activityIds } = await newProgram(t.db, a.id, 10));
   for (let i = 0; i < 12; i++) {
     const userId = await newUser(t.db);
@@ -41,7 +39,6 @@ beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), 'svc-results-'));
 });
 afterAll(async () => {
-  await t.close();
   await rm(tmp, { recursive: true, force: true });
 });
 
@@ -213,10 +210,7 @@ describe('svc-results export', () => {
       stdio: 'ignore',
     });
     const state = `${out}.checkpoint.json`;
-    for (let i = 0; i < 600; i++) {
-      if (existsSync(state) && JSON.parse(await readFile(state, 'utf8')).rows >= 5) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(async () => existsSync(state) && JSON.parse(await readFile(state, 'utf8')).rows >= 5, 30_000, 'a checkpoint of 5 rows', 50);
     process.kill(-child.pid!, 'SIGKILL');
     await new Promise((r) => child.once('exit', r));
     const partial = JSON.parse(await readFile(state, 'utf8'));

@@ -8,17 +8,15 @@
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
-import { expectError, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { expectError, getJson, seedTenant } from './fixtures.ts';
 
-let a: SeededTenant;
-let b: SeededTenant;
 let foreign: Set<string>;
 let cursors: { own: string; foreignCursor: string; feed: string };
 const t = useApp();
+const a = useFixture(() => seedTenant(t, 'alpha'));
+const b = useFixture(() => seedTenant(t, 'beta'));
 beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-  b = await seedTenant(t, 'beta');
   foreign = new Set([...b.resultIds, ...b.artifactIds, ...b.userIds, b.programId, b.emptyProgramId, ...b.activityIds, b.lessonId]);
   cursors = {
     own: (await getJson(t, '/v1/activity-results?limit=1', a.key)).next_cursor,

@@ -3,15 +3,12 @@
  * parameters, and every kind of cursor we did not issue for this endpoint and filter set.
  * Each message names the parameter; each body is exactly {error: {code, message}}.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
-import { expectError, get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { expectError, get, getJson, seedTenant } from './fixtures.ts';
 
-let a: SeededTenant;
 const t = useApp();
-beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-});
+const a = useFixture(() => seedTenant(t, 'alpha'));
 
 /** Expect 400 invalid_request whose message starts with `param`. */
 async function expectInvalid(path: string, param: string) {
@@ -65,30 +62,34 @@ describe('uuids and enums', () => {
   });
 });
 
-describe('unknown and repeated parameters', () => {
-  it.each([
-    ['/v1/activity-results?foo=1', 'foo'],
-    ['/v1/activity-results?Limit=1', 'Limit'],
-    ['/v1/activity-results?program_id=00000000-0000-0000-0000-000000000000', 'program_id'],
-    ['/v1/progress?activity_id=00000000-0000-0000-0000-000000000000', 'activity_id'],
-    ['/v1/progress?status=completed', 'status'],
-    ['/v1/artifacts?status=completed', 'status'],
-    ['/v1/artifacts?offset=10', 'offset'],
-    ['/v1/activity-results/00000000-0000-0000-0000-000000000000?limit=1', 'limit'],
-    ['/v1/artifacts/00000000-0000-0000-0000-000000000000?include=content', 'include'],
-  ])('%s → 400 naming %s', async (path, param) => {
+describe.each([
+  {
+    says: 'unknown',
+    cases: [
+      ['/v1/activity-results?foo=1', 'foo'],
+      ['/v1/activity-results?Limit=1', 'Limit'],
+      ['/v1/activity-results?program_id=00000000-0000-0000-0000-000000000000', 'program_id'],
+      ['/v1/progress?activity_id=00000000-0000-0000-0000-000000000000', 'activity_id'],
+      ['/v1/progress?status=completed', 'status'],
+      ['/v1/artifacts?status=completed', 'status'],
+      ['/v1/artifacts?offset=10', 'offset'],
+      ['/v1/activity-results/00000000-0000-0000-0000-000000000000?limit=1', 'limit'],
+      ['/v1/artifacts/00000000-0000-0000-0000-000000000000?include=content', 'include'],
+    ],
+  },
+  {
+    says: 'more than once',
+    cases: [
+      ['/v1/activity-results?limit=1&limit=1', 'limit'],
+      ['/v1/artifacts?user_id=00000000-0000-0000-0000-000000000000&user_id=00000000-0000-0000-0000-000000000000', 'user_id'],
+      ['/v1/progress?cursor=a&cursor=b', 'cursor'],
+      ['/v1/activity-results?status=failed&status=completed', 'status'],
+    ],
+  },
+])('unknown and repeated parameters: $says', ({ says, cases }) => {
+  it.each(cases)('%s → 400 naming %s', async (path, param) => {
     const message = await expectInvalid(path, param);
-    expect(message).toContain('unknown');
-  });
-
-  it.each([
-    ['/v1/activity-results?limit=1&limit=1', 'limit'],
-    ['/v1/artifacts?user_id=00000000-0000-0000-0000-000000000000&user_id=00000000-0000-0000-0000-000000000000', 'user_id'],
-    ['/v1/progress?cursor=a&cursor=b', 'cursor'],
-    ['/v1/activity-results?status=failed&status=completed', 'status'],
-  ])('%s → 400 naming %s', async (path, param) => {
-    const message = await expectInvalid(path, param);
-    expect(message).toContain('more than once');
+    expect(message).toContain(says);
   });
 });
 

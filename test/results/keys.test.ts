@@ -7,16 +7,13 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { findLiveKey } from '../../src/results/api-keys.ts';
-import { backend, freshDb, startApp, useApp } from '../helpers/harness.ts';
-import { expectError, get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
+import { backend, freshDb, startApp, useApp, useFixture } from '../helpers/harness.ts';
+import { expectError, get, getJson, seedTenant } from './fixtures.ts';
 
-let a: SeededTenant;
 const t = useApp();
-beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-});
+const a = useFixture(() => seedTenant(t, 'alpha'));
 
 describe('key format and storage', () => {
   it('is svc_<12 base62>_<40 base62>, all distinct, and only the prefix and sha256 are stored', async () => {

@@ -14,14 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
-import { get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { get, getJson, seedTenant } from './fixtures.ts';
 
-let a: SeededTenant;
 let doc: any;
 const t = useApp();
+const a = useFixture(() => seedTenant(t, 'alpha'));
 beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
   const res = await fetch(`${t.url}/v1/openapi.json`);
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);

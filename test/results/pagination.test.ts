@@ -3,7 +3,7 @@
  * broken by id, no gaps or repeats, stable while rows are inserted, limit default and bounds.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
+import { useApp, useFixture } from '../helpers/harness.ts';
 import {
   getJson,
   newArtifact,
@@ -17,12 +17,11 @@ import {
 } from './fixtures.ts';
 
 let a: SeededTenant;
-let other: SeededTenant;
 let activityIds: string[];
 let users: string[];
 const t = useApp();
+const other = useFixture(() => seedTenant(t, 'other')); // rows that must never show up in a's pages
 beforeAll(async () => {
-  other = await seedTenant(t, 'other'); // rows that must never show up in a's pages
   const tenant = await t.op('tenant.create', { slug: 'paging' });
   const key = await t.op('key.create', { tenant: 'paging', name: 'k' });
   a = { id: tenant.id, key: key.key } as SeededTenant;

@@ -6,14 +6,11 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import resultsRoutes from '../../src/results/routes.ts';
-import { useApp } from '../helpers/harness.ts';
-import { expectError, get, seedTenant, type SeededTenant } from './fixtures.ts';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { expectError, get, seedTenant } from './fixtures.ts';
 
-let a: SeededTenant;
 const t = useApp();
-beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-});
+const a = useFixture(() => seedTenant(t, 'alpha'));
 
 describe('internal errors', () => {
   it('answer 500 internal_error with the fixed body and no detail', async () => {

@@ -15,23 +15,17 @@
  * drops. The test tries both kinds of removal.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
+import { describe, expect, it } from 'vitest';
+import { startApp, testJudge, useApp } from '../helpers/harness.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
+import { useServer } from '../embed/fixtures.ts';
+import { eventually } from '../helpers/wait.ts';
 import { walk } from './fixtures.ts';
 
-let t: TestApp;
-let idp: TestIdp;
-let model: TestModel;
-beforeAll(async () => {
-  [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-  t = await startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 10_000 }) });
-});
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([idp?.close(), model?.close()]);
-});
+const idp = useServer(() => startTestIdp());
+const model = useServer(() => startTestModel());
+const t = useApp(() => startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 10_000 }) }));
 
 const LEARNERS = ['ada', 'grace', 'linus'];
 const PROGRAMS = 2;
@@ -128,14 +122,18 @@ async function scenario(ops: Op[]) {
     }
   }
   // Verdicts that were still pending when the judge answered are recorded by its queue: wait for them.
-  for (let i = 0; i < 200; i++) {
-    const [{ n }] = await t.db.query<{ n: number }>(
-      `select count(*)::int as n from artifacts where tenant_id = $1 and verification->>'status' = 'pending'`,
-      [tenant.id],
-    ) as [{ n: number }];
-    if (n === 0) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await eventually(
+    async () => {
+      const [{ n }] = (await t.db.query<{ n: number }>(
+        `select count(*)::int as n from artifacts where tenant_id = $1 and verification->>'status' = 'pending'`,
+        [tenant.id],
+      )) as [{ n: number }];
+      return n === 0;
+    },
+    10_000,
+    'the pending verdicts',
+    50,
+  );
 
   const api = (await walk(t, '/v1/progress', key, 200, (p) => p)).ids as unknown as Array<Record<string, any>>;
   // Recomputation 1, from the test's model.

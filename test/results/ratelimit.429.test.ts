@@ -4,20 +4,17 @@
  * answer; shared across app instances through Redis when REDIS_URL is set (Redis runs on
  * 127.0.0.1:6379 here; the Redis part is skipped, with a message, when it is not reachable).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp, useApp } from '../helpers/harness.ts';
-import { expectError, get, getJson, seedTenant, type SeededTenant } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { startApp, useApp, useFixture } from '../helpers/harness.ts';
+import { expectError, get, getJson, seedTenant } from './fixtures.ts';
 import { REDIS_URL, redisReachable } from '../helpers/redis.ts';
 
 const redisUp = await redisReachable();
 if (!redisUp) console.warn(`ratelimit.429: Redis is not reachable at ${REDIS_URL}; the cross-process tests are skipped`);
 
 const LIMIT = 3;
-let a: SeededTenant;
 const t = useApp(() => startApp({ results: { rateLimit: { max: LIMIT, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 } }));
-beforeAll(async () => {
-  a = await seedTenant(t, 'alpha');
-});
+const a = useFixture(() => seedTenant(t, 'alpha'));
 
 const headers = (res: Response) => ({
   limit: res.headers.get('ratelimit-limit'),
@@ -79,18 +76,10 @@ describe('per-key limit (in memory)', () => {
 });
 
 describe.skipIf(!redisUp)('shared through Redis (REDIS_URL)', () => {
-  let other: TestApp;
-  let one: TestApp;
-  beforeAll(async () => {
-    const results = { rateLimit: { max: 4, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 };
-    // Two app instances on one database and one Redis, like two processes behind a load balancer.
-    one = await startApp({ redisUrl: REDIS_URL, results }, { db: t.db });
-    other = await startApp({ redisUrl: REDIS_URL, results }, { db: t.db });
-  });
-  afterAll(async () => {
-    await one.close();
-    await other.close();
-  });
+  // Two app instances on one database and one Redis, like two processes behind a load balancer.
+  const results = { rateLimit: { max: 4, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 };
+  const one = useApp(() => startApp({ redisUrl: REDIS_URL, results }, { db: t.db }));
+  const other = useApp(() => startApp({ redisUrl: REDIS_URL, results }, { db: t.db }));
 
   it('one budget per key across instances', async () => {
     const { key } = await t.op('key.create', { tenant: 'alpha', name: 'shared' });

@@ -19,6 +19,24 @@ const LISTS = [
   { path: '/v1/progress', table: 'progress', id: (r: any) => `${r.svc_user_id}/${r.program_id}`, dbId: `user_id || '/' || program_id` },
 ] as const;
 
+/** `updated_since` values that are not RFC 3339 timestamps (or not real instants). */
+const NOT_RFC3339 = [
+  '',
+  'yesterday',
+  '2026-01-01',
+  '2026-01-01 00:00:00Z',
+  '2026-01-01T00:00:00',
+  '2026-02-30T00:00:00Z',
+  '2026-13-01T00:00:00Z',
+  '2026-01-01T24:00:00Z',
+  '2026-12-31T23:59:60Z',
+  '2026-01-01T00:00:00.1234567Z',
+  '2026-01-01T00:00:00+24:00',
+  '0001-01-01T00:00:00+01:00',
+  '1e9',
+  '２０２６-01-01T00:00:00Z',
+];
+
 /** The tenant's rows of `table` in feed order, as the database sees them. */
 const feedOrder = (table: string, dbId: string, tenantId: string, since = EPOCH) =>
   t.db
@@ -109,22 +127,7 @@ describe('the updated_since feed', () => {
   });
 
   it('refuses a timestamp that is not RFC 3339, naming updated_since', async () => {
-    for (const bad of [
-      '',
-      'yesterday',
-      '2026-01-01',
-      '2026-01-01 00:00:00Z',
-      '2026-01-01T00:00:00',
-      '2026-02-30T00:00:00Z',
-      '2026-13-01T00:00:00Z',
-      '2026-01-01T24:00:00Z',
-      '2026-12-31T23:59:60Z',
-      '2026-01-01T00:00:00.1234567Z',
-      '2026-01-01T00:00:00+24:00',
-      '0001-01-01T00:00:00+01:00',
-      '1e9',
-      '２０２６-01-01T00:00:00Z',
-    ]) {
+    for (const bad of NOT_RFC3339) {
       const message = await expectError(await get(t, `/v1/progress?updated_since=${encodeURIComponent(bad)}`, a.key), 400, 'invalid_request');
       expect(message, bad).toMatch(/^updated_since:/);
     }
