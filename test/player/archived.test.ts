@@ -4,28 +4,13 @@
  * `svc:error` `archived` to the host), the submit button is disabled, nothing is stored, and the page stays accessible (axe, and a
  * screenshot of the state). Opened again, the activity is no longer shown to the learner.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { launchBrowser } from '../helpers/browser.ts';
-import { countRows, seedActivity, startEmbedWorld, type EmbedWorld, type SeededActivity } from '../embed/fixtures.ts';
-import { asLocalhost, expectAccessible, newPage, playerFrame, received, startPartner, type Partner } from './fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { useFixture } from '../helpers/harness.ts';
+import { countRows, seedActivity } from '../embed/fixtures.ts';
+import { expectAccessible, expectNotShown, newPage, playerFrame, received, usePlayerWorld } from './fixtures.ts';
 
-let w: EmbedWorld;
-let partner: Partner;
-let browser: Browser;
-let retired: SeededActivity;
-
-beforeAll(async () => {
-  [w, browser] = await Promise.all([startEmbedWorld(), launchBrowser()]);
-  partner = await startPartner(asLocalhost(w.t.url), w.idp);
-  await w.t.op('embed.origins.add', { tenant: 'acme', origin: partner.origin });
-  retired = await seedActivity(w.t, 'acme', { title: 'Write a retired note' });
-});
-afterAll(async () => {
-  await browser?.close();
-  await partner?.close();
-  await w?.close();
-});
+const { w, browser, partner } = usePlayerWorld();
+const retired = useFixture(() => seedActivity(w.t, 'acme', { title: 'Write a retired note' }));
 
 describe('an activity archived while the learner has it open', () => {
   it('refuses the submission in words, tells the host, stores nothing; reopened, it is gone', async () => {
@@ -48,13 +33,6 @@ describe('an activity archived while the learner has it open', () => {
     await expectAccessible(page, frame, 'archived');
     await page.context().close();
 
-    const again = await newPage(browser);
-    await again.goto(partner.url({ activity: retired.activityId, sub: 'late-learner' }));
-    const reopened = await playerFrame(again);
-    await reopened.getByRole('alert').waitFor();
-    expect(await reopened.getByRole('alert').innerText()).toMatch(/This activity is not available here/);
-    expect(await reopened.getByText('Write a retired note').count()).toBe(0);
-    await received(again, 'svc:error', { code: 'not_found' });
-    await again.context().close();
+    await expectNotShown(browser, partner, retired.activityId, 'late-learner', 'Write a retired note');
   });
 });

@@ -121,6 +121,22 @@ export function usePlayerWorld(options: Parameters<typeof startEmbedWorld>[0] = 
   return { w, browser, partner };
 }
 
+/**
+ * Open `activity` for learner `sub` on `partner`'s page and expect the player not to show it (an
+ * activity of another tenant, an archived one): the alert says it is not available here, the host
+ * gets `svc:error` `not_found`, and nothing of `title` is on the page.
+ */
+export async function expectNotShown(browser: Browser, partner: Partner, activity: string, sub: string, title: string): Promise<void> {
+  const page = await newPage(browser);
+  await page.goto(partner.url({ activity, sub }));
+  const frame = await playerFrame(page);
+  await frame.getByRole('alert').waitFor();
+  expect(await frame.getByRole('alert').innerText()).toMatch(/This activity is not available here/);
+  expect(await frame.getByText(title).count()).toBe(0);
+  await received(page, 'svc:error', { code: 'not_found' });
+  await page.context().close();
+}
+
 /** The app's URL as `http://localhost:<port>` (another site than the partner's 127.0.0.1). */
 export const asLocalhost = (url: string) => url.replace('://127.0.0.1:', '://localhost:');
 

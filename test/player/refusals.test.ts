@@ -14,7 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import { useFixture } from '../helpers/harness.ts';
 import { countRows, seedActivity, useServer } from '../embed/fixtures.ts';
-import { asLocalhost, expectAccessible, messages, newPage, playerFrame, received, startPartner, usePlayerWorld } from './fixtures.ts';
+import { asLocalhost, expectAccessible, expectNotShown, messages, newPage, playerFrame, received, startPartner, usePlayerWorld } from './fixtures.ts';
 import { MAX_CONTENT_BYTES } from '../../src/embed/judge.ts';
 
 const { w, browser, partner } = usePlayerWorld();
@@ -51,14 +51,7 @@ describe('refusals', () => {
   });
 
   it("an activity of another tenant is not shown: a readable message and svc:error", async () => {
-    const page = await newPage(browser);
-    await page.goto(partner.url({ activity: foreign.activityId, sub: 'curious' }));
-    const frame = await playerFrame(page);
-    await frame.getByRole('alert').waitFor();
-    expect(await frame.getByRole('alert').innerText()).toMatch(/This activity is not available here/);
-    expect(await frame.getByText('Globex only').count()).toBe(0);
-    await received(page, 'svc:error', { code: 'not_found' });
-    await page.context().close();
+    await expectNotShown(browser, partner, foreign.activityId, 'curious', 'Globex only');
   });
 
   it('an expired IdP token gives svc:error, then a re-handshake shows the activity', async () => {
