@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import postgres from 'postgres';
@@ -188,13 +189,16 @@ export interface BenchServerOptions {
   nodeFlags?: string[];
 }
 
-const ROOT = new URL('..', import.meta.url).pathname;
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** How long a server may take to listen before the bench gives up (PGlite opens in seconds). */
+const START_TIMEOUT_MS = 60_000;
 
 /**
  * Start the real server as a child process of the repository's root, with `env` over PATH,
  * loopback and no access log, and resolve once it logs "service listening on <url>" (so the log
  * level is always `info`; with the access log off nothing is logged per request). Its stderr
- * goes to this process's. Rejects with the server's output when it exits before listening.
+ * goes to this process's. Rejects with the server's output when it exits before listening or
+ * does not listen within a minute (it is killed then).
  */
 export async function startBenchServer(env: Record<string, string>, { port = 0, compiled = false, nodeFlags = START_FLAGS }: BenchServerOptions = {}): Promise<BenchServer> {
   const args = [...nodeFlags, ...(compiled ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts'])];
@@ -205,6 +209,7 @@ export async function startBenchServer(env: Record<string, string>, { port = 0, 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  let timer: NodeJS.Timeout | undefined;
   const listening = await new Promise<{ url: string; ms: number }>((resolve, reject) => {
     const read = (chunk: Buffer) => {
       output += chunk.toString();
@@ -214,7 +219,11 @@ export async function startBenchServer(env: Record<string, string>, { port = 0, 
     child.stdout!.on('data', read);
     child.stderr!.on('data', read);
     child.once('exit', (code, signal) => reject(new Error(`the server exited (${code ?? signal}) before listening:\n${output}`)));
-  });
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the server did not listen within ${START_TIMEOUT_MS / 1000} s:\n${output}`));
+    }, START_TIMEOUT_MS);
+  }).finally(() => clearTimeout(timer));
   child.stdout!.removeAllListeners('data').resume();
   child.stderr!.removeAllListeners('data').pipe(process.stderr);
   const status = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024;

@@ -1,6 +1,9 @@
 /**
  * The create_X, update_X and delete_X tools, built the same way for the record types from their
- * tables in records.ts (create_program, which takes a tenant instead of a parent, is in programs.ts).
+ * tables in records.ts: `childTools` = create_unit, update_unit, delete_unit, create_lesson,
+ * update_lesson, delete_lesson, create_activity, update_activity, delete_activity; programs.ts uses
+ * `updateTool('program')` and `deleteTool('program')` (create_program, which takes a tenant
+ * instead of a parent, is its own).
  *
  * `create_X {<parent>_id, title, …fields, position?, external_id?}` adds a unit to a program, a
  * lesson to a unit or an activity to a lesson (an activity says what the learner hands in —
@@ -40,7 +43,7 @@ import { CREATE, defineTool, DELETE, UPDATE, type AnyTool } from './tool.ts';
 const HOLDS: Partial<Record<ChildName, string>> = { activity: ': what the learner must produce and the rubric it is graded with' };
 
 /** `create_<name>` for a unit, lesson or activity: appended to its parent, or inserted at `position`. */
-export function createTool(name: ChildName): AnyTool {
+function createTool(name: ChildName): AnyTool {
   const parent = PARENT[name];
   const parentId = `${parent}_id`;
   return defineTool({

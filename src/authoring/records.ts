@@ -27,9 +27,9 @@ export const uuid = (what: string) => z.uuid().describe(what);
 export const tenantSlug = (what: string) =>
   slugSchema('a tenant slug is 1–63 lower-case letters, digits and dashes').describe(what);
 export const title = (what: string) => z.string().min(1).max(500).describe(`${what} (1–500 characters)`);
-export const longText = (what: string) => z.string().max(200_000).describe(what);
+const longText = (what: string) => z.string().max(200_000).describe(what);
 /** A text field an update may clear with null. */
-export const clearableText = (what: string) => z.string().max(200_000).nullable().describe(`${what}; null clears it`);
+const clearableText = (what: string) => z.string().max(200_000).nullable().describe(`${what}; null clears it`);
 const POSITION_MAX = 1_000_000;
 /** Position of a new record: omit to append; 1..n+1 inserts there and shifts the others down. */
 export const insertPosition = (what: string) =>

@@ -3,10 +3,12 @@
  * `lang="en"`, UTF-8, a mobile viewport and `referrer: no-referrer` (the pages' URLs may carry
  * what a third party must not see), then the page's own title, head elements and body.
  */
+import { escapeUTF8 } from 'entities';
 
 /**
- * A whole HTML document. `title` is the text of `<title>`, `head` the elements after it and
- * `body` the content of `<body>`, each inserted as given: escape what comes from outside first.
+ * A whole HTML document. `title` is the plain text of `<title>` (escaped here); `head`, the
+ * elements after it, and `body`, the content of `<body>`, are HTML inserted as given: escape what
+ * comes from outside in them first.
  */
 export function htmlPage(p: { title: string; head: string; body: string }): string {
   return `<!doctype html>
@@ -15,7 +17,7 @@ export function htmlPage(p: { title: string; head: string; body: string }): stri
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>${p.title}</title>
+<title>${escapeUTF8(p.title)}</title>
 ${p.head}
 </head>
 <body>

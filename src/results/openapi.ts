@@ -80,7 +80,7 @@ const SHARED_ERRORS: Record<string, string> = {
  */
 function shareComponents(doc: { paths?: Record<string, Record<string, Operation>>; components?: Components }): void {
   const components = (doc.components ??= {});
-  components.headers = HEADERS;
+  components.headers = structuredClone(HEADERS); // each document its own copy
   const responses: Record<string, unknown> = (components.responses = {});
   for (const item of Object.values(doc.paths ?? {})) {
     for (const op of Object.values(item)) {

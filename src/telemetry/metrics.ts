@@ -17,6 +17,7 @@
  *   svc_rate_limited_total{surface}                           429 answers, by surface
  *   svc_mcp_tool_calls_total{tool,outcome}, svc_mcp_tool_call_duration_seconds{tool}
  *   svc_db_pool_connections{pool,state}                       in_use | idle | waiting | max
+ *   svc_db_replica_fallbacks_total{reason}                    unavailable | behind | stale
  * plus the client's default process metrics (CPU, RSS, heap, event-loop lag, GC) when metrics are on.
  */
 import client from '@prometheus-io/client';
@@ -52,7 +53,8 @@ export const toolCalls = counter('svc_mcp_tool_calls_total', 'MCP tools/call req
  * Reads meant for the read replica that the primary answered (src/db/replica.ts `fromReplica`), by
  * reason: `unavailable` (the replica is down or refusing), `behind` (it has not replayed the
  * statement functions yet, or replay cancelled the query), `stale` (its answer was older than what
- * the caller knew). A steady `unavailable` rate means every replica read costs the primary twice.
+ * the caller knew). A steady `unavailable` rate means the primary carries every read, each after a
+ * failed try on the replica.
  */
 export const replicaFallbacks = counter('svc_db_replica_fallbacks_total', 'Replica reads answered by the primary instead, by reason (unavailable, behind, stale).', [
   'reason',

@@ -5,9 +5,8 @@
  * `acme`, and learners who sign in through the IdP and submit to the embed judge.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll } from 'vitest';
 import { post, startEmbedWorld, type EmbedWorld } from '../embed/fixtures.ts';
-import { useFixture } from '../helpers/harness.ts';
+import { useServer } from '../helpers/harness.ts';
 import { connect, ok, signIn, type Structured } from './helpers.ts';
 
 export interface LifecycleWorld {
@@ -49,11 +48,7 @@ export async function startLifecycleWorld(): Promise<LifecycleWorld> {
 
 /** The lifecycle world of a test file or `describe` block: started before its tests, closed after them. */
 export function useLifecycleWorld(): LifecycleWorld {
-  const x = useFixture(startLifecycleWorld);
-  afterAll(async () => {
-    await (x as Partial<LifecycleWorld>).close?.();
-  });
-  return x;
+  return useServer(startLifecycleWorld);
 }
 
 /** A learner of `tenant` (IdP subject `sub`): their session token (also usable on /mcp). */

@@ -90,24 +90,26 @@ async function terminatedInside<T>(table: string, request: () => Promise<T>): Pr
   try {
     await holder.query('begin');
     await holder.query(`lock table ${table} in share mode`);
-    let settled: unknown;
-    const answer = request().then((value) => {
-      settled = value;
-      return value;
+    const answer = request();
+    // A request that answers before it ever waits on the lock fails the test at once.
+    const answeredFirst = answer.then((value) => {
+      throw new Error(`the request answered before it waited on the lock: ${JSON.stringify(value)}`);
     });
-    // (once the request has answered, every probe fails with that: the wait ends in that error)
-    const pid = await eventually(
-      async () => {
-        if (settled !== undefined) throw new Error(`the request answered before it waited on the lock: ${JSON.stringify(settled)}`);
-        const { rows } = await holder.query<{ pid: number }>(
-          `select pid from pg_stat_activity where datname = 'svc' and application_name = 'svc' and wait_event_type = 'Lock'`,
-        );
-        return rows[0]?.pid;
-      },
-      20_000,
-      `a backend waiting on the lock of ${table}`,
-      50,
-    );
+    answeredFirst.catch(() => {}); // the normal case: it answers after the backend is terminated
+    const pid = await Promise.race([
+      answeredFirst,
+      eventually(
+        async () => {
+          const { rows } = await holder.query<{ pid: number }>(
+            `select pid from pg_stat_activity where datname = 'svc' and application_name = 'svc' and wait_event_type = 'Lock'`,
+          );
+          return rows[0]?.pid;
+        },
+        20_000,
+        `a backend waiting on the lock of ${table}`,
+        50,
+      ),
+    ]);
     await holder.query('select pg_terminate_backend($1)', [pid]);
     await holder.query('rollback');
     return await answer;

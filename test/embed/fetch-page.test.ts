@@ -1,8 +1,9 @@
 /** The judge's SSRF guard: address classification and the guarded fetch. */
 import { describe, expect, it } from 'vitest';
 import { fetchPage, FetchRefused, isBlockedAddress, refuseUrl } from '../../src/embed/fetch-page.ts';
-import { useServer } from './fixtures.ts';
+import {  } from './fixtures.ts';
 import { startSite } from './servers.ts';
+import { useServer } from '../helpers/harness.ts';
 
 const site = useServer(() =>
   startSite({

@@ -6,7 +6,7 @@
 import { deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, expect } from 'vitest';
 import type { Config, EmbedConfig, JudgeConfig } from '../../src/config.ts';
-import { startApp, testConfig, testJudge, useApp, useFixture, type TestApp } from '../helpers/harness.ts';
+import { startApp, testConfig, testJudge, useApp, useServer, type TestApp } from '../helpers/harness.ts';
 import { cliStore, runSvc } from '../helpers/svc-cli.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel, type TestModelMode } from '../helpers/test-model.ts';
@@ -91,19 +91,6 @@ export function useSvc(prefix: string): (...args: string[]) => Promise<{ code: n
     const r = await runSvc(store.env, ...args);
     return { code: r.code, out: r.code === 0 ? r.stdout : r.stdout + r.stderr };
   };
-}
-
-/**
- * A server of a test file or `describe` block — a test IdP, a test model, an `EmbedWorld`, a
- * partner site, a browser — instead of a `beforeAll`/`afterAll` pair: `start` runs before the
- * block's tests (`useFixture`, whose handle forwards to the server) and `close` after them.
- */
-export function useServer<T extends { close(): Promise<unknown> }>(start: () => Promise<T>): T {
-  const server = useFixture(start);
-  afterAll(async () => {
-    await (server as Partial<T>).close?.();
-  });
-  return server;
 }
 
 /**

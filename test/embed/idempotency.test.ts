@@ -4,7 +4,8 @@
  * key reused with another body is 422; malformed keys are 400; keys are the learner's own.
  */
 import { describe, expect, it } from 'vitest';
-import { countRows, expectError, startEmbedWorld, useServer } from './fixtures.ts';
+import { countRows, expectError, startEmbedWorld } from './fixtures.ts';
+import { useServer } from '../helpers/harness.ts';
 
 const w = useServer(() => startEmbedWorld({ embed: { learnerRate: 3 } }));
 

@@ -4,9 +4,9 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { startApp, testJudge, useFixture } from '../helpers/harness.ts';
+import { startApp, testJudge, useFixture, useServer } from '../helpers/harness.ts';
 import { startTestModel } from '../helpers/test-model.ts';
-import { countRows, post, seedActivity, useAppWithIdp, useServer } from './fixtures.ts';
+import { countRows, post, seedActivity, useAppWithIdp } from './fixtures.ts';
 import { startSite } from './servers.ts';
 
 const model = useServer(() => startTestModel());

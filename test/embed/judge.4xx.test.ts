@@ -3,10 +3,10 @@
  * input (400). Every refusal leaves the database as it was.
  */
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startApp, testJudge, useApp, useFixture, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, useApp, useFixture, useServer, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
-import { countRows, expectError, post, seedActivity, useAppWithIdp, useServer, withoutRequestId } from './fixtures.ts';
+import { countRows, expectError, post, seedActivity, useAppWithIdp, withoutRequestId } from './fixtures.ts';
 import { startSite } from './servers.ts';
 
 const model = useServer(() => startTestModel());

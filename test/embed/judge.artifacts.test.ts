@@ -6,9 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { startApp, testJudge, useApp, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, useApp, useServer, type TestApp } from '../helpers/harness.ts';
 import { startTestModel } from '../helpers/test-model.ts';
-import { countRows, expectError, PNG_1X1, post, seedActivity, useAppWithIdp, useServer, verificationOf, type SeededActivity } from './fixtures.ts';
+import { countRows, expectError, PNG_1X1, post, seedActivity, useAppWithIdp, verificationOf, type SeededActivity } from './fixtures.ts';
 import { startGitServer, startSite } from './servers.ts';
 
 const model = useServer(() => startTestModel());

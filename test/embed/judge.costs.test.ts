@@ -5,10 +5,10 @@
  * response and in `verification`), and resume when the window allows.
  */
 import { describe, expect, it } from 'vitest';
-import { startApp, testJudge, useApp, useFixture, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, useApp, useFixture, useServer, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
-import { countRows, embedSettings, expectError, post, seedActivity, useServer, verificationOf, type SeededActivity } from './fixtures.ts';
+import { countRows, embedSettings, expectError, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const idp = useServer(() => startTestIdp());

@@ -9,9 +9,9 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { startApp, testJudge, useFixture, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, useFixture, useServer, type TestApp } from '../helpers/harness.ts';
 import { startTestModel } from '../helpers/test-model.ts';
-import { countRows, embedSettings, post, seedActivity, useAppWithIdp, useServer, verificationOf } from './fixtures.ts';
+import { countRows, embedSettings, post, seedActivity, useAppWithIdp, verificationOf } from './fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 import { startSite } from './servers.ts';
 

@@ -5,8 +5,8 @@
  * graded later).
  */
 import { describe, expect, it } from 'vitest';
-import { startApp, testJudge, useApp, type TestApp } from '../helpers/harness.ts';
-import { post, startEmbedWorld, useServer } from './fixtures.ts';
+import { startApp, testJudge, useApp, useServer, type TestApp } from '../helpers/harness.ts';
+import { post, startEmbedWorld } from './fixtures.ts';
 
 // The app graded by the test model, and two more apps on its database: one without a model, one
 // with a short model timeout.

@@ -9,8 +9,9 @@ import tarStream from 'tar-stream';
 import { describe, expect, it } from 'vitest';
 import { isBlockedAddress } from '../../src/embed/fetch-page.ts';
 import { readArtifact, Unreadable, type ReadOptions } from '../../src/embed/read/index.ts';
-import { makePdf, PNG_1X1, useServer } from './fixtures.ts';
+import { makePdf, PNG_1X1 } from './fixtures.ts';
 import { startGitServer, startSite } from './servers.ts';
+import { useServer } from '../helpers/harness.ts';
 
 const PAGE = `<!doctype html><html><head><title>Ada &amp; me</title><meta name="description" content="A page about Ada">
 <link rel="stylesheet" href="/css/main.css"><link rel="icon" href="/favicon.ico"><link rel=stylesheet href='theme.css'>

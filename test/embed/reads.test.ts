@@ -4,7 +4,8 @@
  * another tenant's or another learner's id 404, malformed ids 400.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { expectError, post, seedActivity, startEmbedWorld, useServer, type SeededActivity } from './fixtures.ts';
+import { expectError, post, seedActivity, startEmbedWorld, type SeededActivity } from './fixtures.ts';
+import { useServer } from '../helpers/harness.ts';
 
 const w = useServer(() => startEmbedWorld());
 let other: SeededActivity;

@@ -1,8 +1,8 @@
 /** POST /v1/embed/session — successful exchanges, on the real app and database. */
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
+import { useApp, useServer } from '../helpers/harness.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
-import { countRows, post, useServer } from './fixtures.ts';
+import { countRows, post } from './fixtures.ts';
 
 const t = useApp();
 const rsa = useServer(() => startTestIdp());

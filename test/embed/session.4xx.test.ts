@@ -6,8 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startTestIdp } from '../helpers/test-idp.ts';
-import { countRows, expectError, post, useAppWithIdp, useServer, withoutRequestId } from './fixtures.ts';
+import { countRows, expectError, post, useAppWithIdp, withoutRequestId } from './fixtures.ts';
 import { startSite } from './servers.ts';
+import { useServer } from '../helpers/harness.ts';
 
 const { t, idp } = useAppWithIdp({ acme: {}, aud: { audience: 'svc-embed' }, 'no-idp': null });
 const evil = useServer(() => startTestIdp());

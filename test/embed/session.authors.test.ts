@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { startTestIdp } from '../helpers/test-idp.ts';
-import { post, useAppWithIdp, useServer } from './fixtures.ts';
+import { post, useAppWithIdp } from './fixtures.ts';
+import { useServer } from '../helpers/harness.ts';
 
 const { t, idp } = useAppWithIdp({ acme: {}, globex: {}, 'no-idp': null });
 const other = useServer(() => startTestIdp());

@@ -155,11 +155,20 @@ export async function startApp(
  * hook, so it may use what earlier hooks set up (a loopback model's URL).
  */
 export function useApp(start: () => Promise<TestApp> = () => startApp()): TestApp {
-  const app = useFixture(start);
+  return useServer(start);
+}
+
+/**
+ * A server of a test file or `describe` block — an app, a test IdP, a test model, an `EmbedWorld`,
+ * a partner site, a browser — instead of a `beforeAll`/`afterAll` pair: `start` runs before the
+ * block's tests (`useFixture`, whose handle forwards to the server) and `close` after them.
+ */
+export function useServer<T extends { close(): Promise<unknown> }>(start: () => Promise<T>): T {
+  const server = useFixture(start);
   afterAll(async () => {
-    await (app as Partial<TestApp>).close?.();
+    await (server as Partial<T>).close?.();
   });
-  return app;
+  return server;
 }
 
 /**

@@ -14,8 +14,9 @@ import type { AddressInfo } from 'node:net';
 import { beforeAll, expect } from 'vitest';
 import type { Browser, Frame, Page } from 'playwright-core';
 import { axeViolations, launchBrowser, screenshot } from '../helpers/browser.ts';
-import { startEmbedWorld, useServer, type EmbedWorld } from '../embed/fixtures.ts';
+import { startEmbedWorld, type EmbedWorld } from '../embed/fixtures.ts';
 import type { TestIdp } from '../helpers/test-idp.ts';
+import { useServer } from '../helpers/harness.ts';
 
 export interface Partner {
   origin: string;

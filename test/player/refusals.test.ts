@@ -12,8 +12,8 @@
  *   size limit — a readable message in the player and `svc:error` to the host.
  */
 import { describe, expect, it } from 'vitest';
-import { useFixture } from '../helpers/harness.ts';
-import { countRows, seedActivity, useServer } from '../embed/fixtures.ts';
+import { useFixture, useServer } from '../helpers/harness.ts';
+import { countRows, seedActivity } from '../embed/fixtures.ts';
 import { asLocalhost, expectAccessible, expectNotShown, messages, newPage, playerFrame, received, startPartner, usePlayerWorld } from './fixtures.ts';
 import { MAX_CONTENT_BYTES } from '../../src/embed/judge.ts';
 

@@ -5,8 +5,9 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { authorClient, ok } from '../authoring/helpers.ts';
-import { post, startEmbedWorld, useServer } from '../embed/fixtures.ts';
+import { post, startEmbedWorld } from '../embed/fixtures.ts';
 import { expectError, get, getJson, walk } from './fixtures.ts';
+import { useServer } from '../helpers/harness.ts';
 
 const world = useServer(() => startEmbedWorld());
 let acmeKey: string;

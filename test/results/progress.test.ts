@@ -16,10 +16,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { startApp, testJudge, useApp } from '../helpers/harness.ts';
+import { startApp, testJudge, useApp, useServer } from '../helpers/harness.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
-import { useServer } from '../embed/fixtures.ts';
+import {  } from '../embed/fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 import { walk } from './fixtures.ts';
 

@@ -35,7 +35,7 @@ dt { font-weight: 600; } dd { margin: 0; overflow-wrap: anywhere; }
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
 
 const layout = (title: string, body: string) =>
-  htmlPage({ title: `${esc(title)} · Learning content service`, head: `<style>${STYLE}</style>`, body: `<main>\n${body}\n</main>` });
+  htmlPage({ title: `${title} · Learning content service`, head: `<style>${STYLE}</style>`, body: `<main>\n${body}\n</main>` });
 
 /** Send `html` with the page headers above. */
 export function sendPage(reply: FastifyReply, status: number, html: string) {

@@ -350,7 +350,7 @@ async function submit(f: HTMLFormElement) {
     answer = await pending;
   } catch (err) {
     const error = asPlayerError(err);
-    button.disabled = error.code === 'archived'; // retired: no later submission can succeed
+    button.disabled = error.code === 'archived'; // retired: no submission can succeed unless it is unarchived (and the page reloaded)
     hideOutcome();
     showError(error, button);
     return;
