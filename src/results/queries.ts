@@ -80,7 +80,8 @@ const activityResultJson = (t: string) =>
 
 /**
  * Progress: svc_user_id, program_id, completed_count, total_count (activities of the program
- * now), percent (floor(completed / total × 100), 0 when total is 0, at most 100),
+ * now, archived ones left out — as the learner's own progress counts, migration 0130), percent
+ * (floor(completed / total × 100), 0 when total is 0, at most 100),
  * last_activity_at, updated_at.
  */
 const progressJson = (t: string) => {
@@ -95,7 +96,7 @@ const progressJson = (t: string) => {
   ]);
   return `(select ${fields}
   from (select count(*)::int as total from activities a
-         where a.tenant_id = ${t}.tenant_id and a.program_id = ${t}.program_id) c)`;
+         where a.tenant_id = ${t}.tenant_id and a.program_id = ${t}.program_id and not a.archived) c)`;
 };
 
 /** Artifact: id, result_id, kind, ref_url, repo_url, verification (json or null), created_at, updated_at. */

@@ -196,7 +196,7 @@ export const Progress = z.strictObject({
   svc_user_id: uuid('The learner.'),
   program_id: uuid(),
   completed_count: doc(z.number().int().min(0), 'Activities of the program the learner has passed.'),
-  total_count: doc(z.number().int().min(0), 'Activities the program has now.'),
+  total_count: doc(z.number().int().min(0), 'Activities the program has now, archived ones left out (as the learner’s own progress counts them).'),
   percent: doc(z.number().int().min(0).max(100), 'floor(completed_count × 100 / total_count); 0 when total_count is 0.'),
   last_activity_at: nullableTimestamp('Time of the learner’s last verdict in the program.'),
   updated_at: timestamp('Last change: a verdict, or activities added to or removed from the program.'),

@@ -89,11 +89,20 @@ describe('an archived parent', () => {
   it('hides everything under it; a child stays hidden until its archived parent comes back', async () => {
     const u = unit(2);
     const a = activity(2, 1, 1);
+    const partnerProgress = async () => (await api(`/v1/progress?program_id=${tree.id}`)).body.data[0];
+    const before = await partnerProgress();
+    expect(before.total_count).toBe(8);
     await ok(x.author, 'archive_unit', { id: u.id });
     expect((await get(x.w, `/v1/embed/activities/${a.id}`, learner)).status).toBe(404);
     expectError(await submit(x.w, learner, a.id), 409, 'archived');
     const progress = await get(x.w, `/v1/embed/progress?program_id=${tree.id}`, learner);
     expect(progress.body.data[0].total_count).toBe(4); // unit 1's four activities; unit 2's are archived
+    // The partner's dashboard counts the same, and its sync feed sees the row change (migration 0130).
+    const after = await partnerProgress();
+    expect(after).toMatchObject({ total_count: 4, completed_count: before.completed_count });
+    expect(after.updated_at > before.updated_at).toBe(true);
+    const feed = await api(`/v1/progress?program_id=${tree.id}&updated_since=${encodeURIComponent(after.updated_at)}`);
+    expect(feed.body.data.map((r: Structured) => r.svc_user_id)).toContain(after.svc_user_id);
     expect(await visibleActivities(learner)).toEqual(tree.units[0].lessons.flatMap((l: Structured) => l.activities.map((y: Structured) => y.id)));
 
     // a lesson created (or an activity added) under the archived unit is archived with it
@@ -110,6 +119,7 @@ describe('an archived parent', () => {
     await ok(x.author, 'unarchive_unit', { id: u.id });
     expect((await get(x.w, `/v1/embed/activities/${a.id}`, learner)).status).toBe(200);
     expect((await get(x.w, `/v1/embed/progress?program_id=${tree.id}`, learner)).body.data[0].total_count).toBe(8);
+    expect((await partnerProgress()).total_count).toBe(8);
     await ok(x.author, 'delete_lesson', { id: late.id });
   });
 

@@ -277,7 +277,7 @@ export interface components {
             program_id: string;
             /** @description Activities of the program the learner has passed. */
             completed_count: number;
-            /** @description Activities the program has now. */
+            /** @description Activities the program has now, archived ones left out (as the learner’s own progress counts them). */
             total_count: number;
             /** @description floor(completed_count × 100 / total_count); 0 when total_count is 0. */
             percent: number;
