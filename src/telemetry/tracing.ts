@@ -27,6 +27,24 @@ let enabled = false;
 /** Paths whose inbound requests get no span. */
 const UNTRACED = new Set(['/metrics', '/livez', '/readyz']);
 
+/**
+ * A query string with every value replaced by `REDACTED` (names kept, `?` and order as given):
+ * query strings here carry API keys (`?apikey=`), authorization codes, states and tokens, which
+ * must not leave the process in spans any more than in logs (docs/operations.md). The
+ * instrumentations' own redaction (`redactedQueryParams`) is a list of names; this is all of them.
+ */
+export function redactQuery(query: string): string {
+  const [mark, rest] = query.startsWith('?') ? ['?', query.slice(1)] : ['', query];
+  if (rest === '') return query;
+  return mark + rest.split('&').map((pair) => (pair === '' ? pair : `${pair.split('=')[0]}=REDACTED`)).join('&');
+}
+
+/** `url` (absolute, or a path) with its query string's values redacted (`redactQuery`). */
+export function redactUrl(url: string): string {
+  const at = url.indexOf('?');
+  return at < 0 ? url : url.slice(0, at) + redactQuery(url.slice(at));
+}
+
 /** Whether a tracer provider is live in this process (the SDK started, or a test installed one). */
 export const tracingEnabled = (): boolean => enabled;
 
@@ -58,8 +76,17 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
     serviceName: env.OTEL_SERVICE_NAME ?? SERVICE_NAME,
     instrumentations: [
       // Scrapes and probes are not traced: they would outnumber the requests worth seeing.
-      new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => UNTRACED.has((req.url ?? '').split('?')[0]!) }),
-      new UndiciInstrumentation(),
+      // No query value reaches a span (redactQuery): inbound `url.query`, outbound `url.full`/`url.query`.
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (req) => UNTRACED.has((req.url ?? '').split('?')[0]!),
+        startIncomingSpanHook: (req) => (req.url?.includes('?') ? { 'url.query': redactQuery(req.url.slice(req.url.indexOf('?') + 1)) } : {}),
+      }),
+      new UndiciInstrumentation({
+        startSpanHook: (req) => {
+          const full = `${req.origin}${req.path}`;
+          return full.includes('?') ? { 'url.full': redactUrl(full), 'url.query': redactQuery(full.slice(full.indexOf('?'))) } : {};
+        },
+      }),
     ],
   });
   sdk.start();
@@ -121,7 +148,10 @@ export async function fastifyTracing(app: import('fastify').FastifyInstance): Pr
     fastifyInstrumentation = new FastifyOtelInstrumentation({
       instrumentHooks: false,
       ignorePaths: ({ url }) => UNTRACED.has(url),
-      requestHook: (span, request) => span.setAttribute('svc.request_id', String(request.id)),
+      requestHook: (span, request) => {
+        span.setAttribute('svc.request_id', String(request.id));
+        span.setAttribute('url.path', request.url.split('?')[0]!); // @fastify/otel puts the query in it
+      },
     });
   }
   await app.register(fastifyInstrumentation.plugin());

@@ -2,8 +2,8 @@
  * Traces opt in through the standard OpenTelemetry environment (issue #15): a real server process
  * started with `OTEL_EXPORTER_OTLP_ENDPOINT` (OTLP/HTTP JSON) sends its spans to a loopback
  * collector — the inbound HTTP server span (instrumentation-http, `traceparent` honoured), Fastify's
- * request span with the route template and the request id — and a process started without
- * OTEL_* sends nothing.
+ * request span with the route template and the request id; no query value in any span (API keys,
+ * codes and tokens travel in query strings) — and a process started without OTEL_* sends nothing.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -80,6 +80,21 @@ describe('OTLP export (opt-in by OTEL_*)', () => {
     expect(attr(request!, 'http.route')).toBe('/v1/health');
     // Probes are not traced.
     expect(received.some((s) => attr(s, 'http.route') === '/readyz' || attr(s, 'http.target') === '/readyz')).toBe(false);
+  });
+
+  it('sends no query value: keys, codes and tokens in the URL are redacted in every span', async () => {
+    const traceId = 'a'.repeat(31) + 'b';
+    const secret = 'sb_secret_must-not-leave-the-process';
+    const res = await fetch(`${traced.url}/auth/v1/settings?apikey=${secret}&code=also-secret`, {
+      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    });
+    expect(res.status).toBeLessThan(500);
+    await expect.poll(() => received.filter((s) => s.traceId === traceId).length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+    const spans = received.filter((s) => s.traceId === traceId);
+    expect(JSON.stringify(spans)).not.toMatch(/must-not-leave|also-secret/);
+    const server = spans.find((s) => s.kind === 2 /* SERVER */)!;
+    expect(attr(server, 'url.query')).toBe('apikey=REDACTED&code=REDACTED');
+    expect(spans.map((s) => attr(s, 'url.path')).filter(Boolean)).toEqual(expect.arrayContaining(['/auth/v1/settings']));
   });
 
   it('sends nothing from a process without OTEL_* settings', async () => {

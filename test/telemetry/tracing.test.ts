@@ -7,7 +7,7 @@
  */
 import { node, tracing } from '@opentelemetry/sdk-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTracing } from '../../src/telemetry/tracing.ts';
+import { redactQuery, redactUrl, useTracing } from '../../src/telemetry/tracing.ts';
 import { startApp, type TestApp } from '../helpers/harness.ts';
 import { authorClient, ok } from '../authoring/helpers.ts';
 
@@ -69,5 +69,22 @@ describe('traces', () => {
     // Statement parameters (the title, ids) are never recorded.
     for (const s of trace) expect(JSON.stringify(s.attributes)).not.toContain(program.id);
     for (const s of trace) expect(JSON.stringify(s.attributes)).not.toContain('Traced');
+  });
+});
+
+describe('query strings in spans', () => {
+  it.each([
+    ['apikey=sb_secret_x&code=abc', 'apikey=REDACTED&code=REDACTED'],
+    ['?token=t&flag', '?token=REDACTED&flag=REDACTED'],
+    ['', ''],
+    ['?', '?'],
+    ['a=1&&b=2', 'a=REDACTED&&b=REDACTED'],
+  ])('redactQuery(%j) = %j', (query, redacted) => {
+    expect(redactQuery(query)).toBe(redacted);
+  });
+
+  it('redactUrl keeps the path and names, drops the values', () => {
+    expect(redactUrl('https://idp.example/jwks?key=k1&sig=s')).toBe('https://idp.example/jwks?key=REDACTED&sig=REDACTED');
+    expect(redactUrl('/v1/health')).toBe('/v1/health');
   });
 });
