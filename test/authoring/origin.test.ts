@@ -96,6 +96,18 @@ describe('requests refused with 403', () => {
 });
 
 describe('the rule', () => {
+  it("takes the service's own loopback origin under another loopback name, and nothing like it", () => {
+    const local = { baseUrl: 'http://127.0.0.1:8787', host: '127.0.0.1', mcpAllowedOrigins: [] };
+    for (const origin of ['http://127.0.0.1:8787', 'http://localhost:8787', 'http://[::1]:8787']) {
+      expect(rebindingRefusal(local, origin, 'localhost:8787'), origin).toBeUndefined();
+    }
+    for (const origin of ['http://localhost:3000', 'https://localhost:8787', 'http://127.evil.example:8787', 'http://localhost.evil.example:8787', 'http://localhost:8787/', 'null']) {
+      expect(rebindingRefusal(local, origin, 'localhost:8787'), origin).toMatch(/origin/);
+    }
+    // A public BASE_URL takes no loopback origin.
+    expect(rebindingRefusal({ ...local, baseUrl: 'https://svc.example.com', host: '0.0.0.0' }, 'http://localhost:443', undefined)).toMatch(/origin/);
+  });
+
   it('checks Host only when the service listens on loopback', () => {
     const config = { baseUrl: 'https://svc.example.com', mcpAllowedOrigins: [] };
     expect(rebindingRefusal({ ...config, host: '0.0.0.0' }, undefined, 'anything.example')).toBeUndefined();
