@@ -1,6 +1,6 @@
 /**
  * A tool call whose transaction PostgreSQL aborts as a deadlock victim (40P01) or for
- * serialization (40001) runs again — at most twice more — and answers as if nothing happened;
+ * serialization (40001) runs again — at most RERUNS more times — and answers as if nothing happened;
  * any other failure answers at once, without a rerun (src/authoring/tool.ts `invoke`). The tool
  * here writes a row, then fails with the given SQLSTATE on its first runs: the rows left show that
  * every failed run was rolled back. The concurrent case that needs it: moves.test.ts.
@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { verifySession } from '../../src/identity/index.ts';
-import { defineTool, invoke, CREATE, type ToolContext } from '../../src/authoring/tool.ts';
+import { defineTool, invoke, CREATE, RERUNS, type ToolContext } from '../../src/authoring/tool.ts';
 import { seedAuthor, useApp } from '../helpers/harness.ts';
 import { signIn } from './helpers.ts';
 
@@ -51,14 +51,14 @@ async function callFlaky(name: string, code: string, failures: number) {
 
 describe('tool calls rerun after a deadlock or serialization failure', () => {
   it.each(['40P01', '40001'])('%s: run again, the failed runs rolled back, the answer the last run’s', async (code) => {
-    const { result, programs } = await callFlaky(code.toLowerCase(), code, 2);
+    const { result, programs } = await callFlaky(code.toLowerCase(), code, RERUNS);
     expect(result.isError).toBeUndefined();
-    expect(result.structuredContent).toEqual({ runs: 3 });
+    expect(result.structuredContent).toEqual({ runs: RERUNS + 1 });
     expect(programs).toBe(1);
   });
 
   it.each([
-    { what: 'gives up after two reruns', name: 'give-up', code: '40P01', failures: 5, runs: 3 },
+    { what: `gives up after ${RERUNS} reruns`, name: 'give-up', code: '40P01', failures: RERUNS + 3, runs: RERUNS + 1 },
     { what: 'does not rerun other failures', name: 'other', code: '23505', failures: 1, runs: 1 },
   ])('$what', async ({ name, code, failures, runs }) => {
     const called = await callFlaky(name, code, failures);
