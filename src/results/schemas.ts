@@ -10,7 +10,7 @@
  * below describe exactly what it builds (DESIGN §6 plus `updated_at`).
  */
 import { z } from 'zod';
-import { UUID_RE } from '../lib/ids.ts';
+import { CANONICAL_UUID_RE, UUID_RE } from '../lib/ids.ts';
 import type { Endpoint } from './cursor.ts';
 import { normalizeTimestamp } from './timestamps.ts';
 
@@ -38,7 +38,6 @@ function doc<T extends z.ZodType>(schema: T, description: string, keywords: Reco
 const UUID_FORMAT = { format: 'uuid', pattern: undefined };
 const DATE_TIME_FORMAT = { format: 'date-time', pattern: undefined };
 
-const UUID_OUT_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const RFC3339_OUT_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 // ---------------------------------------------------------------------------------------------
@@ -171,7 +170,7 @@ export const PROGRAM_QUERY = z.strictObject({
 // Responses
 // ---------------------------------------------------------------------------------------------
 
-const uuid = (description = 'A uuid.') => doc(z.string().regex(UUID_OUT_RE), description, UUID_FORMAT);
+const uuid = (description = 'A uuid.') => doc(z.string().regex(CANONICAL_UUID_RE), description, UUID_FORMAT);
 const nullableUuid = (description: string) => z.union([uuid(description), z.null()]);
 const timestamp = (description = 'RFC 3339, UTC, with microseconds.') => doc(z.string().regex(RFC3339_OUT_RE), description, DATE_TIME_FORMAT);
 const nullableTimestamp = (description: string) => z.union([timestamp(description), z.null()]);
