@@ -88,8 +88,8 @@ function countsIn(tree: Json, levels: readonly Level[]): Record<string, number> 
 }
 
 /**
- * The children of an outline at `level`, each without what lies under it (of type `child`) and
- * with the counts of it instead.
+ * The `children` of an outline (records of type `child`), each without the records under it and
+ * with their counts instead.
  */
 function shallow(children: Json[], child: Parent): Json[] {
   const { level, below } = PARENTS[child];
@@ -106,9 +106,10 @@ function boundedRead(name: Parent, id: string, tree: Json, depth: Depth): ToolAn
   const summary = (d: string) => `${name} ${id} "${tree.title}" (${d}): ${below.map((k) => `${counts[k]} ${k}`).join(', ')}`;
   const answer = { structured: { ...tree, depth, counts }, summary: summary(depth) };
   const child = CHILD[name];
-  if (depth === 'full' || !child || answerSize(answer) <= MAX_ANSWER_CHARS) return bounded(answer, `${name} ${id} at depth ${depth}`, narrower(name, depth));
+  const size = answerSize(answer);
+  if (depth === 'full' || !child || size <= MAX_ANSWER_CHARS) return bounded(answer, `${name} ${id} at depth ${depth}`, narrower(name, depth));
   const note =
-    `The outline is too large for one answer (${answerSize(answer).toLocaleString('en')} characters), so only the ${level} are listed, ` +
+    `The outline is too large for one answer (${size.toLocaleString('en')} characters), so only the ${level} are listed, ` +
     `each with its counts: read each with ${next}, and what lies under it with ${PARENTS[child].reads}`;
   const shallowAnswer = {
     structured: { ...tree, depth: 'shallow', counts, [level]: shallow(tree[level], child), note },
