@@ -13,12 +13,16 @@
  * in all (tree.ts), each checked by RLS and by the position triggers. The answer is the program
  * with an id map of the tree (id, external_id, position of every record, no titles: the Odin
  * full-stack path answers in about 75,000 characters), so the caller can map their ids to ours.
+ * An answer with the id map larger than `MAX_ANSWER_CHARS` (reads.ts; 20 units × 10 lessons × 10
+ * activities is about 390,000 characters) leaves the map out: the program, its counts and a
+ * `note` naming the reads that give the ids (get_program, get_unit, search_content).
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { explainDbError, ToolFailure } from './errors.ts';
 import { externalId, NEW_FIELDS, ProgramRecord, recordJson, tenantIdBySlug, tenantSlug } from './records.ts';
-import { defineTool, type AnyTool, type Progress } from './tool.ts';
+import { MAX_ANSWER_CHARS } from './reads.ts';
+import { answerSize, defineTool, type AnyTool, type Progress, type ToolAnswer } from './tool.ts';
 import { programOutline, treeCounts, treeCountsSchema, writeChildren, type Json, type LevelWritten, type UnitInput } from './tree.ts';
 
 /** Most records (units + lessons + activities) one import may hold. */
@@ -93,7 +97,12 @@ const ImportOutput = ProgramRecord.extend({
           .describe('Lessons, in order'),
       }),
     )
-    .describe('Every record of the program with its id, your external_id and its position, in order (read titles and texts with get_program)'),
+    .optional()
+    .describe(
+      'Every record of the program with its id, your external_id and its position, in order (read titles and texts with get_program); ' +
+        `left out when the answer would exceed ${MAX_ANSWER_CHARS.toLocaleString('en')} characters (see note)`,
+    ),
+  note: z.string().optional().describe('Present when the id map is left out: where to read the ids instead'),
 });
 
 const FIND_BY_EXTERNAL_ID_SQL = `select ${recordJson('p')} as record, p.import_digest as digest from programs p where p.tenant_id = $1 and p.external_id = $2`;
@@ -161,13 +170,28 @@ const importProgram = defineTool({
     }
     const tree = await programOutline(tx, program.id);
     const counts = treeCounts(tree);
-    return {
+    return withinBound({
       structured: { ...tree, created, counts },
       summary: created
         ? `imported program ${program.id} into ${tenant}: ${counts.units} unit(s), ${counts.lessons} lesson(s), ${counts.activities} activities`
         : `program ${program.id} was already imported with this external_id and content: nothing written`,
-    };
+    });
   },
 });
+
+/**
+ * The answer of an import, or, when its id map makes it larger than `MAX_ANSWER_CHARS`, the same
+ * answer without the map (`units`) and with a `note` naming the reads that give the ids.
+ */
+function withinBound(answer: ToolAnswer): ToolAnswer {
+  const size = answerSize(answer);
+  if (size <= MAX_ANSWER_CHARS) return answer;
+  const { units: _map, ...program } = answer.structured;
+  const note =
+    `the id map is left out: it would make this answer ${size.toLocaleString('en')} characters, more than the ` +
+    `${MAX_ANSWER_CHARS.toLocaleString('en')} one answer may hold. Read the ids of the units with get_program (only the units when the outline is too large), ` +
+    'then each unit with get_unit, or find records with search_content; each record in full (get_unit or get_lesson at depth "full", get_activity) has your external_id';
+  return { structured: { ...program, note }, summary: `${answer.summary} (id map left out: too large; see note)` };
+}
 
 export const importTools: AnyTool[] = [importProgram];

@@ -9,8 +9,9 @@
  * - `svc://activities/{id}` — one activity in full: kind, spec, rubric, pass threshold
  *   (`application/json`). Not listed (a program's outline gives the ids).
  * A URI that names nothing the caller can read is JSON-RPC -32002 "Resource not found"; a
- * malformed cursor is -32602; a program whose outline exceeds the answer bound (reads.ts) is an
- * internal error naming the bound, as get_program's refusal.
+ * malformed cursor is -32602. A program whose outline exceeds the answer bound (reads.ts) is
+ * read shallow, as get_program answers it (its units only, each with counts, and a note); one too
+ * large even so (thousands of units) is -32602 with get_program's refusal as the message.
  */
 import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ListResourcesRequestSchema, McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
@@ -37,13 +38,17 @@ function idOf(uri: URL, variables: Record<string, string | string[]>): string {
   return id;
 }
 
-/** The outline of program `id` as the caller reads it (get_program's default answer), or undefined. */
+/**
+ * The outline of program `id` as the caller reads it (get_program's default answer: shallow when
+ * the outline is too large), or undefined when the caller cannot read it. Throws an `McpError`
+ * -32602 with get_program's refusal when even the shallow outline is too large.
+ */
 export async function readProgram(ctx: ToolContext, id: string): Promise<Json | undefined> {
   try {
     return (await asUser(ctx.deps.db, ctx.session.claims, (tx) => getProgram.run({ id, depth: 'outline' }, tx, ctx))).structured;
   } catch (err) {
     if (err instanceof NotFound) return undefined;
-    throw err;
+    throw err instanceof ToolFailure ? new McpError(INVALID_PARAMS, err.message) : err;
   }
 }
 

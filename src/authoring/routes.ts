@@ -7,7 +7,9 @@
  * is read; 401 + JSON-RPC -32001 otherwise), 2. build a new McpServer bound to the caller and a
  * new stateless transport (`sessionIdGenerator: undefined`, plain JSON responses — an SSE stream
  * for a tool call that asks for progress, progress.ts), 3. hand the raw request over to the SDK
- * (`reply.hijack()`). A JSON-RPC batch (an array) is refused: 400, -32600. Each tool call then runs in one transaction as
+ * (`reply.hijack()`). A JSON-RPC batch (an array) is refused: 400, -32600; so is JSON that is not a
+ * JSON-RPC message, and a request whose params do not fit its method is -32602 (envelope.ts) —
+ * before the SDK, which would answer -32700 and -32603. Each tool call then runs in one transaction as
  * the caller (tool.ts). `GET` / `DELETE /mcp` → 405: no server-initiated stream, no sessions.
  * Errors Fastify raises before the SDK sees the request (bad JSON, wrong content type, body too
  * large — the limit of `/mcp` is `SVC_MCP_BODY_LIMIT`, 16 MiB by default, for import_program)
@@ -28,9 +30,9 @@ import { wantsProgress } from './progress.ts';
 import { buildMcpServer } from './server.ts';
 import { DB_RETRY_AFTER_SECONDS, isDbUnavailable } from '../db/errors.ts';
 import { UNAVAILABLE_MESSAGE } from './errors.ts';
+import { envelopeError, INVALID_REQUEST } from './envelope.ts';
 
 const PARSE_ERROR = -32700;
-const INVALID_REQUEST = -32600;
 const INTERNAL_ERROR = -32603;
 const METHOD_NOT_ALLOWED = -32000;
 /** Body limit of POST /mcp unless configured (SVC_MCP_BODY_LIMIT): room for import_program. */
@@ -66,6 +68,8 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
       if (Array.isArray(req.body)) {
         return reply.code(400).send(jsonRpcError(INVALID_REQUEST, 'Invalid Request: JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per request'));
       }
+      const refused = envelopeError(req.body);
+      if (refused) return reply.code(refused.status).send(refused.body);
       const server = buildMcpServer({ deps, session: sessions.get(req)!, log: req.log });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress(req.body) });
       reply.hijack();

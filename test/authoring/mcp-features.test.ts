@@ -2,7 +2,8 @@
  * MCP beyond tools (issue #16), with the SDK client: programs and activities as resources
  * (`resources/list`, `resources/read`), the prompts (`prompts/list`, `prompts/get`), progress
  * notifications during import_program; and the protocol's edges over plain HTTP: a JSON-RPC
- * batch is refused (-32600), malformed JSON and malformed JSON-RPC are -32700.
+ * batch is refused (-32600), malformed JSON is -32700, JSON that is not JSON-RPC -32600, params
+ * that do not fit the method -32602.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
@@ -155,12 +156,39 @@ describe('protocol edges over HTTP', () => {
     expect(await contentCounts(t)).toEqual(before);
   });
 
-  it('answers malformed JSON and malformed JSON-RPC with -32700', async () => {
-    for (const body of ['{"jsonrpc": "2.0", "id": 1, "method": ', '{"hello": "world"}', '{"jsonrpc": "1.0", "id": 1, "method": "ping"}']) {
-      const res = await rawPost(t, body, auth());
-      expect(res.status, body).toBe(400);
-      expect(((await res.json()) as { error: { code: number } }).error.code, body).toBe(-32700);
-    }
+  it.each([
+    ['malformed JSON', '{"jsonrpc": "2.0", "id": 1, "method": ', -32700, /^Parse error/],
+    ['an object that is not JSON-RPC', '{"hello": "world"}', -32600, /^Invalid Request: the body is JSON but not a JSON-RPC 2.0 message/],
+    ['JSON-RPC 1.0', '{"jsonrpc": "1.0", "id": 1, "method": "ping"}', -32600, /^Invalid Request/],
+    ['an empty object', '{}', -32600, /^Invalid Request/],
+    ['null', 'null', -32600, /^Invalid Request/],
+    ['a string', '"x"', -32600, /^Invalid Request/],
+  ])('answers %s with %i, HTTP 400', async (_what, body, code, message) => {
+    const res = await rawPost(t, body, auth());
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code, message: expect.stringMatching(message) } });
+  });
+
+  it.each([
+    ['no params', undefined, /^Invalid params for tools\/call: params: /],
+    ['arguments a string', { name: 'create_program', arguments: 'x' }, /^Invalid params for tools\/call: params\.arguments: /],
+    ['arguments an array', { name: 'create_program', arguments: [1] }, /^Invalid params for tools\/call: params\.arguments: /],
+    ['arguments null', { name: 'create_program', arguments: null }, /^Invalid params for tools\/call: params\.arguments: /],
+    ['no tool name', { arguments: {} }, /^Invalid params for tools\/call: params\.name: /],
+  ])('answers tools/call with %s with -32602 naming the field, and runs nothing', async (_what, params, message) => {
+    const before = await contentCounts(t);
+    const res = await rawPost(t, { jsonrpc: '2.0', id: 9, method: 'tools/call', ...(params === undefined ? {} : { params }) }, auth());
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { id: number; error: { code: number; message: string } };
+    expect(answer).toEqual({ jsonrpc: '2.0', id: 9, error: { code: -32602, message: expect.stringMatching(message) } });
+    expect(answer.error.message.length).toBeLessThan(300);
+    expect(answer.error.message).not.toMatch(/[[{]|\bat .*\.(js|ts)/);
+    expect(await contentCounts(t)).toEqual(before);
+  });
+
+  it('answers resources/read without a uri with -32602', async () => {
+    const res = await rawPost(t, { jsonrpc: '2.0', id: 3, method: 'resources/read', params: {} }, auth());
+    expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 3, error: { code: -32602, message: expect.stringMatching(/^Invalid params for resources\/read: params\.uri: /) } });
   });
 
   it('answers an unknown method with -32601', async () => {
