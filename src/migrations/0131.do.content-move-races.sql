@@ -23,6 +23,8 @@
 --    SVP03), or the submission waits for the move / archive and reads the activity after it
 --    (its new lesson and program, or archived: 409). Submissions do not wait for each other
 --    (shared mode); they wait for an author's write to the same program while it commits.
+--    svc.archived_state now takes the program's order lock on an archive or unarchive itself,
+--    so that holds for every writer of archived_at, not only for the archive tools.
 --
 -- PGlite runs one transaction at a time, so neither race can happen there; the functions behave
 -- the same (the re-read finds what was read first). Both stay SECURITY INVOKER: the trigger reads
@@ -114,4 +116,31 @@ begin
     perform svc.lock_program_order_shared(program);
     locked := locked || program;
   end loop;
+end $$;
+
+-- BEFORE INSERT / UPDATE OF archived_at or the parent (replaces 0110's body; the triggers stay):
+-- as before, archived = own state or the parent's; and an archive or unarchive (archived_at
+-- changed) takes its program's order lock itself, so that it excludes submissions (above) even
+-- when the writer did not take the lock first (the archive tools do; a console or a script may
+-- not) or took it on a program read before a move committed. For the tools it is already held.
+create or replace function svc.archived_state() returns trigger language plpgsql set search_path = public, pg_temp as $$
+declare
+  parent_archived boolean;
+begin
+  if tg_op = 'UPDATE' and new.archived_at is distinct from old.archived_at then
+    if tg_table_name = 'programs' then
+      perform svc.lock_program_order(new.id);
+    else
+      perform svc.lock_program_order(new.program_id);
+    end if;
+  end if;
+  if tg_table_name = 'units' then
+    select p.archived into parent_archived from programs p where p.id = new.program_id;
+  elsif tg_table_name = 'lessons' then
+    select u.archived into parent_archived from units u where u.id = new.unit_id;
+  elsif tg_table_name = 'activities' then
+    select l.archived into parent_archived from lessons l where l.id = new.lesson_id;
+  end if;
+  new.archived := new.archived_at is not null or coalesce(parent_archived, false);
+  return new;
 end $$;

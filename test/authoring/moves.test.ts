@@ -267,12 +267,16 @@ racing(`a first submission racing a move or an archive of its activity (${TWO_CO
     ]);
   });
 
-  it('an archive commits first: the submission is refused (409 archived), nothing recorded', async () => {
+  it.each([
+    { archive: 'archive_activity (its order lock first, then the update)', table: 'activities', locked: true, target: (l: Structured) => l.activities[0].id },
+    { archive: 'a console archiving the lesson (no lock taken first)', table: 'lessons', locked: false, target: (l: Structured) => l.id },
+  ])('$archive commits first: the submission is refused (409 archived), nothing recorded', async ({ table, locked, target }) => {
     const p = await importTree(x.author, 'acme', 1, 1, 1);
     const lesson = p.units[0].lessons[0];
     const a = lesson.activities[0];
-    const learner = await learnerSession(x.w, 'racer-archive');
-    const judged = await whileUncommitted([lockPrograms(p.id), ['update activities set archived_at = now() where id = $1', [a.id]]], () => submit(x.w, learner, a.id));
+    const learner = await learnerSession(x.w, `racer-archive-${table}`);
+    const archive: [string, unknown[]] = [`update ${table} set archived_at = now() where id = $1`, [target(lesson)]];
+    const judged = await whileUncommitted(locked ? [lockPrograms(p.id), archive] : [archive], () => submit(x.w, learner, a.id));
     expectError(judged, 409, 'archived');
     expect(judged.body.error.message).toBe(`activity ${a.id} is archived: it no longer accepts submissions`);
     expect(await stateOf(a.id)).toEqual([{ lesson_id: lesson.id, program_id: p.id, archived: true, result_lesson_id: null, result_program_id: null }]);
