@@ -223,20 +223,20 @@ racing(`a create racing a move of its parent to another program (${TWO_CONNECTIO
     {
       create: 'create_activity',
       parent: (p: Structured) => p.units[0].lessons[0],
-      move: (parentId: string, q: Structured) => ['update lessons set unit_id = $2, position = null where id = $1', [parentId, q.units[0].id]],
+      move: (parentId: string, q: Structured): [string, unknown[]] => ['update lessons set unit_id = $2, position = null where id = $1', [parentId, q.units[0].id]],
       args: (parentId: string) => ({ lesson_id: parentId, title: 'Racer', kind: 'document', spec: 'x', rubric: [{ criterion: 'c' }] }),
     },
     {
       create: 'create_lesson',
       parent: (p: Structured) => p.units[0],
-      move: (parentId: string, q: Structured) => ['update units set program_id = $2, position = null where id = $1', [parentId, q.id]],
+      move: (parentId: string, q: Structured): [string, unknown[]] => ['update units set program_id = $2, position = null where id = $1', [parentId, q.id]],
       args: (parentId: string) => ({ unit_id: parentId, title: 'Racer' }),
     },
-  ] as const)('$create lands in the program its parent moved to', async ({ create, parent, move, args }) => {
+  ])('$create lands in the program its parent moved to', async ({ create, parent, move, args }) => {
     const p = await importTree(x.author, 'acme', 1, 1, 1);
     const q = await importTree(x.author, 'acme', 1, 1, 1);
     const parentId = parent(p).id as string;
-    const created = await whileUncommitted([lockPrograms(p.id, q.id), move(parentId, q) as [string, unknown[]]], () => ok(x.author, create, args(parentId)));
+    const created = await whileUncommitted([lockPrograms(p.id, q.id), move(parentId, q)], () => ok(x.author, create, args(parentId)));
     expect(created.program_id).toBe(q.id);
     await invariants();
   });
