@@ -16,8 +16,10 @@
  * 2. One transaction: resolve the learner; with an `Idempotency-Key` (idempotency.ts), answer the
  *    submission that key already made, if any, and stop; count the submission against the learner's rate in
  *    the tenant (`learnerRate` per `learnerWindowSeconds`, SVC_JUDGE_LEARNER_*: beyond it 429
- *    `rate_limited` with `Retry-After`); find the activity in the tenant (else 404; archived, or
- *    under archived content — migration 0110 — 409 `archived`), check the
+ *    `rate_limited` with `Retry-After`); find the activity in the tenant under its program's order lock in
+ *    shared mode (migration 0131: a move or an archive of it commits before this read or waits
+ *    for this submission) (else 404; archived, or under archived content — migration 0110 — 409
+ *    `archived`), check the
  *    artifact's kind (else 400), upsert the learner's ActivityResult (one per learner and
  *    activity; `in_progress` while pending, a `completed` one stays completed), insert the
  *    Artifact (verification `{status: "pending"}`) and its grading job (queue.ts), and remember
@@ -163,6 +165,10 @@ export async function submitForJudgement(
       if (earlier) return { replayed: true as const, tenantId, resultId: earlier.resultId, artifactId: earlier.artifactId };
     }
     await services.limitLearner(tenantId, svcUserId);
+    // The activity's program order lock, shared (migration 0131): a move or an archive of the
+    // activity either waits for this submission (and then sees its result) or commits before
+    // the read below, which then sees the activity's new lesson, program or archived state.
+    await tx.query('select svc.lock_activity_program($1, $2)', [body.activity_id, tenantId]);
     const [activity] = await tx.query<ActivityRow>(
       `select id, tenant_id, lesson_id, program_id, title, kind, spec, rubric, pass_threshold, archived
          from activities where id = $1 and tenant_id = $2`,

@@ -5,10 +5,14 @@
  * below a moved record follows it (program ids; learners' results keep resolving, with their new
  * lesson and unit in the Results API). Refusals (another tenant, one's own descendant, another
  * program with learner results, a position out of range, a learner, another tenant's author)
- * are `isError` results naming the problem, with nothing written. And a create racing the delete
- * of its parent says "not found".
+ * are `isError` results naming the problem, with nothing written. Races (PostgreSQL, forced with
+ * a second connection, migration 0131): a create racing the delete of its parent says "not found";
+ * a create racing a move of its parent lands in the parent's new program; a first submission
+ * racing a move of its activity is recorded in the new lesson and program, one racing an archive
+ * is refused.
  */
 import { describe, expect, it } from 'vitest';
+import { expectError } from '../embed/fixtures.ts';
 import { backend } from '../helpers/harness.ts';
 import { connect, contentSnapshot, fails, ok, type Structured } from './helpers.ts';
 import { get, importTree, learnerSession, submit, useLifecycleWorld } from './lifecycle-world.ts';
@@ -169,22 +173,140 @@ describe('refusals: isError naming the problem, nothing written', () => {
   });
 });
 
-describe('a create racing the delete of its parent', () => {
-  it.skipIf(backend === 'pglite')('says the parent was not found (PostgreSQL: two connections)', async () => {
+/**
+ * Run `call` while another transaction (the service's own role, on its own connection) has run
+ * `statements` (SQL text and parameters), uncommitted; once `call` waits for an advisory lock in
+ * this database, that transaction commits. Returns what `call` returned. PostgreSQL only (PGlite
+ * runs one transaction at a time).
+ */
+async function whileUncommitted<T>(statements: [string, unknown[]][], call: () => Promise<T>): Promise<T> {
+  let pending: Promise<T> | undefined;
+  await x.w.t.db.transaction(async (tx) => {
+    for (const [sql, params] of statements) await tx.query(sql, params);
+    pending = call();
+    await expect
+      .poll(async () => {
+        const [row] = await x.w.t.db.query<{ n: number }>(
+          `select count(*)::int as n from pg_locks
+            where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`,
+        );
+        return row!.n;
+      }, { message: 'the call waits for the order lock' })
+      .toBe(1);
+  });
+  return pending!;
+}
+
+/** The statement that takes the order locks of programs `a` and `b` (or of `a` alone), as a move does. */
+const lockPrograms = (a: string, b = a): [string, unknown[]] => ['select svc.lock_programs_order($1, $2)', [a, b]];
+
+const racing = describe.skipIf(backend !== 'postgres');
+const TWO_CONNECTIONS = `PostgreSQL: two connections; ${backend === 'postgres' ? 'running' : 'skipped: PGlite runs one transaction at a time'}`;
+
+racing(`a create racing the delete of its parent (${TWO_CONNECTIONS})`, () => {
+  it('says the parent was not found', async () => {
     const p = await importTree(x.author, 'acme', 1, 1, 1);
     const lesson = p.units[0].lessons[0];
-    let create: Promise<unknown> | undefined;
-    await x.w.t.db.transaction(async (tx) => {
-      await tx.query('select svc.lock_program_order($1)', [p.id]);
-      await tx.query('delete from lessons where id = $1', [lesson.id]);
-      // the create reads the lesson (still there for it), then waits for the program's order lock
-      create = x.author.callTool({ name: 'create_activity', arguments: { lesson_id: lesson.id, title: 'Late', kind: 'document', spec: 'x', rubric: [{ criterion: 'c' }] } });
-      await expect
-        .poll(async () => (await x.w.t.db.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`))[0]!.n)
-        .toBe(1);
-    });
-    const result = (await create) as { isError?: boolean; content: { text: string }[] };
+    // the create reads the lesson (still there for it), then waits for the program's order lock
+    const result = (await whileUncommitted([lockPrograms(p.id), ['delete from lessons where id = $1', [lesson.id]]], () =>
+      x.author.callTool({ name: 'create_activity', arguments: { lesson_id: lesson.id, title: 'Late', kind: 'document', spec: 'x', rubric: [{ criterion: 'c' }] } }),
+    )) as { isError?: boolean; content: { text: string }[] };
     expect(result.isError).toBe(true);
     expect(result.content[0]!.text).toBe(`lesson ${lesson.id} not found`);
+  });
+});
+
+racing(`a create racing a move of its parent to another program (${TWO_CONNECTIONS})`, () => {
+  // The create reads its parent in the old program and waits for that program's order lock,
+  // which the move holds; once the move commits, the record is created in the new program.
+  it.each([
+    {
+      create: 'create_activity',
+      parent: (p: Structured) => p.units[0].lessons[0],
+      move: (parentId: string, q: Structured): [string, unknown[]] => ['update lessons set unit_id = $2, position = null where id = $1', [parentId, q.units[0].id]],
+      args: (parentId: string) => ({ lesson_id: parentId, title: 'Racer', kind: 'document', spec: 'x', rubric: [{ criterion: 'c' }] }),
+    },
+    {
+      create: 'create_lesson',
+      parent: (p: Structured) => p.units[0],
+      move: (parentId: string, q: Structured): [string, unknown[]] => ['update units set program_id = $2, position = null where id = $1', [parentId, q.id]],
+      args: (parentId: string) => ({ unit_id: parentId, title: 'Racer' }),
+    },
+  ])('$create lands in the program its parent moved to', async ({ create, parent, move, args }) => {
+    const p = await importTree(x.author, 'acme', 1, 1, 1);
+    const q = await importTree(x.author, 'acme', 1, 1, 1);
+    const parentId = parent(p).id as string;
+    const created = await whileUncommitted([lockPrograms(p.id, q.id), move(parentId, q)], () => ok(x.author, create, args(parentId)));
+    expect(created.program_id).toBe(q.id);
+    await invariants();
+  });
+});
+
+racing(`a first submission racing a move or an archive of its activity (${TWO_CONNECTIONS})`, () => {
+  /** The activity's lesson, program and archived state, and those of its results. */
+  const stateOf = async (activityId: string) =>
+    x.w.t.db.query<Record<string, unknown>>(
+      `select a.lesson_id, a.program_id, a.archived, r.lesson_id as result_lesson_id, r.program_id as result_program_id
+         from activities a left join activity_results r on r.tenant_id = a.tenant_id and r.activity_id = a.id
+        where a.id = $1`,
+      [activityId],
+    );
+
+  it('a move to another program commits first: the result is recorded in the new lesson and program', async () => {
+    const p = await importTree(x.author, 'acme', 1, 1, 1);
+    const q = await importTree(x.author, 'acme', 1, 1, 1);
+    const a = p.units[0].lessons[0].activities[0];
+    const target = q.units[0].lessons[0];
+    const learner = await learnerSession(x.w, 'racer-move');
+    const judged = await whileUncommitted([lockPrograms(p.id, q.id), ['update activities set lesson_id = $2, position = null where id = $1', [a.id, target.id]]], () =>
+      submit(x.w, learner, a.id),
+    );
+    expect(judged.status).toBe(200);
+    expect(await stateOf(a.id)).toEqual([
+      { lesson_id: target.id, program_id: q.id, archived: false, result_lesson_id: target.id, result_program_id: q.id },
+    ]);
+  });
+
+  it.each([
+    { archive: 'archive_activity (its order lock first, then the update)', table: 'activities', locked: true, target: (l: Structured) => l.activities[0].id },
+    { archive: 'a console archiving the lesson (no lock taken first)', table: 'lessons', locked: false, target: (l: Structured) => l.id },
+  ])('$archive commits first: the submission is refused (409 archived), nothing recorded', async ({ table, locked, target }) => {
+    const p = await importTree(x.author, 'acme', 1, 1, 1);
+    const lesson = p.units[0].lessons[0];
+    const a = lesson.activities[0];
+    const learner = await learnerSession(x.w, `racer-archive-${table}`);
+    const archive: [string, unknown[]] = [`update ${table} set archived_at = now() where id = $1`, [target(lesson)]];
+    const judged = await whileUncommitted(locked ? [lockPrograms(p.id), archive] : [archive], () => submit(x.w, learner, a.id));
+    expectError(judged, 409, 'archived');
+    expect(judged.body.error.message).toBe(`activity ${a.id} is archived: it no longer accepts submissions`);
+    expect(await stateOf(a.id)).toEqual([{ lesson_id: lesson.id, program_id: p.id, archived: true, result_lesson_id: null, result_program_id: null }]);
+  });
+
+  it('a submission not yet committed: a move to another program waits for it, then refuses', async () => {
+    const p = await importTree(x.author, 'acme', 1, 1, 1);
+    const q = await importTree(x.author, 'acme', 1, 1, 1);
+    const a = p.units[0].lessons[0].activities[0];
+    await learnerSession(x.w, 'racer-first');
+    const [learner] = await x.w.t.db.query<{ tenant_id: string; user_id: string }>(
+      `select t.id as tenant_id, u.id as user_id
+         from tenants t, users u join auth.identities i on i.user_id = u.auth_user_id
+        where t.slug = 'acme' and i.provider_id = 'racer-first'`,
+    );
+    // the judge's step 1, statement by statement: the activity's program locked (shared), its result
+    const moveText = await whileUncommitted(
+      [
+        ['select svc.lock_activity_program($1, $2)', [a.id, learner!.tenant_id]],
+        [
+          `insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status)
+           values ($1, $2, $3, $4, $5, 'in_progress')`,
+          [learner!.tenant_id, a.id, p.units[0].lessons[0].id, p.id, learner!.user_id],
+        ],
+      ],
+      () => fails(x.author, 'move_activity', { id: a.id, lesson_id: q.units[0].lessons[0].id }),
+    );
+    expect(moveText).toBe(`activity ${a.id} cannot move to another program: learners have results on it; move it within its program, or archive it`);
+    expect(await stateOf(a.id)).toEqual([
+      { lesson_id: p.units[0].lessons[0].id, program_id: p.id, archived: false, result_lesson_id: p.units[0].lessons[0].id, result_program_id: p.id },
+    ]);
   });
 });
