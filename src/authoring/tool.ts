@@ -12,10 +12,10 @@
  * can read it and correct itself); an unknown tool is a JSON-RPC -32602 protocol error.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import pRetry from 'p-retry';
 import { z } from 'zod';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { asUser, type Queryable } from '../db/index.ts';
+import { rerunOnConflict } from '../db/rerun.ts';
 import type { Deps } from '../deps.ts';
 import type { VerifiedSession } from '../identity/index.ts';
 import { failureResult, INVALID_PARAMS, ProtocolError } from './errors.ts';
@@ -67,34 +67,14 @@ export const UPDATE: ToolAnnotations = { readOnlyHint: false, destructiveHint: t
 export const DELETE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 
 /**
- * SQLSTATEs after which PostgreSQL asks for the whole transaction to be run again: a deadlock
- * victim (40P01 — e.g. two moves whose records another move re-parented between their lock and
- * their update) and a serialization failure (40001). The transaction rolled back, so a rerun is safe.
- */
-const RERUN = new Set(['40P01', '40001']);
-
-/**
- * How many times such a transaction runs again before the call answers an error. Two were seen
- * to run out once in ~900 concurrent mixed moves (an outside review); four, with backoff up to
- * 100 ms, make a caller's error vanishingly rare at a cost only a deadlock pays.
- */
-export const RERUNS = 4;
-
-/**
  * Run one validated call of `tool` as the caller and build its result. A transaction PostgreSQL
- * aborted as a deadlock victim or for serialization runs again, `RERUNS` times at most, after
- * 5–100 ms growing (p-retry, randomized); any other failure answers at once.
+ * aborted as a deadlock victim or for serialization runs again (`rerunOnConflict`,
+ * src/db/rerun.ts); any other failure answers at once.
  */
 export async function invoke(tool: AnyTool, ctx: ToolContext, args: Record<string, unknown>): Promise<CallToolResult> {
   let answer: ToolAnswer;
   try {
-    answer = await pRetry(() => asUser(ctx.deps.db, ctx.session.claims, (tx) => tool.run(args, tx, ctx)), {
-      retries: RERUNS,
-      minTimeout: 5,
-      maxTimeout: 100,
-      randomize: true,
-      shouldRetry: ({ error }) => RERUN.has((error as { code?: string }).code ?? ''),
-    });
+    answer = await rerunOnConflict(() => asUser(ctx.deps.db, ctx.session.claims, (tx) => tool.run(args, tx, ctx)));
   } catch (err) {
     return failureResult(err, ctx.log, tool.name);
   }

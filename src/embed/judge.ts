@@ -23,7 +23,9 @@
  *    artifact's kind (else 400), upsert the learner's ActivityResult (one per learner and
  *    activity; `in_progress` while pending, a `completed` one stays completed), insert the
  *    Artifact (verification `{status: "pending"}`) and its grading job (queue.ts), and remember
- *    the key. A refusal leaves nothing written; a stored submission always has its job.
+ *    the key. A refusal leaves nothing written; a stored submission always has its job. A
+ *    transaction PostgreSQL aborts as a deadlock victim or for serialization runs again
+ *    (src/db/rerun.ts; the learner's rate then counts that submission once per run).
  * 3. No model configured in this process → `pending` at once (a process with a model grades it
  *    later). Otherwise wake a worker and wait for the outcome at most `judgeWaitMs`
  *    (SVC_JUDGE_WAIT); none by then (model slow or down, workers busy) → `pending`, and the job
@@ -39,6 +41,7 @@
  */
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
+import { rerunOnConflict } from '../db/rerun.ts';
 import type { Deps } from '../deps.ts';
 import { archived, invalidRequest, notFound, unauthorized } from './errors.ts';
 import { refuseUrl } from './fetch-page.ts';
@@ -153,8 +156,9 @@ export async function submitForJudgement(
     if (refusal) throw invalidRequest(`artifact.${field}: ${refusal}`);
   }
 
-  // Step 1: the learner, the activity, the result and the artifact — all or nothing.
-  const submission = await deps.db.transaction(async (tx) => {
+  // Step 1: the learner, the activity, the result and the artifact — all or nothing; run again
+  // if PostgreSQL aborts it as a deadlock victim (its program lock meets a concurrent move's).
+  const submission = await rerunOnConflict(() => deps.db.transaction(async (tx) => {
     const { tenantId, svcUserId } =
       caller.kind === 'session'
         ? { tenantId: await sessionTenantId(tx, body.tenant, caller.svcUserId, caller.boundTenantId), svcUserId: caller.svcUserId }
@@ -206,7 +210,7 @@ export async function submitForJudgement(
     await services.queue.enqueue(tx, { artifact_id: artifact!.id, tenant_id: tenantId });
     if (idempotencyKey !== undefined) await remember(tx, tenantId, svcUserId, idempotencyKey, hash, { resultId: result!.id, artifactId: artifact!.id });
     return { replayed: false as const, tenantId, resultId: result!.id, artifactId: artifact!.id };
-  });
+  }));
   const answer = (a: JudgeResponse) => ({ answer: a, replayed: submission.replayed });
   const pending: JudgeResponse = { status: 'pending', result_id: submission.resultId, artifact_id: submission.artifactId };
   if (submission.replayed) return answer(fromOutcome(pending, await storedOutcome(deps, submission.tenantId, submission.artifactId)));

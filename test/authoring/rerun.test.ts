@@ -8,7 +8,8 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { verifySession } from '../../src/identity/index.ts';
-import { defineTool, invoke, CREATE, RERUNS, type ToolContext } from '../../src/authoring/tool.ts';
+import { defineTool, invoke, CREATE, type ToolContext } from '../../src/authoring/tool.ts';
+import { RERUNS } from '../../src/db/rerun.ts';
 import { seedAuthor, useApp } from '../helpers/harness.ts';
 import { signIn } from './helpers.ts';
 
