@@ -107,7 +107,8 @@ function boundedRead(name: Parent, id: string, tree: Json, depth: Depth): ToolAn
   const answer = { structured: { ...tree, depth, counts }, summary: summary(depth) };
   const child = CHILD[name];
   const size = answerSize(answer);
-  if (depth === 'full' || !child || size <= MAX_ANSWER_CHARS) return bounded(answer, `${name} ${id} at depth ${depth}`, narrower(name, depth));
+  if (size <= MAX_ANSWER_CHARS) return answer; // (measured once: the answer is serialized again to be sent)
+  if (depth === 'full' || !child) return bounded(answer, `${name} ${id} at depth ${depth}`, narrower(name, depth)); // refuses
   const note =
     `The outline is too large for one answer (${size.toLocaleString('en')} characters), so only the ${level} are listed, ` +
     `each with its counts: read each with ${next}, and what lies under it with ${PARENTS[child].reads}`;
