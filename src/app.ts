@@ -24,12 +24,11 @@ import { errorBody } from './http/api-errors.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { addReadiness, probeRoutes } from './http/probes.ts';
 import { jsonRpcError } from './authoring/auth.ts';
-import embedRoutes from './embed/routes.ts';
+import { embedRoutes, GRADING_QUEUE } from './embed/index.ts';
 import playerRoutes from './player/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 import { accessLog } from './telemetry/access-log.ts';
 import { httpMetrics, observeDatabase } from './telemetry/metrics.ts';
-import { GRADING_QUEUE } from './embed/queue.ts';
 import { fastifyTracing, tracedDb, tracingEnabled } from './telemetry/tracing.ts';
 
 /** A client's X-Request-Id we echo: 1–128 characters, no spaces or control characters. */

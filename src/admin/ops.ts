@@ -28,10 +28,7 @@ import {
   type UserRow,
   type UserUpdate,
 } from '../identity/index.ts';
-import { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from '../embed/author-grants.ts';
-import { decide, listHeld } from '../embed/review.ts';
-import { callsOf, requestBody } from '../embed/ledger.ts';
-import { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin } from '../embed/origins.ts';
+import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listHeld, listOrigins, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
 import { slugSchema } from '../lib/ids.ts';
 
 export class AdminError extends Error {
@@ -336,7 +333,7 @@ async function eraseLearner(q: Queryable, tenant: string, a: { tenant: string; s
   return { tenant: a.tenant, svc_user_id: a.svc_user_id, deleted: { results, progress, learner: memberships > 0, account: Boolean(account) } };
 }
 
-/** Approve or reject the held submissions of a result (src/embed/review.ts). */
+/** Approve or reject the held submissions of a result (src/embed/grading/review.ts). */
 async function review(q: Queryable, resultId: string, decision: 'approve' | 'reject') {
   const [result] = await q.query<{ tenant_id: string }>('select tenant_id from activity_results where id = $1', [resultId]);
   const done = result && (await decide(q, result.tenant_id, resultId, decision, new Date()));

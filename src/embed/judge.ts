@@ -6,7 +6,7 @@
  *   body {tenant, activity_id, artifact: {kind, ref_url?, repo_url?, content?}}
  *   Idempotency-Key: <key> (optional)
  *   → 200 {status: passed | failed | not_gradable | pending, result_id, artifact_id, score?, passed?, criteria?, feedback?, reason?}
- *   (`criteria`: per-criterion met / score / feedback, verdict-view.ts — the same view as GET /results/{id})
+ *   (`criteria`: per-criterion met / score / feedback, grading/verdict-view.ts — the same view as GET /results/{id})
  *
  * 1. Authenticate: a session token of this service whose user is a member of the tenant, or
  *    else an IdP token of the tenant (learner created on first sight). Any failure → 401. A
@@ -22,15 +22,15 @@
  *    `archived`), check the
  *    artifact's kind (else 400), upsert the learner's ActivityResult (one per learner and
  *    activity; `in_progress` while pending, a `completed` one stays completed), insert the
- *    Artifact (verification `{status: "pending"}`) and its grading job (queue.ts), and remember
+ *    Artifact (verification `{status: "pending"}`) and its grading job (queue/), and remember
  *    the key. A refusal leaves nothing written; a stored submission always has its job. A
  *    transaction PostgreSQL aborts as a deadlock victim or for serialization runs again
  *    (src/db/rerun.ts; the learner's rate then counts that submission once per run).
  * 3. No model configured in this process → `pending` at once (a process with a model grades it
  *    later). Otherwise wake a worker and wait for the outcome at most `judgeWaitMs`
  *    (SVC_JUDGE_WAIT); none by then (model slow or down, workers busy) → `pending`, and the job
- *    stays queued. Reading, grading, retries, budgets and recording the outcome (verdict.ts:
- *    result, progress, the score rule) happen in the job (grade-job.ts).
+ *    stays queued. Reading, grading, retries, budgets and recording the outcome (grading/verdict.ts:
+ *    result, progress, the score rule) happen in the job (grading/grade-job.ts).
  *
  * The response's `status` and `score` are this attempt's: `passed` / `failed` with a score;
  * `not_gradable` (the model could not grade this artifact: not held against the learner) or
@@ -40,18 +40,17 @@
  * `failed`, while the result stays completed.
  */
 import { z } from 'zod';
-import type { Queryable } from '../db/index.ts';
 import { rerunOnConflict } from '../db/rerun.ts';
 import type { Deps } from '../deps.ts';
-import { archived, invalidRequest, notFound, unauthorized } from './errors.ts';
+import { archived, invalidRequest, notFound } from './errors.ts';
 import { refuseUrl } from './fetch-page.ts';
-import { storedOutcome } from './grade-job.ts';
-import { findTenantIdp, type IdpVerifier } from './idp.ts';
+import { storedOutcome } from './grading/grade-job.ts';
+import type { IdpVerifier } from './idp.ts';
 import { recall, remember, requestHash } from './idempotency.ts';
-import { findOrCreateIdpLearner, sessionTenantId, trySessionToken } from './learner.ts';
-import type { GradingQueue, JobOutcome } from './queue.ts';
+import { identifyCaller, sessionTenantId } from './learner.ts';
+import type { GradingQueue, JobOutcome } from './queue/index.ts';
 import { tenantSlug } from './session.ts';
-import { criterionResult, verdictFields } from './verdict-view.ts';
+import { criterionResult, verdictFields } from './grading/verdict-view.ts';
 
 /** Largest `artifact.content`, in UTF-8 bytes. */
 export const MAX_CONTENT_BYTES = 256 * 1024;
@@ -116,26 +115,8 @@ interface ActivityRow {
   archived: boolean;
 }
 
-type Caller =
-  | { kind: 'session'; svcUserId: string; boundTenantId: string | null }
-  | { kind: 'idp'; verify: (tx: Queryable) => Promise<{ tenantId: string; svcUserId: string }> };
-
 /** Counts a learner's submission in a tenant; throws 429 `rate_limited` (with Retry-After) beyond the rate. */
 export type LearnerLimit = (tenantId: string, svcUserId: string) => Promise<void>;
-
-/** Authenticate the bearer token for tenant `slug` (no writes yet); throws 401. */
-async function identifyCaller(deps: Deps, idps: IdpVerifier, token: string | undefined, slug: string): Promise<Caller> {
-  if (!token) throw unauthorized('no bearer token');
-  const session = await trySessionToken(deps, token);
-  if (session) return { kind: 'session', svcUserId: session.user.svc_user_id, boundTenantId: session.claims.tenant_id ?? null };
-  const idp = await findTenantIdp(deps.db, slug);
-  if (!idp) throw unauthorized(`tenant "${slug}" is unknown or has no IdP`);
-  const claims = await idps.verify(token, idp);
-  return {
-    kind: 'idp',
-    verify: async (tx) => ({ tenantId: idp.tenantId, svcUserId: (await findOrCreateIdpLearner(tx, deps, idp, claims)).svc_user_id }),
-  };
-}
 
 /**
  * Handle one submission (steps above); `idempotencyKey` is the request's checked
@@ -216,7 +197,7 @@ export async function submitForJudgement(
   if (submission.replayed) return answer(fromOutcome(pending, await storedOutcome(deps, submission.tenantId, submission.artifactId)));
   if (!services.queue.working) return answer({ ...pending, reason: 'queued' });
 
-  // Step 2: wait for the verdict (a worker of this process grades it; queue.ts, grade-job.ts).
+  // Step 2: wait for the verdict (a worker of this process grades it; queue/, grading/grade-job.ts).
   const waiting = services.queue.waitFor(submission.artifactId, deps.config.embed.judgeWaitMs);
   services.queue.kick();
   const outcome =

@@ -1,5 +1,6 @@
 /**
- * Who is calling the embed endpoints: the learner behind an IdP token or a session token.
+ * Who is calling the embed endpoints: the learner behind an IdP token or a session token
+ * (`identifyCaller`, used by the judge and the appeal endpoint).
  *
  * An IdP subject maps to one user forever: the pair (issuer, `sub`) is the identity
  * `auth.identities(provider = 'idp:<issuer>', provider_id = sub)`. On first sight the user is
@@ -18,7 +19,7 @@ import type { Deps } from '../deps.ts';
 import { AuthError, createUser, findUserById, TokenError, verifySession, type UserRow, type VerifiedSession } from '../identity/index.ts';
 import { applyGrants } from './author-grants.ts';
 import { forbidden, unauthorized } from './errors.ts';
-import type { IdpClaims, TenantIdp } from './idp.ts';
+import { findTenantIdp, type IdpClaims, type IdpVerifier, type TenantIdp } from './idp.ts';
 
 /** Namespace (first key) of the advisory locks taken on first sight of an IdP subject. */
 const IDENTITY_LOCK_NAMESPACE = 7310;
@@ -106,4 +107,27 @@ export async function sessionTenantId(tx: Queryable, slug: string, svcUserId: st
   if (boundTenantId !== null && row?.id !== boundTenantId) throw forbidden(`this session belongs to another tenant than "${slug}"`);
   if (!row?.member) throw unauthorized('session user is not a member of the tenant');
   return row.id;
+}
+
+/**
+ * Who submits: a session of this service (its user, and the tenant an embed session is bound to),
+ * or an IdP token of the tenant whose learner `verify` resolves (created on first sight) inside
+ * the caller's transaction.
+ */
+export type Caller =
+  | { kind: 'session'; svcUserId: string; boundTenantId: string | null }
+  | { kind: 'idp'; verify: (tx: Queryable) => Promise<{ tenantId: string; svcUserId: string }> };
+
+/** Authenticate the bearer token for tenant `slug` (no writes yet); throws 401. */
+export async function identifyCaller(deps: Deps, idps: IdpVerifier, token: string | undefined, slug: string): Promise<Caller> {
+  if (!token) throw unauthorized('no bearer token');
+  const session = await trySessionToken(deps, token);
+  if (session) return { kind: 'session', svcUserId: session.user.svc_user_id, boundTenantId: session.claims.tenant_id ?? null };
+  const idp = await findTenantIdp(deps.db, slug);
+  if (!idp) throw unauthorized(`tenant "${slug}" is unknown or has no IdP`);
+  const claims = await idps.verify(token, idp);
+  return {
+    kind: 'idp',
+    verify: async (tx) => ({ tenantId: idp.tenantId, svcUserId: (await findOrCreateIdpLearner(tx, deps, idp, claims)).svc_user_id }),
+  };
 }

@@ -6,7 +6,7 @@
  *                                   its program / unit / lesson with titles, and the learner's
  *                                   result on it (with the attempt history)
  *   GET /v1/embed/results/{id}      one result of the learner: status, best score, and each
- *                                   attempt's verdict (verdict-view.ts) — poll it while pending
+ *                                   attempt's verdict (grading/verdict-view.ts) — poll it while pending
  *   GET /v1/embed/progress          the learner's progress per program (`?program_id=` for one,
  *                                   also before any activity of it is passed)
  *
@@ -28,12 +28,12 @@ import { z } from 'zod';
 import { asUser, type Queryable } from '../db/index.ts';
 import { fromReplica } from '../db/replica.ts';
 import type { Deps } from '../deps.ts';
-import { rubricCriteria } from './grader.ts';
+import { rubricCriteria } from './grading/prompt.ts';
 import { ApiError } from '../http/api-errors.ts';
 import { notFound, unauthorized } from './errors.ts';
 import { trySessionToken } from './learner.ts';
 import { markdownToSafeHtml } from './markdown.ts';
-import { attemptOf, attemptView } from './verdict-view.ts';
+import { attemptOf, attemptView } from './grading/verdict-view.ts';
 
 /** Attempts listed with a result, newest first. */
 export const MAX_ATTEMPTS = 20;

@@ -3,10 +3,10 @@
  *
  *   POST /session   IdP token → session of this service            (session.ts)
  *   POST /judge     submit an artifact; store it, queue and await its grading
- *                   (judge.ts, learner-rate.ts, idempotency.ts; queue.ts → grade-job.ts →
- *                   read/, grader.ts, ledger.ts, verdict.ts)
+ *                   (judge.ts, learner-rate.ts, idempotency.ts; queue/ → grading/grade-job.ts →
+ *                   read/, grading/)
  *   GET /activities/{id}, /results/{id}, /progress
- *                   the learner's reads, as the learner under RLS (reads.ts, verdict-view.ts)
+ *                   the learner's reads, as the learner under RLS (reads.ts, grading/verdict-view.ts)
  *
  * The plugin owns the grading queue of its process: started on `onReady` (pg-boss schema, the
  * workers when a model is configured) and stopped on `onClose`, so every process that serves
@@ -24,13 +24,13 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler, sendApiError } from '../http/api-errors.ts';
 import { NotReady } from '../http/probes.ts';
-import { gradingHandler, maxRunSeconds } from './grade-job.ts';
-import { Grader } from './grader.ts';
+import { gradingHandler, maxRunSeconds } from './grading/grade-job.ts';
+import { Grader } from './grading/model.ts';
 import { IdpVerifier } from './idp.ts';
 import { judgeBody, judgeResponse, submitForJudgement } from './judge.ts';
 import { forgetExpired, idempotencyKey } from './idempotency.ts';
 import { learnerLimiter } from './learner-rate.ts';
-import { GradingQueue } from './queue.ts';
+import { GradingQueue } from './queue/index.ts';
 import { activityView, idParams, progressQuery, progressView, readActivity, readProgress, readResult, resultView } from './reads.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
 import { countGrant, judgeSubmissions } from '../telemetry/metrics.ts';

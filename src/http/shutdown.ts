@@ -9,7 +9,7 @@
  *   …          requests under way finish, and their connections close after their response
  *   timeoutMs  connections still open are cut (`closeAllConnections`)
  *   then       the app's onClose hooks: the grading queue stops and hands its running jobs back
- *              (src/embed/queue.ts `stop`), Redis clients quit; then `release()` closes the database
+ *              (src/embed/queue/index.ts `stop`), Redis clients quit; then `release()` closes the database
  *              and the embedded folder lock; exit 0
  *
  * A second signal exits at once with 1. A repeat within `REPEAT_MS` of the first is not a second

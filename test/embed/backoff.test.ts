@@ -1,7 +1,7 @@
 /** The pure rules of the judge's bounds: backoff, the next run's delay, Retry-After, failure families. */
 import { describe, expect, it } from 'vitest';
-import { backoffMs, MAX_BACKOFF_MS, nextRunDelaySeconds } from '../../src/embed/grade-job.ts';
-import { GraderError, retryAfterSeconds } from '../../src/embed/grader.ts';
+import { backoffMs, MAX_BACKOFF_MS, nextRunDelaySeconds } from '../../src/embed/grading/grade-job.ts';
+import { GraderError, retryAfterSeconds } from '../../src/embed/grading/failures.ts';
 
 const headers = (h: Record<string, string>) => ({ get: (name: string) => h[name] ?? null });
 

@@ -1,17 +1,9 @@
 /** The grader's pure parts: rubric reading, scoring, the artifact section and answer checking. */
 import { describe, expect, it } from 'vitest';
-import {
-  ARTIFACT_BEGIN,
-  ARTIFACT_END,
-  artifactSection,
-  buildMessages,
-  GraderError,
-  overallScore,
-  readAnswer,
-  rubricCriteria,
-  verdictJsonSchema,
-} from '../../src/embed/grader.ts';
-import { injectionSignals } from '../../src/embed/injection.ts';
+import { ARTIFACT_BEGIN, ARTIFACT_END, artifactSection, buildMessages, rubricCriteria, verdictJsonSchema } from '../../src/embed/grading/prompt.ts';
+import { GraderError } from '../../src/embed/grading/failures.ts';
+import { overallScore, readAnswer } from '../../src/embed/grading/answer.ts';
+import { injectionSignals } from '../../src/embed/grading/injection/index.ts';
 
 const count = (text: string, needle: string) => text.split(needle).length - 1;
 

@@ -3,7 +3,7 @@
  * encoded text, ordinary coursework that must not fire, and the cost on large adversarial input.
  */
 import { describe, expect, it } from 'vitest';
-import { injectionFlag, injectionSignals } from '../../src/embed/injection.ts';
+import { injectionFlag, injectionSignals } from '../../src/embed/grading/injection/index.ts';
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 const hexOf = (s: string) => Buffer.from(s, 'utf8').toString('hex');

@@ -9,7 +9,7 @@ import { freshDb, startApp, testJudge, type TestApp } from '../helpers/harness.t
 import type { JudgeConfig } from '../../src/config.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../helpers/test-model.ts';
-import { recordOutcome } from '../../src/embed/verdict.ts';
+import { recordOutcome } from '../../src/embed/grading/verdict.ts';
 import { countRows, embedSettings, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 

@@ -1,7 +1,7 @@
 /**
  * Processes that start together on a fresh PostgreSQL database all come up: pg-boss installs its
  * schema once and the grading queue is created once (its create_queue deadlocked when two
- * processes ran it at once; src/embed/queue.ts takes turns under an advisory lock).
+ * processes ran it at once; src/embed/queue/index.ts takes turns under an advisory lock).
  */
 import { describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/index.ts';

@@ -1,5 +1,5 @@
 /**
- * Shutdown hands running grading jobs back to the queue (issue #11; src/embed/queue.ts `stop`, run
+ * Shutdown hands running grading jobs back to the queue (issue #11; src/embed/queue/index.ts `stop`, run
  * by the app's onClose in src/http/shutdown.ts): a grading under way when the app closes is
  * aborted at once, its job is runnable again (`created`) rather than left active until its lease
  * ends, and the next process grades it without waiting.

@@ -19,17 +19,11 @@ import { looksLikeHtml, readHtml } from './html.ts';
 import { pdfText } from './pdf.ts';
 import { readRepo } from './repo.ts';
 import { humanSize } from './repo-files.ts';
-import { fetchBounds, Unreadable, type ArtifactImage, type ArtifactPart, type ArtifactView, type ReadOptions, type ReadSource } from './types.ts';
+import { fetchBounds, Unreadable, type ArtifactImage, type ArtifactPart, type ArtifactView, type ReadOptions, type ReadSource, type SubmittedArtifact } from './types.ts';
 
 export { Unreadable } from './types.ts';
-export type { ArtifactImage, ArtifactPart, ArtifactView, ReadOptions } from './types.ts';
+export type { ArtifactImage, ArtifactPart, ArtifactView, ReadOptions, SubmittedArtifact } from './types.ts';
 
-export interface ArtifactInput {
-  kind: string;
-  ref_url?: string | null;
-  repo_url?: string | null;
-  content?: string | null;
-}
 
 const IMAGE_TYPES = /^image\/(png|jpeg|gif|webp)$/;
 const TEXT_TYPES = /^(text\/|application\/(json|xml|xhtml\+xml|ld\+json|javascript)|image\/svg\+xml)/;
@@ -113,7 +107,7 @@ async function readBytes(
 }
 
 /** Read `artifact` as described in the header. Throws `Unreadable` when nothing can be read. */
-export async function readArtifact(artifact: ArtifactInput, o: ReadOptions): Promise<ArtifactView> {
+export async function readArtifact(artifact: SubmittedArtifact, o: ReadOptions): Promise<ArtifactView> {
   const parts: ArtifactPart[] = [];
   const images: ArtifactImage[] = [];
   const sources: ReadSource[] = [];

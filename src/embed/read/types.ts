@@ -4,6 +4,17 @@ import type { FetchOptions } from '../fetch-page.ts';
 /** An artifact that cannot be read: the message says why, in words fit for the learner. */
 export class Unreadable extends Error {}
 
+/**
+ * The submitted fields of an artifact, as stored (`artifacts`): the one artifact input type of the
+ * judge — what read/ reads, what the prompt shows (grading/prompt.ts), what calibration examples hold.
+ */
+export interface SubmittedArtifact {
+  kind: string;
+  ref_url?: string | null;
+  repo_url?: string | null;
+  content?: string | null;
+}
+
 export interface ReadOptions {
   /** Allow private / loopback addresses (SVC_FETCH_ALLOW_PRIVATE, tests only). */
   allowPrivate: boolean;

@@ -19,9 +19,9 @@
  * bounded by the input budget and `max_tokens`). Windows are fixed: beyond a budget, the answer
  * says which and when its window ends (`retryAt`), and the submission waits until then.
  */
-import type { Db, Queryable } from '../db/index.ts';
-import type { ModelBudget } from '../config.ts';
-import type { CallRecord, GradingRequest } from './grader.ts';
+import type { Db, Queryable } from '../../db/index.ts';
+import type { ModelBudget } from '../../config.ts';
+import type { CallRecord, GradingRequest } from './types.ts';
 
 /** Which budget is spent (`calls_per_hour`, `tokens_per_hour`, `calls_per_day`, `tokens_per_day`), and when its window ends. */
 export interface BudgetExhausted {

@@ -13,9 +13,9 @@
  * "a run longer than its lease".
  */
 import type PgBoss from 'pg-boss';
-import type { Db } from '../db/index.ts';
-import { bossDb, GRADING_QUEUE } from './queue-install.ts';
-import type { GradingJob, GradingJobData, JobControl, JobOutcome, QueueOptions } from './queue.ts';
+import type { Db } from '../../db/index.ts';
+import { bossDb, GRADING_QUEUE } from './install.ts';
+import type { GradingJob, GradingJobData, JobControl, JobOutcome, QueueOptions } from './index.ts';
 
 interface WorkerDeps {
   boss: PgBoss;

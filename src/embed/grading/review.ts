@@ -1,6 +1,6 @@
 /**
  * Submissions held for review (issue #10 "Injection held for review"): a pass whose artifact was
- * flagged as a possible prompt injection (injection.ts, or the model's own answer) is recorded
+ * flagged as a possible prompt injection (injection/, or the model's own answer) is recorded
  * with `verification.review = "required"` and does not count (verdict.ts `hold`): its result
  * stays `in_progress` and progress does not move until an admin decides, through
  * `svc review list <tenant>` and `svc review approve|reject <result_id>` (src/admin/ops.ts).
@@ -13,7 +13,7 @@
  *   earlier pass completed it; its score is not raised (verdict.ts `fail`).
  * Both stamp `reviewed_at`. Deciding a result with nothing held is `not_found`.
  */
-import type { Queryable } from '../db/index.ts';
+import type { Queryable } from '../../db/index.ts';
 import { applyToResult } from './verdict.ts';
 
 /** One held submission, as `svc review list` shows it. */

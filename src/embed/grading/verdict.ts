@@ -21,7 +21,7 @@
  *   learner: the result is left as it is.
  * Every outcome stamps progress' `last_activity_at` except `none`.
  */
-import type { Queryable } from '../db/index.ts';
+import type { Queryable } from '../../db/index.ts';
 
 /** The stored verification of a finished grading: at least these fields (grade-job.ts adds provenance). */
 export interface RecordedOutcome {

@@ -4,7 +4,7 @@
  * `notify`, or undefined after the wait. Nothing crosses processes: a request whose job runs
  * elsewhere times out and reads the artifact again (judge.ts).
  */
-import type { JobOutcome } from './queue.ts';
+import type { JobOutcome } from './index.ts';
 
 export class Waiters {
   private readonly waiting = new Map<string, Set<(o: JobOutcome) => void>>();

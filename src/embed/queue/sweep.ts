@@ -2,11 +2,11 @@
  * The backlog sweep: re-enqueue every artifact whose verification is still `pending` but that has
  * no live job (a job archived after retention, submissions stored before the queue existed), at
  * most `SWEEP_BATCH` per sweep, one sweeper at a time across processes (advisory lock). So
- * "configured later" and "restart" both grade everything left pending. See queue.ts.
+ * "configured later" and "restart" both grade everything left pending. See index.ts.
  */
 import type PgBoss from 'pg-boss';
-import type { Db } from '../db/index.ts';
-import { bossDb, GRADING_QUEUE, jobOptions, RETENTION_DAYS } from './queue-install.ts';
+import type { Db } from '../../db/index.ts';
+import { bossDb, GRADING_QUEUE, jobOptions, RETENTION_DAYS } from './install.ts';
 
 /** Namespace of the advisory lock of the backlog sweep. */
 const SWEEP_LOCK = 7311;

@@ -7,7 +7,7 @@
  * (`svc verdict show`).
  */
 import { z } from 'zod';
-import type { JobOutcome } from './queue.ts';
+import type { JobOutcome } from '../queue/index.ts';
 
 export const criterionResult = z.object({
   id: z.string().describe('The criterion id (the rubric entry\'s `id`, or c1, c2… by position).'),
@@ -19,7 +19,7 @@ export const criterionResult = z.object({
 });
 export type CriterionResult = z.infer<typeof criterionResult>;
 
-/** The per-criterion results of a stored verification (`criteria` written by grader.ts), or undefined. */
+/** The per-criterion results of a stored verification (`criteria` written by model.ts), or undefined. */
 export function criteriaOf(verification: Record<string, unknown> | null | undefined): CriterionResult[] | undefined {
   const list = verification?.criteria;
   if (!Array.isArray(list)) return undefined;

@@ -1,6 +1,6 @@
 /**
  * Spotting likely prompt injection in a learner's artifact, so the verdict can flag it for a
- * person to look at. The artifact is always sent as data (grader.ts); this only says whether it
+ * person to look at. The artifact is always sent as data (prompt.ts, model.ts); this only says whether it
  * *tries* to instruct the grader. Two signals are combined in the verdict:
  * - `heuristic`: the names of the patterns below that the artifact section (as sent) matches;
  * - `model`: the model's own `injection_suspected` answer (the schema asks for it).

@@ -20,13 +20,13 @@
  * `maxRunSeconds` (reading, every attempt and backoff). Retries are practically unlimited
  * (`RETRY_LIMIT`). A run that must wait (the model down, the tenant's
  * budget spent) queues the next run after the delay the job chooses (`retryLater`: the job is
- * replaced, same id, priority 0); grade-job.ts bounds how long. Jobs are kept for `RETENTION_DAYS`.
+ * replaced, same id, priority 0); ../grading/grade-job.ts bounds how long. Jobs are kept for `RETENTION_DAYS`.
  *
  * Workers. Only a process with a model (`SVC_JUDGE_*`) works the queue: `judgeConcurrency`
  * loops, each fetching one job at a time (pg-boss `fetch`: `FOR UPDATE SKIP LOCKED`, so a job
  * runs in one place), by priority, then oldest first: a submission whose request is waiting
  * has priority 1, retries and the backlog 0. Idle loops look again every `judgePollSeconds`, or at once when this process
- * enqueues (`kick`). The handler (grade-job.ts) completes or fails its job in the transaction
+ * enqueues (`kick`). The handler (../grading/grade-job.ts) completes or fails its job in the transaction
  * that records the outcome. On shutdown runs are aborted and their jobs released for another
  * process (cancel + resume: back to `created`, fetchable at once).
  *
@@ -38,18 +38,18 @@
  * Waiting. `waitFor(artifactId, ms)` resolves with the outcome of a run of this process, or
  * undefined after `ms` (the judge then reads the artifact once more).
  *
- * Files, one job each: queue-install.ts (pg-boss's `db` adapter, the one set of job options, the
- * install), queue-workers.ts (the loops, leases, runs, hand-back), queue-waiters.ts (waiting
- * requests), queue-sweep.ts (the backlog sweep); this file is the facade the judge uses.
+ * Files, one job each: install.ts (pg-boss's `db` adapter, the one set of job options, the
+ * install), workers.ts (the loops, leases, runs, hand-back), waiters.ts (waiting
+ * requests), sweep.ts (the backlog sweep); this file is the facade the judge uses.
  */
 import PgBoss from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db, Queryable } from '../db/index.ts';
-import { bossDb, GRADING_QUEUE, installQueue, jobOptions, RETENTION_DAYS } from './queue-install.ts';
-import { sweepBacklog } from './queue-sweep.ts';
-import { Waiters } from './queue-waiters.ts';
-import { Workers } from './queue-workers.ts';
-import type { CriterionResult } from './verdict-view.ts';
+import type { Db, Queryable } from '../../db/index.ts';
+import { bossDb, GRADING_QUEUE, installQueue, jobOptions, RETENTION_DAYS } from './install.ts';
+import { sweepBacklog } from './sweep.ts';
+import { Waiters } from './waiters.ts';
+import { Workers } from './workers.ts';
+import type { CriterionResult } from '../grading/verdict-view.ts';
 
 export { GRADING_QUEUE };
 
@@ -79,7 +79,7 @@ export type JobOutcome =
 /** Completes the job being run, or queues its next run, in the caller's transaction. */
 export interface JobControl {
   complete(tx: Queryable, output?: Record<string, unknown>): Promise<void>;
-  /** Run again after `delaySeconds` (grade-job.ts chooses it), behind submissions whose requests are waiting (priority 0). */
+  /** Run again after `delaySeconds` (../grading/grade-job.ts chooses it), behind submissions whose requests are waiting (priority 0). */
   retryLater(tx: Queryable, delaySeconds: number): Promise<void>;
 }
 
@@ -194,7 +194,7 @@ export class GradingQueue {
     return this.waiters.waitFor(artifactId, ms);
   }
 
-  /** Re-enqueue pending artifacts without a live job (queue-sweep.ts). Returns how many. */
+  /** Re-enqueue pending artifacts without a live job (sweep.ts). Returns how many. */
   async sweep(): Promise<number> {
     const count = await sweepBacklog(this.boss, this.db, this.options.leaseSeconds);
     if (count) {

@@ -1,9 +1,9 @@
 /**
  * The grading queue's pg-boss: its `db` adapter over our `Db`, the one set of job options every
- * job is created with, and the install (schema + queue) at start. See queue.ts for the design.
+ * job is created with, and the install (schema + queue) at start. See index.ts for the design.
  */
 import PgBoss from 'pg-boss';
-import type { Db, Queryable } from '../db/index.ts';
+import type { Db, Queryable } from '../../db/index.ts';
 
 export const GRADING_QUEUE = 'embed-grading';
 /** Retries of a job whose runs keep failing: practically unlimited ("graded when the model is back"). */
@@ -33,7 +33,7 @@ function bindable(value: unknown): unknown {
 
 /**
  * pg-boss's `db` adapter over a `Queryable`: statements with parameters go to `query`; scripts
- * (pg-boss's `BEGIN; …; COMMIT;` blocks) run in a transaction of `db` (see queue.ts).
+ * (pg-boss's `BEGIN; …; COMMIT;` blocks) run in a transaction of `db` (see index.ts).
  */
 export function bossDb(q: Queryable, db: Db): { executeSql(text: string, values?: unknown[]): Promise<{ rows: any[] }> } {
   return {

@@ -1,5 +1,5 @@
 /**
- * One run of a grading job (queue.ts): read the artifact once, ask the model with bounded
+ * One run of a grading job (../queue/index.ts): read the artifact once, ask the model with bounded
  * attempts within the tenant's budget, record the outcome. Runs in a worker of a process that
  * has a model, outside any request.
  *
@@ -7,13 +7,13 @@
  *    (nothing to do; an outcome is recorded once).
  * 2. Read the artifact (read/index.ts) — once per run, whatever the number of model attempts.
  *    Nothing readable → `not_gradable` (`reason: "unreadable"`), without calling the model.
- * 3. Grade: up to `judgeAttempts` model calls with one prepared request (grader.ts). Each call is
+ * 3. Grade: up to `judgeAttempts` model calls with one prepared request (prompt.ts, model.ts). Each call is
  *    first reserved in the ledger within the tenant's budget (ledger.ts); a spent budget ends the
  *    run: the submission waits, `pending` with `reason: "budget_exhausted"` and `retry_at`, and
  *    runs again when the window that is full ends. Between attempts: exponential backoff with
  *    full jitter (`backoffMs`), or what `Retry-After` asks when it is at most `MAX_BACKOFF_MS`;
  *    a longer `Retry-After` ends the run and sets the next one's delay. The `openai` SDK's own
- *    retries (which honour `Retry-After` too) stay off (`maxRetries: 0`, grader.ts): each of its
+ *    retries (which honour `Retry-After` too) stay off (`maxRetries: 0`, model.ts): each of its
  *    retries would be a model call that the ledger never reserved nor the tenant's budget
  *    counted, and it would not retry the artifact's failures (malformed or truncated output),
  *    which an attempt here does. So the attempts stay ours, one ledger row each.
@@ -33,16 +33,19 @@
  * `rubric_version`, `usage` (calls and tokens of this grading, all runs), and the ledger's
  * `call_id` / `request_sha256` / `response_id` of the call that gave the verdict.
  */
-import type { Deps } from '../deps.ts';
-import type { Queryable } from '../db/index.ts';
-import { PROMPT_VERSION, rubricCriteria, rubricHash, type CallRecord, type Grader, type GraderError, type GradingRequest, type Verdict } from './grader.ts';
+import type { Deps } from '../../deps.ts';
+import type { Queryable } from '../../db/index.ts';
+import { PROMPT_VERSION, rubricCriteria, rubricHash } from './prompt.ts';
+import type { CallRecord, GradingRequest, Verdict } from './types.ts';
+import type { Grader } from './model.ts';
+import type { GraderError } from './failures.ts';
 import { completeCall, reserveCall } from './ledger.ts';
-import type { GradingJob, JobControl, JobOutcome } from './queue.ts';
-import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from './read/index.ts';
+import type { GradingJob, JobControl, JobOutcome } from '../queue/index.ts';
+import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from '../read/index.ts';
 import { outcomeOf } from './verdict-view.ts';
 import { recordOutcome, type Effect, type RecordedOutcome } from './verdict.ts';
-import { observeGradingJob } from '../telemetry/instrument.ts';
-import { judgeVerdicts } from '../telemetry/metrics.ts';
+import { observeGradingJob } from '../../telemetry/instrument.ts';
+import { judgeVerdicts } from '../../telemetry/metrics.ts';
 
 /** Longest wait between two model attempts within a run, in milliseconds. */
 export const MAX_BACKOFF_MS = 10_000;

@@ -1,0 +1,25 @@
+/**
+ * The embed surface's public entry point: everything another surface (app, admin, the player,
+ * authoring, and LTI to come) may use of `/v1/embed`, its judge and its grading queue. Other
+ * surfaces import from here, never from the rooms behind it (STYLE.md §8), so the rooms can
+ * change without touching them:
+ *
+ * - the plugin `embedRoutes` (`/v1/embed`) and the grading queue's name (`GRADING_QUEUE`, for
+ *   the readiness and shutdown wiring);
+ * - the judge's request limits the player mirrors (`MAX_CONTENT_BYTES`) and the tenant slug schema;
+ * - author grants (`svc author grant|revoke`), embed origins (`svc embed origins`, the player's
+ *   `frame-ancestors`);
+ * - the review queue (`svc review`) and the model-call ledger (`svc judge calls`).
+ *
+ * Rooms: `grading/` (prompt, model call, answer, failures, injection signals, the grading run,
+ * ledger and budget, verdicts, review), `queue/` (the durable grading queue), `read/` (reading an
+ * artifact per kind); the files at the top are the HTTP surface and who is calling (README.md).
+ */
+export { default as embedRoutes } from './routes.ts';
+export { GRADING_QUEUE } from './queue/index.ts';
+export { MAX_CONTENT_BYTES } from './judge.ts';
+export { tenantSlug } from './session.ts';
+export { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from './author-grants.ts';
+export { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin, tenantOrigins } from './origins.ts';
+export { decide, listHeld } from './grading/review.ts';
+export { callsOf, requestBody } from './grading/ledger.ts';
