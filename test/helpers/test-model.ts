@@ -28,6 +28,11 @@
  * Every completion reports `usage`: prompt tokens ≈ request characters / 4, completion tokens
  * ≈ answer characters / 4. `requests` keeps each body as received (temperature, seed, token cap).
  *
+ * `setScript(fn)` scripts the `grade` mode's verdict (calibration and consistency tests: a lenient,
+ * random or borderline model): `fn(artifact, n)` gets the artifact section text and the 1-based
+ * number of the request, and returns `{met, score}` for every criterion (score 0–100), optional
+ * `injection` (reported as suspected with that evidence), or undefined to grade as usual.
+ * `setScript(undefined)` removes it.
  * `failNext(n, mode)` answers the next `n` requests in `mode` (default `fail-500`), then goes
  * back to the current mode (bounded-retry tests). `delayMs` (option or `setDelay`) delays every
  * answer. `received` counts requests (`requests.length`); `artifacts()` lists the artifact
@@ -51,8 +56,13 @@ export interface TestModel {
   setRetryAfter(seconds: number): void;
   /** The artifact section text of every request received, in order. */
   artifacts(): string[];
+  /** Script the `grade` mode's verdict per request (header); undefined: grade by `TODO` as usual. */
+  setScript(fn: GradeScript | undefined): void;
   close(): Promise<void>;
 }
+
+/** A scripted verdict for one request: every criterion `met` with `score` (0–100); undefined grades as usual. */
+export type GradeScript = (artifact: string, n: number) => { met: boolean; score: number; injection?: string } | undefined;
 
 /** The artifact section: `<<<ARTIFACT[-nonce]` … `ARTIFACT[-nonce]>>>` with the same nonce. */
 const SECTION = /<<<ARTIFACT(-[0-9a-f]+)?\n([\s\S]*)\nARTIFACT\1>>>/;
@@ -120,6 +130,7 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
   const images: string[] = [];
   const sections: string[] = [];
   const queued: TestModelMode[] = [];
+  let script: GradeScript | undefined;
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -176,16 +187,18 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
           return sendJson(res, 400, { error: { message: 'expected a rubric schema and an artifact section', type: 'invalid_request_error', code: null } });
         }
         const todo = current === 'grade' && /\bTODO\b/.test(artifact);
+        const scripted = current === 'grade' ? script?.(artifact, requests.length) : undefined;
+        const met = scripted ? scripted.met : !todo;
         const schemaProps = (body.response_format?.json_schema?.schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
-        const injected = /ignore\s+(all\s+|the\s+|previous\s+)*(instructions|rubric)/i.exec(artifact);
+        const injected = scripted ? (scripted.injection ? [scripted.injection] : null) : /ignore\s+(all\s+|the\s+|previous\s+)*(instructions|rubric)/i.exec(artifact);
         const verdict = {
           criteria: ids.map((id) => ({
             id,
-            met: !todo,
-            score: todo ? 0 : 100,
-            evidence: todo ? 'The work still contains TODO markers.' : 'The work addresses this criterion.',
+            met,
+            score: scripted ? scripted.score : todo ? 0 : 100,
+            evidence: met ? 'The work addresses this criterion.' : 'The work still contains TODO markers.',
           })),
-          feedback: todo ? 'Finish the parts marked TODO and submit again.' : 'Well done: every criterion is met.',
+          feedback: met ? 'Well done: every criterion is met.' : 'Finish the parts marked TODO and submit again.',
           ...('injection_suspected' in schemaProps
             ? { injection_suspected: current === 'grade' && Boolean(injected), injection_evidence: (current === 'grade' && injected?.[0]) || '' }
             : {}),
@@ -217,6 +230,9 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
       retryAfter = seconds;
     },
     artifacts: () => sections.slice(),
+    setScript(fn) {
+      script = fn;
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
