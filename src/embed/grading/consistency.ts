@@ -28,11 +28,11 @@
  *    review as today.
  * 4. A run that ends without a verdict ends the grading as such a run does today: the tenant's
  *    budget spent between runs → the submission waits, `pending` / `budget_exhausted`, and its
- *    next run grades afresh (a majority is never decided on fewer runs than it needs: no
- *    majority can be certain at that point, and deciding on the runs made would turn a tie into a
- *    fail the learner did not earn); the model down → it waits and runs again; the artifact's
- *    failures (malformed output, refusals) → `not_gradable`. The calls already made stay in the
- *    ledger and in `usage`.
+ *    next run (numbered after this one, which made calls) grades afresh — a majority is never
+ *    decided on fewer runs than it needs (none can be certain at that point, and deciding on the
+ *    runs made would turn a tie into a fail the learner did not earn); the model down → it waits
+ *    and runs again; the artifact's failures (malformed output, refusals) → `not_gradable`. The
+ *    calls already made stay in the ledger and in `usage`.
  *
  * Cost: a borderline submission costs 2 calls (runs agree) or 3 (they disagree, repeats 3)
  * instead of 1; work outside the margin costs 1.
@@ -147,7 +147,8 @@ export async function settleBorderline(first: Attempts, run: BorderlineRun): Pro
     }
     if (next.kind !== 'verdict') {
       await settleAll();
-      return next;
+      // A budget spent between runs: this run made calls, so it counts (the next run's ledger rows carry the next number).
+      return next.kind === 'budget_exhausted' ? { ...next, note: { ...next.note, runs: next.note.runs + 1 } } : next;
     }
     graded.push(next);
   }
