@@ -84,7 +84,8 @@ interface Usage {
 
 /**
  * The longest a grading run may take with these settings, in seconds: reading, every attempt and
- * its backoff — for each of up to 3 gradings of a borderline verdict (consistency.ts) — and a margin. A run still going then is aborted (its job runs again).
+ * its backoff — for each of up to 3 gradings of a borderline verdict (consistency.ts) — and a
+ * margin. A run still going then is aborted (its job runs again).
  */
 export function maxRunSeconds(deps: Pick<Deps, 'config'>): number {
   const e = deps.config.embed;
@@ -369,7 +370,7 @@ async function wait(run: RunContext, note: { reason: string; runs: number } & Re
 }
 
 /** A ledger row and what its call did. */
-export interface LedgerEntry {
+interface LedgerEntry {
   id: string;
   record: CallRecord;
 }
