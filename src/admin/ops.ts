@@ -30,6 +30,7 @@ import {
 } from '../identity/index.ts';
 import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listHeld, listOrigins, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
 import { slugSchema } from '../lib/ids.ts';
+import { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from '../embed/index.ts';
 
 export class AdminError extends Error {
   constructor(
@@ -55,6 +56,20 @@ const authorTarget = z
   .refine((a) => (a.email === undefined) !== (a.subject === undefined), 'give an email or --subject, not both')
   .refine((a) => a.issuer === undefined || a.subject !== undefined, '--issuer goes with --subject');
 type AuthorTarget = z.infer<typeof authorTarget>;
+
+/** `--margin`: points either side of the pass mark, 0–100 (a number, or its decimal text from the CLI). */
+const marginMessage = `a number of points from 0 to ${CONSISTENCY_MARGIN_MAX}`;
+const consistencyMargin = z
+  .union([z.number(), z.string().regex(/^\s*\d+(\.\d+)?\s*$/, marginMessage)], { error: marginMessage })
+  .transform(Number)
+  .pipe(z.number().min(0, marginMessage).max(CONSISTENCY_MARGIN_MAX, marginMessage));
+/** `--repeats`: runs in all for a borderline verdict, 2 or 3. */
+const consistencyRepeats = z
+  .union([z.literal(2), z.literal(3), z.literal('2'), z.literal('3')], { error: '2 or 3 (runs in all, the first included)' })
+  .transform(Number);
+
+/** The answer of `svc judge consistency …`: the setting, and whether it is on. */
+const consistencyJson = (tenant: string, s: ConsistencySettings) => ({ tenant, enabled: s.margin !== null, margin: s.margin, repeats: s.repeats });
 
 /** The commands, their argument schemas and implementations. */
 export const ops = {
@@ -285,6 +300,23 @@ export const ops = {
       if (!(await revokeGrant(q, user.id, a.client_id))) throw new AdminError('not_found', `${a.email} has no grant for "${a.client_id}"`);
       return { email: user.email, client_id: a.client_id, revoked: true };
     },
+  },
+  // svc judge consistency set|off|show: borderline consistency (src/embed/grading/consistency.ts).
+  'judge.consistency.set': {
+    args: z.object({ tenant: slug, margin: consistencyMargin, repeats: consistencyRepeats.optional() }),
+    run: async (q: Queryable, a: { tenant: string; margin: number; repeats?: number }) =>
+      consistencyJson(a.tenant, await setConsistency(q, await tenantId(q, a.tenant), { margin: a.margin, repeats: a.repeats ?? CONSISTENCY_DEFAULT_REPEATS })),
+  },
+  'judge.consistency.off': {
+    args: z.object({ tenant: slug }),
+    run: async (q: Queryable, a: { tenant: string }) => {
+      const id = await tenantId(q, a.tenant);
+      return consistencyJson(a.tenant, await setConsistency(q, id, { ...(await consistencyOf(q, id)), margin: null }));
+    },
+  },
+  'judge.consistency.show': {
+    args: z.object({ tenant: slug }),
+    run: async (q: Queryable, a: { tenant: string }) => consistencyJson(a.tenant, await consistencyOf(q, await tenantId(q, a.tenant))),
   },
   'verdict.show': {
     args: z.object({ artifact_id: z.uuid('an artifact id is a uuid'), with_request: z.boolean().optional() }),

@@ -206,6 +206,23 @@ opCommand(verdict, 'show <artifact-id>', 'the stored verdict and every model cal
 }), (r) => JSON.stringify(r, null, 2))
   .option('--with-request', 'include the exact request bodies sent to the model (to replay them)');
 
+const judge = program.command('judge').description("a tenant's language-model judge: borderline consistency");
+const consistency = judge.command('consistency').description('grade borderline verdicts again and take the majority (opt-in per tenant)');
+/** The setting as one line. */
+const consistencyLine = (r: { tenant: string; enabled: boolean; margin: number | null; repeats: number }) =>
+  r.enabled
+    ? `borderline consistency of ${r.tenant}: on — a score within ${r.margin} points of the pass mark is graded up to ${r.repeats} times in all; the majority decides`
+    : `borderline consistency of ${r.tenant}: off — one model call per grading (repeats ${r.repeats} when turned on)`;
+opCommand(consistency, 'set <tenant-slug>', 'turn it on: a score within --margin points of the pass mark is graded up to --repeats times in all', 'judge.consistency.set', ([t], o) => ({
+  tenant: t,
+  margin: o.margin,
+  ...(o.repeats !== undefined && { repeats: o.repeats }),
+}), consistencyLine)
+  .requiredOption('--margin <points>', 'required: points either side of the pass mark, 0–100')
+  .option('--repeats <2|3>', 'runs in all, the first included (default 3; with 2 a disagreement fails)');
+opCommand(consistency, 'off <tenant-slug>', 'turn it off: one model call per grading', 'judge.consistency.off', ([t]) => ({ tenant: t }), consistencyLine);
+opCommand(consistency, 'show <tenant-slug>', "show a tenant's setting", 'judge.consistency.show', ([t]) => ({ tenant: t }), consistencyLine);
+
 const oauth = program.command('oauth').description('the OAuth clients (MCP hosts) instructors connected, and their grants');
 const oauthClients = oauth.command('clients').description('OAuth clients: registered ones and Client ID Metadata Documents');
 opCommand(oauthClients, 'list', 'list every client, newest first, with its live sessions and grants', 'oauth.clients.list', () => ({}), (rows) =>

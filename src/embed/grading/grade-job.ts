@@ -17,6 +17,9 @@
  *    retries would be a model call that the ledger never reserved nor the tenant's budget
  *    counted, and it would not retry the artifact's failures (malformed or truncated output),
  *    which an attempt here does. So the attempts stay ours, one ledger row each.
+ *    Borderline consistency (consistency.ts, opt-in per tenant): a verdict within the tenant's
+ *    margin of the pass mark is graded again (same request, same bounded attempts, each call in
+ *    the ledger and the budget) and the majority of the runs decides.
  * 4. Outcome, in one transaction with the job's completion or its next run (verdict.ts):
  *    - a verdict → recorded (a pass flagged as a possible prompt injection is held for review);
  *    - every attempt failed for the artifact's sake (malformed or truncated output, a refusal,
@@ -40,6 +43,7 @@ import type { CallRecord, GradingRequest, Verdict } from './types.ts';
 import type { Grader } from './model.ts';
 import type { GraderError } from './failures.ts';
 import { completeCall, reserveCall } from './ledger.ts';
+import { CONSISTENCY_REPEATS, consistencyOf, settleBorderline, type ConsistencyRecord } from './consistency.ts';
 import type { GradingJob, JobControl, JobOutcome } from '../queue/index.ts';
 import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from '../read/index.ts';
 import { outcomeOf } from './verdict-view.ts';
@@ -80,12 +84,15 @@ interface Usage {
 
 /**
  * The longest a grading run may take with these settings, in seconds: reading, every attempt and
- * its backoff, and a margin. A run still going then is aborted (its job runs again).
+ * its backoff — for each of up to 3 gradings of a borderline verdict (consistency.ts) — and a
+ * margin. A run still going then is aborted (its job runs again).
  */
 export function maxRunSeconds(deps: Pick<Deps, 'config'>): number {
   const e = deps.config.embed;
   const modelMs = deps.config.judge?.timeoutMs ?? 60_000;
-  return Math.ceil((e.fetchTimeoutMs + e.judgeAttempts * modelMs + (e.judgeAttempts - 1) * MAX_BACKOFF_MS) / 1000) + 5;
+  // A borderline verdict may be graded up to the most repeats in all (consistency.ts).
+  const gradings = Math.max(...CONSISTENCY_REPEATS);
+  return Math.ceil((e.fetchTimeoutMs + gradings * (e.judgeAttempts * modelMs + (e.judgeAttempts - 1) * MAX_BACKOFF_MS)) / 1000) + 5;
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -144,6 +151,7 @@ function gradeOne(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['l
       artifactId,
       submission: s,
       number: (s.runs ?? 0) + 1,
+      attempts: 0,
       usage: s.usage ?? { calls: 0, prompt_tokens: 0, completion_tokens: 0 },
       activity: { title: s.title, kind: s.activity_kind, spec: s.spec, rubric: s.rubric, pass_threshold: Number(s.pass_threshold) },
     };
@@ -154,7 +162,14 @@ function gradeOne(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['l
 
     // Step 3: grade, with bounded attempts, each within the tenant's budget.
     const request = grader.prepare(run.activity, s, view);
-    const graded = await attempt(run, grader, request, signal);
+    const first = await attempt(run, grader, request, signal);
+    // Borderline consistency (consistency.ts): a borderline verdict is graded again, the majority decides.
+    const graded = await settleBorderline(first, {
+      settings: () => consistencyOf(deps.db, tenantId),
+      passThreshold: run.activity.pass_threshold,
+      again: () => attempt(run, grader, request, signal),
+      complete: (call) => completeCall(deps.db, tenantId, call.id, call.record),
+    });
 
     // Step 4: the outcome.
     if (graded.kind === 'budget_exhausted') return wait(run, graded.note, graded.delaySeconds);
@@ -172,6 +187,8 @@ interface RunContext {
   submission: SubmissionRow;
   /** This run's number (1 for the first). */
   number: number;
+  /** Model calls reserved in this run so far (the ledger's `attempt` numbers them; a borderline re-grading continues them). */
+  attempts: number;
   /** Calls and tokens of this submission, all runs, this one included so far. */
   usage: Usage;
   activity: { title: string; kind: string; spec: string; rubric: unknown; pass_threshold: number };
@@ -213,9 +230,9 @@ async function readOnce(run: RunContext, signal: AbortSignal, lookup: ReadOption
   }
 }
 
-/** What step 3's attempts came to. */
-type Attempts =
-  | { kind: 'verdict'; verdict: Verdict & { call_id: string; response_id: string | null }; call: LedgerEntry }
+/** What step 3's attempts came to (`consistency` when a borderline verdict was graded more than once: consistency.ts). */
+export type Attempts =
+  | { kind: 'verdict'; verdict: Verdict & { call_id: string; response_id: string | null; consistency?: ConsistencyRecord }; call: LedgerEntry }
   | { kind: 'budget_exhausted'; note: { reason: string; runs: number } & Record<string, unknown>; delaySeconds: number }
   | { kind: 'model_failed'; last: GraderError; transient: boolean };
 
@@ -231,7 +248,7 @@ async function attempt(run: RunContext, grader: Grader, request: GradingRequest,
   let last: GraderError | undefined;
   let transient = false;
   for (let n = 1; n <= e.judgeAttempts && !signal.aborted; n++) {
-    const slot = await reserveCall(deps.db, deps.now(), e.tenantBudget, { tenantId, artifactId, run: run.number, attempt: n, model: grader.model, request });
+    const slot = await reserveCall(deps.db, deps.now(), e.tenantBudget, { tenantId, artifactId, run: run.number, attempt: ++run.attempts, model: grader.model, request });
     if ('exhausted' in slot) {
       const { limit, retryAt } = slot.exhausted;
       const delaySeconds = (retryAt.getTime() - deps.now().getTime()) / 1000 + Math.random() * 30;
