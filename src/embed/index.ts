@@ -9,7 +9,8 @@
  * - the judge's request limits the player mirrors (`MAX_CONTENT_BYTES`) and the tenant slug schema;
  * - author grants (`svc author grant|revoke`), embed origins (`svc embed origins`, the player's
  *   `frame-ancestors`);
- * - the review queue (`svc review`) and the model-call ledger (`svc judge calls`).
+ * - the review queue (`svc review`; MCP `list_reviews`, `resolve_review`), overrides (MCP
+ *   `override_verdict`) and the model-call ledger (`svc judge calls`).
  *
  * Rooms: `grading/` (prompt, model call, answer, failures, injection signals, the grading run,
  * ledger and budget, verdicts, review), `queue/` (the durable grading queue), `read/` (reading an
@@ -21,5 +22,6 @@ export { MAX_CONTENT_BYTES } from './judge.ts';
 export { tenantSlug } from './session.ts';
 export { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from './author-grants.ts';
 export { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin, tenantOrigins } from './origins.ts';
-export { decide, listHeld } from './grading/review.ts';
+export { decide, listReviews, resolveReview, type Review, type ReviewStatus } from './grading/review.ts';
+export { applyOverride, MAX_REASON_CHARS, ReviewError, type OverrideApplied } from './grading/override.ts';
 export { callsOf, requestBody } from './grading/ledger.ts';

@@ -16,12 +16,13 @@
  *   a graded failure may still raise the best score; `model_unavailable` carries no score;
  * - `hold` — a pass flagged as a possible prompt injection: the result stays as it is
  *   (`in_progress` unless an earlier pass completed it) until an admin approves (`pass`) or
- *   rejects (`fail`) it (review.ts);
+ *   rejects (`fail`) it; the hold files an `injection` review in the review queue (review.ts);
  * - `none` — `not_gradable`: the artifact could not be graded, which is not held against the
  *   learner: the result is left as it is.
  * Every outcome stamps progress' `last_activity_at` except `none`.
  */
 import type { Queryable } from '../../db/index.ts';
+import { fileInjectionReview } from './review.ts';
 
 /** The stored verification of a finished grading: at least these fields (grade-job.ts adds provenance). */
 export interface RecordedOutcome {
@@ -52,6 +53,7 @@ export async function recordOutcome(
     [artifactId, tenantId, JSON.stringify(verification)],
   );
   await applyToResult(tx, tenantId, artifact.result_id, effect);
+  if (effect.kind === 'hold') await fileInjectionReview(tx, tenantId, artifactId);
   return true;
 }
 
