@@ -11,7 +11,8 @@
 -- 3. Authors act on their tenants' learners' work as themselves (role authenticated, RLS decides,
 --    DESIGN §5): they read results, artifacts and progress of the tenants they author and may
 --    change only the columns an override changes (a result's status, score and completed_at; an
---    artifact's verification; progress' completed_count and last_activity_at). Learners read
+--    artifact's verification; progress' completed_count and last_activity_at; updated_at, which the
+--    0020 trigger sets anyway). Learners read
 --    their own appeals and file an appeal only on a result of their own (the result must be
 --    visible to them under 0090's learner policy) in a tenant they are a member of.
 --    Learner reads (src/embed/reads.ts) name the learner in their WHERE clause too, so an author

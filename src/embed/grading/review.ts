@@ -130,7 +130,10 @@ export async function resolveReview(tx: Queryable, r: Resolution): Promise<Revie
   }
   const [found] = await tx.query<{ result_id: string }>('select result_id from reviews where id = $1', [r.reviewId]);
   if (!found) throw new ReviewError('not_found', `review ${r.reviewId} not found`);
-  const locked = await lockResult(tx, found.result_id);
+  const locked = await lockResult(tx, found.result_id).catch((err) => {
+    // a learner sees their own appeal, but cannot lock its result (no update policy of theirs)
+    throw err instanceof ReviewError && err.code === 'not_found' ? new ReviewError('not_found', `review ${r.reviewId} not found`) : err;
+  });
   const [review] = await tx.query<{ kind: ReviewKind; status: ReviewStatus; artifact_id: string }>(
     'select kind, status, artifact_id from reviews where tenant_id = $1 and id = $2 for update',
     [locked.tenant_id, r.reviewId],

@@ -12,7 +12,8 @@
  * - `pass` — the result becomes `completed` (`completed_at` set on the first pass), its `score`
  *   the best graded score, and progress counts the activity once, on the result's first
  *   transition to `completed` (the result row is locked, so concurrent passes count once);
- * - `fail` — the result becomes `failed` unless it is already completed (a pass is never undone);
+ * - `fail` — the result becomes `failed` unless it is already completed (a grading never undoes a
+ *   pass; only an instructor's override does, override.ts);
  *   a graded failure may still raise the best score; `model_unavailable` carries no score;
  * - `hold` — a pass flagged as a possible prompt injection: the result stays as it is
  *   (`in_progress` unless an earlier pass completed it) until an admin approves (`pass`) or
