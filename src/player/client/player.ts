@@ -417,6 +417,7 @@ async function followGrade(resultId: string, artifactId: string, delay = POLL_FI
   }
   activity!.result = result;
   showVerdict(result, attempt);
+  if (result.appeal?.status === 'open') void followReview(result.id); // a review request still open: keep watching it
   loadProgress().catch(() => undefined); // progress is a side note: the activity works without it
   post({ type: 'svc:verdict', v: PROTOCOL_VERSION, activity_id: activity!.id, result_id: result.id, status: attempt.status, score: attempt.score ?? null });
 }
