@@ -28,7 +28,7 @@ import {
   type UserRow,
   type UserUpdate,
 } from '../identity/index.ts';
-import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listHeld, listOrigins, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
+import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listOrigins, listReviews, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
 import { slugSchema } from '../lib/ids.ts';
 import { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from '../embed/index.ts';
 
@@ -276,7 +276,9 @@ export const ops = {
   },
   'review.list': {
     args: z.object({ tenant: slug }),
-    run: async (q: Queryable, a: { tenant: string }) => listHeld(q, await tenantId(q, a.tenant)),
+    // The open reviews of the queue (appeals and injection holds), oldest first; `submitted_at` kept for older scripts.
+    run: async (q: Queryable, a: { tenant: string }) =>
+      (await listReviews(q, { tenantId: await tenantId(q, a.tenant), status: 'open' })).map((r) => ({ ...r, submitted_at: r.created_at })),
   },
   'review.approve': { args: z.object({ result_id: z.uuid('a result id is a uuid') }), run: (q: Queryable, a: { result_id: string }) => review(q, a.result_id, 'approve') },
   'review.reject': { args: z.object({ result_id: z.uuid('a result id is a uuid') }), run: (q: Queryable, a: { result_id: string }) => review(q, a.result_id, 'reject') },

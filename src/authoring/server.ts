@@ -2,7 +2,8 @@
  * The MCP server of the authoring surface: one `McpServer` per HTTP request (stateless),
  * bound to the verified caller, with the 17 tools of DESIGN §6, import_program (issue #5: bulk
  * content injection), the bounded reads and search_content, archive_X / unarchive_X / move_X
- * (issue #16: content lifecycle), the program and activity resources (resources.ts) and two
+ * (issue #16: content lifecycle), override_verdict / list_reviews / resolve_review (issue #21:
+ * overrides and the review queue, reviews.ts), the program and activity resources (resources.ts) and two
  * prompts (prompts.ts).
  *
  * Tools are registered with the SDK (so `tools/list` shows their JSON schemas and annotations);
@@ -24,6 +25,7 @@ import { progressOf } from './progress.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerResources } from './resources.ts';
 import { readTools } from './reads.ts';
+import { reviewTools } from './reviews.ts';
 import { searchTools } from './search.ts';
 import { callTool, invoke, type AnyTool, type ToolContext } from './tool.ts';
 import { whoamiTools } from './whoami.ts';
@@ -40,6 +42,7 @@ export const TOOLS: readonly AnyTool[] = [
   ...importTools,
   ...lifecycleTools,
   ...moveTools,
+  ...reviewTools,
 ];
 
 const INSTRUCTIONS =

@@ -188,14 +188,14 @@ opCommand(origins, 'remove <tenant-slug> <origin>', 'stop allowing an origin to 
 );
 opCommand(origins, 'list <tenant-slug>', 'list the origins allowed to embed the player', 'embed.origins.list', ([t]) => ({ tenant: t }), originList);
 
-const review = program.command('review').description('decide on passes held for review (possible prompt injection)');
-opCommand(review, 'list <tenant-slug>', 'list submissions awaiting review, oldest first', 'review.list', ([t]) => ({ tenant: t }), (rows) =>
-  table(rows.map((r: Record<string, unknown>) => ({ ...r, signals: (r.signals as string[]).join('; ') })), ['result_id', 'activity_title', 'svc_user_id', 'score', 'submitted_at', 'signals']),
+const review = program.command('review').description('the review queue: passes held as possible prompt injection, and learners\' appeals');
+opCommand(review, 'list <tenant-slug>', 'list open reviews, oldest first', 'review.list', ([t]) => ({ tenant: t }), (rows) =>
+  table(rows.map((r: Record<string, unknown>) => ({ ...r, detail: ((r.signals as string[] | undefined) ?? []).join('; ') || (r.message ?? '') })), ['kind', 'result_id', 'activity_title', 'svc_user_id', 'score', 'submitted_at', 'detail']),
 );
-opCommand(review, 'approve <result-id>', 'count the held pass: the result completes and progress moves', 'review.approve', ([r]) => ({ result_id: r }), (r) =>
+opCommand(review, 'approve <result-id>', 'uphold the verdict: a held pass counts, the result completes and progress moves', 'review.approve', ([r]) => ({ result_id: r }), (r) =>
   `approved ${r.decided} held submission(s) of result ${r.result_id}: the result is ${r.status}`,
 );
-opCommand(review, 'reject <result-id>', 'refuse the held pass: the submission counts as failed', 'review.reject', ([r]) => ({ result_id: r }), (r) =>
+opCommand(review, 'reject <result-id>', 'override the verdict to a fail (audited): the result fails and a pass no longer counts', 'review.reject', ([r]) => ({ result_id: r }), (r) =>
   `rejected ${r.decided} held submission(s) of result ${r.result_id}: the result is ${r.status}`,
 );
 

@@ -74,6 +74,9 @@ export interface EmbedConfig {
   /** Submissions per learner and tenant per `learnerWindowSeconds` (429 `rate_limited` beyond). */
   learnerRate: number;
   learnerWindowSeconds: number;
+  /** Appeals (review requests) per learner and tenant per `appealWindowSeconds` (default 5 per 3600; 429 beyond). */
+  appealRate?: number;
+  appealWindowSeconds?: number;
   /** Model calls and tokens each tenant may spend; beyond them submissions wait for the next window. */
   tenantBudget: ModelBudget;
   /** Seconds an IdP key set is trusted before it is fetched again (a removed key stops working within this). */

@@ -9,7 +9,8 @@
  * - the judge's request limits the player mirrors (`MAX_CONTENT_BYTES`) and the tenant slug schema;
  * - author grants (`svc author grant|revoke`), embed origins (`svc embed origins`, the player's
  *   `frame-ancestors`);
- * - the review queue (`svc review`) and the model-call ledger (`svc judge calls`);
+ * - the review queue (`svc review`; MCP `list_reviews`, `resolve_review`), overrides (MCP
+ *   `override_verdict`) and the model-call ledger (`svc judge calls`);
  * - borderline consistency's per-tenant setting (`svc judge consistency`).
  *
  * Rooms: `grading/` (prompt, model call, answer, failures, injection signals, the grading run,
@@ -22,6 +23,7 @@ export { MAX_CONTENT_BYTES } from './judge.ts';
 export { tenantSlug } from './session.ts';
 export { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from './author-grants.ts';
 export { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin, tenantOrigins } from './origins.ts';
-export { decide, listHeld } from './grading/review.ts';
+export { decide, listReviews, resolveReview, type Review, type ReviewStatus } from './grading/review.ts';
+export { applyOverride, MAX_REASON_CHARS, ReviewError, type OverrideApplied } from './grading/override.ts';
 export { callsOf, requestBody } from './grading/ledger.ts';
 export { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from './grading/consistency.ts';

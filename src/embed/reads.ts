@@ -17,6 +17,8 @@
  *    content of the tenants the learner is a member of (the session's tenant only, for an embed
  *    session), and only their own results, artifacts and progress (migration 0090). Another
  *    tenant's or another learner's id is therefore simply not there: 404 `not_found`, never 403.
+ *    (Authors also read their tenants' results under RLS, for overrides — migration 0142 — so the
+ *    queries name the learner as well.) A result shows the learner's appeal (appeal.ts).
  *    With DATABASE_READ_URL these reads run on the read replica (`asLearner`).
  * 3. Archived content (migration 0110: the record or one above it is archived) is not there
  *    either — hidden from members by RLS, and filtered here too, so an author trying the player
@@ -34,6 +36,7 @@ import { notFound, unauthorized } from './errors.ts';
 import { trySessionToken } from './learner.ts';
 import { markdownToSafeHtml } from './markdown.ts';
 import { attemptOf, attemptView } from './grading/verdict-view.ts';
+import { appealOf, appealView } from './appeal.ts';
 
 /** Attempts listed with a result, newest first. */
 export const MAX_ATTEMPTS = 20;
@@ -47,6 +50,7 @@ export const resultView = z.object({
   score: z.number().nullable().describe('The best graded score, 0–100, or null.'),
   completed_at: z.string().nullable().describe('RFC 3339, the first pass.'),
   attempts: z.array(attemptView).describe(`The submissions, newest first (at most ${MAX_ATTEMPTS}).`),
+  appeal: appealView.nullable().describe("The learner's latest request for a review of this result (POST …/appeal), or null."),
 });
 export type ResultView = z.infer<typeof resultView>;
 
@@ -117,6 +121,7 @@ async function withAttempts(tx: Queryable, row: ResultRow): Promise<ResultView> 
     score: row.score === null ? null : Number(row.score),
     completed_at: row.completed_at,
     attempts: attempts.map((a) => attemptOf(a.id, a.created_at, a.verification)),
+    appeal: await appealOf(tx, row.id),
   };
 }
 
@@ -160,7 +165,8 @@ export function readActivity(deps: Deps, token: string | undefined, id: string):
 /** `GET /results/{id}`; 404 when it is not one of the learner's results. */
 export function readResult(deps: Deps, token: string | undefined, id: string): Promise<ResultView> {
   return asLearner(deps, token, async (tx) => {
-    const [row] = await tx.query<ResultRow>(`select ${RESULT_COLUMNS} from activity_results r where r.id = $1`, [id]);
+    // The learner named too: RLS also lets an author read their tenants' results (migration 0142).
+    const [row] = await tx.query<ResultRow>(`select ${RESULT_COLUMNS} from activity_results r where r.id = $1 and r.user_id = public.current_itera_user_id()`, [id]);
     if (!row) throw notFound(`result ${id} not found`);
     return withAttempts(tx, row);
   });

@@ -5,6 +5,8 @@
  *   POST /judge     submit an artifact; store it, queue and await its grading
  *                   (judge.ts, learner-rate.ts, idempotency.ts; queue/ → grading/grade-job.ts →
  *                   read/, grading/)
+ *   POST /results/{id}/appeal
+ *                   the learner asks for a review of a verdict (appeal.ts, learner-rate.ts)
  *   GET /activities/{id}, /results/{id}, /progress
  *                   the learner's reads, as the learner under RLS (reads.ts, grading/verdict-view.ts)
  *
@@ -29,7 +31,8 @@ import { Grader } from './grading/model.ts';
 import { IdpVerifier } from './idp.ts';
 import { judgeBody, judgeResponse, submitForJudgement } from './judge.ts';
 import { forgetExpired, idempotencyKey } from './idempotency.ts';
-import { learnerLimiter } from './learner-rate.ts';
+import { appealLimiter, learnerLimiter } from './learner-rate.ts';
+import { appealBody, appealView, fileAppeal } from './appeal.ts';
 import { GradingQueue } from './queue/index.ts';
 import { activityView, idParams, progressQuery, progressView, readActivity, readProgress, readResult, resultView } from './reads.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
@@ -42,6 +45,7 @@ const bearer = (req: FastifyRequest) => bearerToken(req.headers.authorization);
 export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
   const idps = new IdpVerifier(deps, deps.config.embed.jwksMaxAgeSeconds * 1000);
   const limitLearner = await learnerLimiter(app, deps);
+  const limitAppeal = appealLimiter(app, deps);
   const grader = deps.config.judge ? new Grader(deps.config.judge) : null;
   const e = deps.config.embed;
   // Every process that serves /v1/embed has the queue (to enqueue); one with a model works it.
@@ -115,6 +119,26 @@ export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
     '/results/:id',
     { schema: { summary: "One of the learner's results with each attempt's verdict (poll while pending)", params: idParams, response: { 200: resultView } } },
     async (req) => readResult(deps, bearer(req), req.params.id),
+  );
+
+  r.post(
+    '/results/:id/appeal',
+    {
+      schema: {
+        summary: 'Ask for a review of a verdict (one open request per result)',
+        description:
+          'The learner asks an instructor to review the verdict of their result. 404 for a result that is not theirs, ' +
+          '409 `verdict_pending` while the latest submission has no verdict, 409 `appeal_open` when a request is already open, ' +
+          '429 `rate_limited` beyond the learner\'s rate.',
+        params: idParams,
+        body: appealBody,
+        response: { 201: appealView },
+      },
+    },
+    async (req, reply) => {
+      const appeal = await fileAppeal(deps, limitAppeal(req), bearer(req), req.params.id, req.body.message);
+      return reply.code(201).send(appeal);
+    },
   );
 
   r.get(

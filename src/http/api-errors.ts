@@ -12,6 +12,8 @@
  *   method_not_allowed 405  another method than GET on a read-only path (`Allow` is set)
  *   archived        409   a submission to an archived activity (or one under archived content):
  *                         the state of the content, not the request, is the problem (issue #16)
+ *   verdict_pending 409   an appeal of a result whose latest submission has no verdict yet (issue #21)
+ *   appeal_open     409   an appeal of a result that already has an open appeal (issue #21)
  *   idempotency_key_reused 422  an `Idempotency-Key` sent again with another request body
  *   rate_limited    429   too many requests (`Retry-After` in seconds is always set)
  *   internal_error  500   anything unexpected; the detail is logged, never sent
@@ -32,6 +34,8 @@ export const API_ERROR_STATUS = {
   not_found: 404,
   method_not_allowed: 405,
   archived: 409,
+  verdict_pending: 409,
+  appeal_open: 409,
   idempotency_key_reused: 422,
   rate_limited: 429,
   internal_error: 500,

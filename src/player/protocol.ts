@@ -5,7 +5,7 @@
  * origin. Imported by both scripts of the bundle (client/) and by the docs' table (docs/embed.md).
  *
  *   player → host  svc:ready, svc:resize {height}, svc:submitted {activity_id},
- *                  svc:verdict {activity_id, result_id, status, score}, svc:progress {program_id,
+ *                  svc:verdict {activity_id, result_id, status, score, review?}, svc:progress {program_id,
  *                  completed_count, total_count}, svc:auth-expiring, svc:error {code, message}
  *   host → player  svc:auth {idp_token}
  */
@@ -18,7 +18,8 @@ export type PlayerMessage =
   | { type: 'svc:ready'; v: 1 }
   | { type: 'svc:resize'; v: 1; height: number }
   | { type: 'svc:submitted'; v: 1; activity_id: string }
-  | { type: 'svc:verdict'; v: 1; activity_id: string; result_id: string; status: string; score: number | null }
+  /** `review` (issue #21): present when the verdict is the outcome of an instructor's review — `upheld` (it stands) or `overridden` (changed). */
+  | { type: 'svc:verdict'; v: 1; activity_id: string; result_id: string; status: string; score: number | null; review?: 'upheld' | 'overridden' }
   | { type: 'svc:progress'; v: 1; program_id: string; completed_count: number; total_count: number }
   | { type: 'svc:auth-expiring'; v: 1 }
   | { type: 'svc:error'; v: 1; code: string; message: string };

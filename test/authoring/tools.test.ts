@@ -24,10 +24,11 @@ const ALL_TOOLS = [
   'archive_program', 'archive_unit', 'archive_lesson', 'archive_activity',
   'unarchive_program', 'unarchive_unit', 'unarchive_lesson', 'unarchive_activity',
   'move_unit', 'move_lesson', 'move_activity',
+  'override_verdict', 'list_reviews', 'resolve_review',
 ];
 
 describe('tools/list', () => {
-  it('shows the 33 tools with schemas, descriptions and annotations', async () => {
+  it('shows the 36 tools with schemas, descriptions and annotations', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([...ALL_TOOLS].sort());
     for (const tool of tools) {
@@ -42,10 +43,11 @@ describe('tools/list', () => {
       if (/^(whoami|list_|get_|search_)/.test(tool.name)) expect(a.readOnlyHint, tool.name).toBe(true);
       else expect(a.readOnlyHint, tool.name).toBe(false);
       // updates overwrite what they change (a graded activity's spec and rubric), moves rewrite two parents' order: destructive too
-      if (/^(update_|delete_|move_)/.test(tool.name)) expect(a.destructiveHint, tool.name).toBe(true);
+      // an override or a resolved review overwrites a learner's verdict (audited, not idempotent)
+      if (/^(update_|delete_|move_|override_|resolve_)/.test(tool.name)) expect(a.destructiveHint, tool.name).toBe(true);
       else if (!a.readOnlyHint) expect(a.destructiveHint, tool.name).toBe(false);
       if (/^(update_|delete_|import_|archive_|unarchive_|move_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(true);
-      if (/^(create_|instantiate_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(false);
+      if (/^(create_|instantiate_|override_|resolve_)/.test(tool.name)) expect(a.idempotentHint, tool.name).toBe(false);
     }
     const create = tools.find((x) => x.name === 'create_activity')!;
     expect(create.inputSchema.required?.sort()).toEqual(['kind', 'lesson_id', 'rubric', 'spec', 'title']);

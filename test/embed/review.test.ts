@@ -5,6 +5,7 @@
  * through `svc review` (the admin operations, and the real CLI once).
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { post, startEmbedWorld, verificationOf } from './fixtures.ts';
@@ -60,6 +61,18 @@ describe('an obeyed prompt injection', () => {
     expect(decided).toMatchObject({ decision: 'reject', status: 'failed' });
     expect(await stateOf(res.body.result_id)).toMatchObject({ status: 'failed', score: null, completed_count: 0 });
     expect(await verificationOf(w.t, res.body.artifact_id)).toMatchObject({ status: 'failed', review: 'rejected' });
+  });
+
+  it('is filed in the review queue; holds from before the queue are backfilled by migration 0142', async () => {
+    const res = await submit('sly-queue');
+    const rows = () => w.t.db.query<{ kind: string; status: string; artifact_id: string }>('select kind, status, artifact_id from reviews where result_id = $1', [res.body.result_id]);
+    expect(await rows()).toEqual([{ kind: 'injection', status: 'open', artifact_id: res.body.artifact_id }]);
+    // as before 0142: the hold without its row; the migration's backfill statement files it again
+    await w.t.db.query('delete from reviews where result_id = $1', [res.body.result_id]);
+    const migration = readFileSync(new URL('../../src/migrations/0142.do.reviews-overrides.sql', import.meta.url), 'utf8');
+    const backfill = /^insert into reviews[\s\S]*?;$/m.exec(migration)![0];
+    await w.t.db.query(backfill.replace("where a.verification->>'review' in", "where a.result_id = '" + res.body.result_id + "' and a.verification->>'review' in"));
+    expect(await rows()).toEqual([{ kind: 'injection', status: 'open', artifact_id: res.body.artifact_id }]);
   });
 
   it('does not hold honest work', async () => {

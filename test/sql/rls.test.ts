@@ -75,13 +75,21 @@ describe('reads', () => {
     expect(seen).toEqual({ tenants: ['a'], memberships: ['learner'], users: [f.subs.learnerA] });
   });
 
-  it("learners' work (results, artifacts, progress): read-only, the caller's own rows only (migration 0090)", async () => {
+  it("learners' work (results, artifacts, progress): learners read their own rows; authors of the tenant read and override them (migrations 0090, 0142)", async () => {
     const results = (who: Who) => as(f, who, (tx) => tx.query<{ user_id: string }>('select user_id from activity_results'));
     expect((await results('learnerA')).map((r) => r.user_id)).toEqual([f.subs.learnerA]);
-    expect(await results('authorA')).toEqual([]);
+    expect((await results('authorA')).map((r) => r.user_id)).toEqual([f.subs.learnerA]);
     expect(await results('authorB')).toEqual([]);
     expect(await results('noClaims')).toEqual([]);
-    await expectSqlState(as(f, 'learnerA', (tx) => tx.query(`update activity_results set status = 'failed'`)), '42501');
+    // a learner changes nothing (no update policy of theirs); another tenant's author neither
+    const touched = (who: Who) => as(f, who, (tx) => tx.query<{ id: string }>(`update activity_results set status = status returning id`));
+    expect(await touched('learnerA')).toEqual([]);
+    expect(await touched('authorB')).toEqual([]);
+    expect(await touched('authorA')).toHaveLength(1);
+    // only the columns an override changes
+    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update activity_results set user_id = user_id`)), '42501');
+    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update artifacts set content = content`)), '42501');
+    await expectSqlState(as(f, 'learnerA', (tx) => tx.query(`delete from activity_results`)), '42501');
   });
 
   it.each(['api_keys', 'tenant_idps', 'auth.users', 'auth.sessions', 'auth.refresh_tokens'])(

@@ -3,8 +3,9 @@
  * request (`outcomeOf` → the queue's `JobOutcome`), and for the learner (`verdictFields`) — what
  * the judge's answer, `GET /v1/embed/results/{id}` and the player show of a grading: the status,
  * the score against the threshold, and per criterion whether it was met, its score and the
- * grader's words. Provenance (model, hashes, ledger ids, what was read) stays internal
- * (`svc verdict show`).
+ * grader's words — plus, when present, the calibration behind the grading and an instructor's
+ * override (when and why; issue #21). Provenance (model, hashes, ledger ids, what was read, who
+ * overrode) stays internal (`svc verdict show`).
  */
 import { z } from 'zod';
 import type { JobOutcome } from '../queue/index.ts';
@@ -33,6 +34,36 @@ export function criteriaOf(verification: Record<string, unknown> | null | undefi
   }));
 }
 
+/**
+ * `verification.calibration` as the learner sees it (issue #21): the calibration report behind the
+ * grading (`report_id`, Cohen's kappa, false-pass rate, when it was made), or `status:
+ * "uncalibrated"` (the activity has no calibration examples), or `status: "forced"` (an author
+ * set the activity live without a passing report). Only these fields are shown: never who forced it.
+ */
+export const calibrationView = z.object({
+  status: z.string().optional().describe('"uncalibrated", "forced", or absent when a report stands behind the verdict.'),
+  report_id: z.string().optional(),
+  cohen_kappa: z.number().nullable().optional().describe("Cohen's kappa of the report (−1..1)."),
+  false_pass_rate: z.number().nullable().optional().describe('Share of expected fails the judge passed (0..1).'),
+  created_at: z.string().optional().describe('RFC 3339, when the report was made.'),
+});
+
+/** `verification.override` as the learner sees it: when and why, not who (issue #21). */
+export const overrideView = z.object({
+  at: z.string().describe('RFC 3339.'),
+  reason: z.string().describe("The instructor's reason."),
+});
+
+/** The learner's fields of stored `verification.calibration` (`calibrationView`), or undefined. */
+function calibrationOf(v: Record<string, unknown> | null): z.infer<typeof calibrationView> | undefined {
+  const c = v?.calibration as Record<string, unknown> | undefined;
+  if (!c || typeof c !== 'object') return undefined;
+  const pick: Record<string, unknown> = {};
+  for (const key of ['status', 'report_id', 'created_at'] as const) if (typeof c[key] === 'string') pick[key] = c[key];
+  for (const key of ['cohen_kappa', 'false_pass_rate'] as const) if (typeof c[key] === 'number' || c[key] === null) pick[key] = c[key];
+  return pick;
+}
+
 export const attemptView = z.object({
   artifact_id: z.uuid().describe('The artifact of this attempt.'),
   status: z
@@ -49,6 +80,8 @@ export const attemptView = z.object({
     .optional()
     .describe("The version of the activity's spec and rubric this attempt was graded against (absent until graded); editing them makes a new version."),
   submitted_at: z.string().describe('RFC 3339.'),
+  calibration: calibrationView.optional().describe('How the grading behind this verdict was calibrated, as stored with it (absent on verdicts from before calibration).'),
+  override: overrideView.optional().describe('Present when an instructor overrode the model\'s verdict: status, passed and score above are theirs.'),
 });
 export type AttemptView = z.infer<typeof attemptView>;
 
@@ -85,4 +118,9 @@ export const attemptOf = (artifactId: string, submittedAt: string, verification:
   submitted_at: submittedAt,
   ...verdictFields(outcomeOf(verification)),
   ...(typeof verification?.rubric_version === 'number' ? { rubric_version: verification.rubric_version } : {}),
+  ...(calibrationOf(verification) && { calibration: calibrationOf(verification) }),
+  ...(isOverride(verification?.override) && { override: { at: verification.override.at, reason: verification.override.reason } }),
 });
+
+const isOverride = (o: unknown): o is { at: string; reason: string } =>
+  typeof o === 'object' && o !== null && typeof (o as { at?: unknown }).at === 'string' && typeof (o as { reason?: unknown }).reason === 'string';

@@ -12,16 +12,18 @@
  * - `pass` — the result becomes `completed` (`completed_at` set on the first pass), its `score`
  *   the best graded score, and progress counts the activity once, on the result's first
  *   transition to `completed` (the result row is locked, so concurrent passes count once);
- * - `fail` — the result becomes `failed` unless it is already completed (a pass is never undone);
+ * - `fail` — the result becomes `failed` unless it is already completed (a grading never undoes a
+ *   pass; only an instructor's override does, override.ts);
  *   a graded failure may still raise the best score; `model_unavailable` carries no score;
  * - `hold` — a pass flagged as a possible prompt injection: the result stays as it is
  *   (`in_progress` unless an earlier pass completed it) until an admin approves (`pass`) or
- *   rejects (`fail`) it (review.ts);
+ *   rejects (`fail`) it; the hold files an `injection` review in the review queue (review.ts);
  * - `none` — `not_gradable`: the artifact could not be graded, which is not held against the
  *   learner: the result is left as it is.
  * Every outcome stamps progress' `last_activity_at` except `none`.
  */
 import type { Queryable } from '../../db/index.ts';
+import { fileInjectionReview } from './review.ts';
 
 /** The stored verification of a finished grading: at least these fields (grade-job.ts adds provenance). */
 export interface RecordedOutcome {
@@ -52,6 +54,7 @@ export async function recordOutcome(
     [artifactId, tenantId, JSON.stringify(verification)],
   );
   await applyToResult(tx, tenantId, artifact.result_id, effect);
+  if (effect.kind === 'hold') await fileInjectionReview(tx, tenantId, artifactId);
   return true;
 }
 

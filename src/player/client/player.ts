@@ -13,6 +13,11 @@
  *    the form for its kind, attempt history — and progress (`GET /v1/embed/progress`).
  * 4. Submit to `/v1/embed/judge` (with an Idempotency-Key); "Grading…" until a verdict: a pending
  *    one is polled at `/v1/embed/results/{id}` (also after the learner comes back).
+ * 5. Reviews (issue #21): a verdict shows how the grading was calibrated and offers "Ask for a
+ *    review" (a message of at most 1,000 characters, `POST /v1/embed/results/{id}/appeal`); while
+ *    the request is open the player shows "Review requested" and polls the result; when an
+ *    instructor resolves it — or overrode the verdict — it shows "Reviewed by your instructor" with
+ *    the reason, and tells the host `svc:verdict` again (with `review`).
  * Every state change is announced in a live region; every refusal is shown in words and sent as
  * `svc:error`. The page's height is sent as `svc:resize` whenever it changes.
  */
@@ -24,10 +29,17 @@ const MAX_REAUTH = 2;
 /** Polling a pending grade: first delay and cap, in ms. */
 const POLL_FIRST_MS = 1000;
 const POLL_MAX_MS = 10_000;
+/** Longest review request, in characters (the API's limit). */
+const MAX_APPEAL_CHARS = 1000;
 
 interface Criterion { id: string; criterion: string; weight: number; met?: boolean; score?: number; feedback?: string }
-interface Attempt { artifact_id: string; status: 'pending' | 'passed' | 'failed' | 'not_gradable'; score?: number; passed?: boolean; criteria?: Criterion[]; feedback?: string; reason?: string; submitted_at: string }
-interface Result { id: string; status: string; score: number | null; attempts: Attempt[] }
+interface Calibration { status?: string; report_id?: string; cohen_kappa?: number | null; false_pass_rate?: number | null; created_at?: string }
+interface Attempt {
+  artifact_id: string; status: 'pending' | 'passed' | 'failed' | 'not_gradable'; score?: number; passed?: boolean; criteria?: Criterion[]; feedback?: string; reason?: string; submitted_at: string;
+  calibration?: Calibration; override?: { at: string; reason: string };
+}
+interface Appeal { id: string; status: 'open' | 'upheld' | 'overridden'; message: string; created_at: string; resolved_at?: string; reason?: string }
+interface Result { id: string; status: string; score: number | null; attempts: Attempt[]; appeal?: Appeal | null }
 interface Activity {
   id: string; title: string; kind: 'document' | 'site' | 'repo' | 'diagram'; spec_html: string; rubric: Criterion[]; pass_threshold: number;
   program: { id: string; title: string }; unit: { id: string; title: string }; lesson: { id: string; title: string }; result: Result | null;
@@ -49,6 +61,7 @@ let session: { access: string; refresh: string; timer?: ReturnType<typeof setTim
 let reauths = 0;
 let activity: Activity | undefined;
 let pollTimer: ReturnType<typeof setTimeout> | undefined;
+let reviewTimer: ReturnType<typeof setTimeout> | undefined;
 
 // ---------------------------------------------------------------------------------------------
 // Messages and DOM helpers
@@ -126,6 +139,8 @@ function explain(code: string, message: string): string {
   if (code === 'not_found') return `This activity is not available here (${message}).`;
   if (code === 'archived') return 'This activity has been retired and no longer accepts submissions.';
   if (code === 'rate_limited') return 'Too many submissions in a short time. Wait a minute and submit again.';
+  if (code === 'verdict_pending') return 'Your work is still being graded: ask for a review once the verdict is in.';
+  if (code === 'appeal_open') return 'You have already asked for a review of this result.';
   return message;
 }
 
@@ -193,6 +208,10 @@ async function loadActivity() {
   loadProgress().catch(() => undefined); // progress is a side note: the activity works without it
   const latest = activity.result?.attempts[0];
   if (latest?.status === 'pending') showGrading(activity.result!.id, latest.artifact_id);
+  else if (latest) {
+    showVerdict(activity.result!, latest, true); // the last verdict, with its review state (no focus move on load)
+    if (activity.result!.appeal?.status === 'open') void followReview(activity.result!.id);
+  }
 }
 
 async function loadProgress() {
@@ -336,6 +355,7 @@ async function submit(f: HTMLFormElement) {
   const button = f.querySelector<HTMLButtonElement>('#submit')!;
   if (button.disabled) return;
   clearError();
+  clearTimeout(reviewTimer); // a new attempt: its verdict replaces the one under review
   let answer: { status: Attempt['status']; result_id: string; artifact_id: string };
   try {
     const artifact = await artifactOf(f);
@@ -397,11 +417,12 @@ async function followGrade(resultId: string, artifactId: string, delay = POLL_FI
   }
   activity!.result = result;
   showVerdict(result, attempt);
+  if (result.appeal?.status === 'open') void followReview(result.id); // a review request still open: keep watching it
   loadProgress().catch(() => undefined); // progress is a side note: the activity works without it
   post({ type: 'svc:verdict', v: PROTOCOL_VERSION, activity_id: activity!.id, result_id: result.id, status: attempt.status, score: attempt.score ?? null });
 }
 
-function showVerdict(result: Result, t: Attempt) {
+function showVerdict(result: Result, t: Attempt, quiet = false) {
   const a = activity!;
   const heading = h('h2', { id: 'outcome-h', tabindex: '-1' }, t.status === 'passed' ? 'Passed' : t.status === 'failed' ? 'Not passed yet' : 'Could not be graded');
   const box = outcomeBox();
@@ -412,6 +433,7 @@ function showVerdict(result: Result, t: Attempt) {
     t.score !== undefined
       ? h('p', { class: 'score' }, `Score ${t.score} out of 100 — the pass mark is ${a.pass_threshold}. ${t.passed ? 'This submission passes.' : 'This submission does not pass.'}`)
       : null,
+    t.override ? h('p', { class: 'note' }, 'Your instructor reviewed this submission: their verdict and score replace the automatic grading shown below.') : null,
     t.criteria?.length
       ? h('ul', { class: 'criteria' },
           ...t.criteria.map((c) => h('li', { class: c.met ? 'met' : 'unmet' },
@@ -421,14 +443,147 @@ function showVerdict(result: Result, t: Attempt) {
       : null,
     t.feedback ? h('p', { class: 'feedback' }, t.feedback) : null,
     result.status === 'completed' && t.status !== 'passed' ? h('p', {}, 'You passed this activity before: it stays completed.') : null,
+    calibrationLine(t.calibration),
+    reviewSection(result, t),
   );
   const button = document.getElementById('submit') as HTMLButtonElement | null;
   if (button) {
     button.disabled = false;
     button.textContent = 'Submit again';
   }
-  announce(`${heading.textContent}${t.score !== undefined ? `: score ${t.score} out of 100, pass mark ${a.pass_threshold}` : ''}.`);
+  if (quiet) return;
+  const reviewed = reviewOutcome(result, t);
+  announce(`${heading.textContent}${t.score !== undefined ? `: score ${t.score} out of 100, pass mark ${a.pass_threshold}` : ''}.${reviewed ? ` Reviewed by your instructor: ${reviewed.reason}` : ''}`);
   heading.focus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reviews: calibration, "Ask for a review", the instructor's outcome
+
+/** One line on how the grading behind a verdict was calibrated (`verification.calibration`), or nothing. */
+function calibrationLine(c: Calibration | undefined) {
+  if (!c) return null;
+  const pct = (x: number) => `${Math.round(x * 100)}%`;
+  const text =
+    c.status === 'uncalibrated' ? 'Automatic grading: not yet checked against work graded by instructors.'
+      : c.status === 'forced' ? 'Automatic grading: put live by an instructor before its calibration check passed.'
+        : typeof c.cohen_kappa === 'number'
+          ? `Automatic grading: checked against work graded by instructors (agreement κ ${c.cohen_kappa.toFixed(2)}${typeof c.false_pass_rate === 'number' ? `, false passes ${pct(c.false_pass_rate)}` : ''}).`
+          : null;
+  return text ? h('p', { class: 'calibration' }, text) : null;
+}
+
+/** What an instructor decided about verdict `t` of `result`, if anything: an override, or a resolved review request. */
+function reviewOutcome(result: Result, t: Attempt): { reason: string; changed: boolean } | undefined {
+  if (t.override) return { reason: t.override.reason, changed: true };
+  const appeal = result.appeal;
+  if (appeal && appeal.status !== 'open') return { reason: appeal.reason ?? 'The verdict stands.', changed: appeal.status === 'overridden' };
+  return undefined;
+}
+
+/** The review part of a verdict: the outcome, "Review requested", or the offer to ask for one. */
+function reviewSection(result: Result, t: Attempt) {
+  if (t.status === 'pending') return null;
+  const outcome = reviewOutcome(result, t);
+  if (outcome) {
+    return h('div', { id: 'review', class: 'review reviewed' },
+      h('h3', { id: 'review-h', tabindex: '-1' }, 'Reviewed by your instructor'),
+      h('p', {}, outcome.changed ? 'Your instructor changed the verdict above.' : 'Your instructor looked again: the verdict stands.'),
+      h('p', { class: 'reason' }, h('strong', {}, 'Their reason: '), outcome.reason));
+  }
+  if (result.appeal?.status === 'open') {
+    return h('div', { id: 'review', class: 'review requested' },
+      h('h3', { id: 'review-h', tabindex: '-1' }, 'Review requested'),
+      h('p', {}, `You asked for a review on ${new Date(result.appeal.created_at).toLocaleString('en')}. Your instructor will look at your work; the outcome appears here.`),
+      h('blockquote', {}, result.appeal.message));
+  }
+  return appealForm(result);
+}
+
+/** "Ask for a review": a button that opens a form with a labelled text box, a live count and a submit button. */
+function appealForm(result: Result) {
+  const box = h('textarea', { id: 'f-appeal', name: 'appeal', rows: '4', maxlength: String(MAX_APPEAL_CHARS), 'aria-describedby': 'f-appeal-hint f-appeal-count' });
+  const count = h('p', { id: 'f-appeal-count', class: 'hint' }, `0 of ${MAX_APPEAL_CHARS.toLocaleString('en')} characters`);
+  const send = h('button', { type: 'submit', id: 'appeal-submit' }, 'Send the request');
+  const form = h('form', { id: 'appeal-form', 'aria-labelledby': 'appeal-h', novalidate: true, hidden: true },
+    h('div', { class: 'field' },
+      h('label', { for: 'f-appeal' }, 'Why should your instructor review this verdict?'),
+      h('p', { id: 'f-appeal-hint', class: 'hint' }, `At most ${MAX_APPEAL_CHARS.toLocaleString('en')} characters. Your instructor reads it with your work.`),
+      box,
+      count),
+    send);
+  const open = h('button', { type: 'button', id: 'appeal-open', class: 'secondary', 'aria-expanded': 'false', 'aria-controls': 'appeal-form' }, 'Ask for a review');
+  let spoken: ReturnType<typeof setTimeout> | undefined;
+  box.addEventListener('input', () => {
+    const n = box.value.length;
+    count.textContent = `${n.toLocaleString('en')} of ${MAX_APPEAL_CHARS.toLocaleString('en')} characters`;
+    clearTimeout(spoken); // the count is spoken once the learner pauses, not at every key
+    spoken = setTimeout(() => announce(`${MAX_APPEAL_CHARS - n} characters left.`), 1000);
+  });
+  open.addEventListener('click', () => {
+    form.hidden = !form.hidden;
+    open.setAttribute('aria-expanded', String(!form.hidden));
+    if (!form.hidden) box.focus();
+  });
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void sendAppeal(result, box, send);
+  });
+  return h('div', { id: 'review', class: 'review' }, h('h3', { id: 'appeal-h' }, 'Think this verdict is wrong?'), open, form);
+}
+
+async function sendAppeal(result: Result, box: HTMLTextAreaElement, send: HTMLButtonElement) {
+  if (send.disabled) return;
+  clearError();
+  const message = box.value.trim();
+  if (!message) {
+    box.setAttribute('aria-invalid', 'true');
+    showError(new PlayerError('invalid_request', 'Write why you ask for a review first.'), send);
+    box.focus();
+    return;
+  }
+  box.removeAttribute('aria-invalid');
+  send.disabled = true;
+  try {
+    result.appeal = await api<Appeal>(`/v1/embed/results/${result.id}/appeal`, { method: 'POST', body: JSON.stringify({ message }) });
+  } catch (err) {
+    send.disabled = false;
+    const error = asPlayerError(err);
+    showError(error.code === 'rate_limited' ? new PlayerError(error.code, 'Too many review requests in a short time. Wait a while and try again.') : error, send);
+    return;
+  }
+  const section = reviewSection(result, result.attempts[0]!)!;
+  document.getElementById('review')!.replaceWith(section);
+  announce('Review requested. Your instructor will look at your work.');
+  section.querySelector<HTMLElement>('#review-h')?.focus();
+  void followReview(result.id);
+}
+
+/** Poll the result while its review request is open; then show the outcome and tell the host (`svc:verdict` with `review`). */
+async function followReview(resultId: string, delay = POLL_FIRST_MS) {
+  clearTimeout(reviewTimer);
+  const again = () => (reviewTimer = setTimeout(() => void followReview(resultId, Math.min(POLL_MAX_MS, Math.round(delay * 1.5))), delay));
+  let result: Result;
+  try {
+    result = await api<Result>(`/v1/embed/results/${resultId}`);
+  } catch {
+    again(); // a hiccup: the request stays open on the server, look again later
+    return;
+  }
+  const latest = result.attempts[0];
+  if (!latest || latest.status === 'pending') return; // a new submission is being graded: followGrade shows it
+  if (result.appeal?.status === 'open') {
+    again();
+    return;
+  }
+  activity!.result = result;
+  document.getElementById('history')!.replaceWith(history(result));
+  showVerdict(result, latest);
+  loadProgress().catch(() => undefined);
+  post({
+    type: 'svc:verdict', v: PROTOCOL_VERSION, activity_id: activity!.id, result_id: result.id, status: latest.status, score: latest.score ?? null,
+    review: result.appeal?.status === 'overridden' || latest.override ? 'overridden' : 'upheld',
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
