@@ -14,6 +14,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { SERVICE_NAME, VERSION } from '../version.ts';
+import { calibrationTools } from './calibration.ts';
 import { childTools } from './crud.ts';
 import { importTools } from './import.ts';
 import { instantiateTools } from './instantiate.ts';
@@ -40,6 +41,7 @@ export const TOOLS: readonly AnyTool[] = [
   ...importTools,
   ...lifecycleTools,
   ...moveTools,
+  ...calibrationTools,
 ];
 
 const INSTRUCTIONS =

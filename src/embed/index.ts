@@ -23,3 +23,27 @@ export { grantByEmail, grantBySubject, revokeByEmail, revokeBySubject } from './
 export { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin, tenantOrigins } from './origins.ts';
 export { decide, listHeld } from './grading/review.ts';
 export { callsOf, requestBody } from './grading/ledger.ts';
+// Judge calibration (issue #21; calibration/README.md): the judge's services created once by the
+// app, examples, runs, reports, the gate and its thresholds.
+export { createJudgeServices, type JudgeServices } from './services.ts';
+export {
+  addExample,
+  awaitRun,
+  calibrationReport,
+  CalibrationInputError,
+  CalibrationNotFound,
+  checkReportAccess,
+  deleteExample,
+  listExamples,
+  releaseIfOpen,
+  requestRun,
+  setGradingMode,
+  setThresholds,
+  thresholdsOf,
+  ARTIFACT_KINDS,
+  type CalibrationReport,
+  type Example,
+  type ExampleInput,
+  type RunProgress,
+  type Thresholds,
+} from './calibration/index.ts';
