@@ -14,6 +14,8 @@
  * run_calibration waits for the run at most `wait_seconds` (default 60), sending
  * `notifications/progress` (examples × repeats graded of all) when the call has a progressToken;
  * a run not finished by then answers its id and state (read it later with get_calibration_report).
+ * In a process without a model the run is queued and answered at once (`status: "queued"`): a
+ * process with one grades it, as it grades learners' submissions.
  */
 import { z } from 'zod';
 import {
@@ -31,7 +33,7 @@ import {
   setGradingMode,
 } from '../embed/index.ts';
 import { invalidArguments, ToolFailure } from './errors.ts';
-import { CREATE, defineTool, DELETE, READ, UPDATE, type AnyTool, type ToolAnswer, type ToolContext } from './tool.ts';
+import { CREATE, defineTool, DELETE, READ, type AnyTool, type ToolAnswer, type ToolContext } from './tool.ts';
 
 /** Longest run_calibration waits for its run by default, in seconds. */
 export const DEFAULT_WAIT_SECONDS = 60;
@@ -164,23 +166,25 @@ const runCalibration = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   run: (args, tx, ctx) =>
     calibrating(async (): Promise<ToolAnswer> => {
-      const judge = ctx.judge;
-      const model = ctx.deps.config.judge?.model;
-      if (!judge || !model) throw new ToolFailure('no grading model is configured on this service (SVC_JUDGE_MODEL): calibration cannot run');
       const tenantId = await checkReportAccess(tx, args.activity_id);
       const [examples] = await tx.query<{ n: number }>('select count(*)::int as n from calibration_examples where activity_id = $1', [args.activity_id]);
       if (!examples!.n) throw invalidArguments(`activity_id: activity ${args.activity_id} has no calibration examples (add_calibration_example)`);
       const [{ rubric_version: rubricVersion }] = (await tx.query<{ rubric_version: number }>('select rubric_version from activities where id = $1', [args.activity_id])) as [
         { rubric_version: number },
       ];
-      const run = await requestRun(tx, { tenantId, activityId: args.activity_id, rubricVersion, repeats: args.repeats ?? 1, model });
+      // Without a model here the run is queued all the same (its model is fixed when a process with one starts it).
+      const run = await requestRun(tx, { tenantId, activityId: args.activity_id, rubricVersion, repeats: args.repeats ?? 1, model: ctx.deps.config.judge?.model ?? '' });
       return {
         structured: { id: run.id },
         summary: '',
         afterCommit: async () => {
-          await judge.catchUpCalibration({ activityId: args.activity_id });
-          const progress = ctx.progress;
-          await awaitRun(ctx.deps, tenantId, run.id, (args.wait_seconds ?? DEFAULT_WAIT_SECONDS) * 1000, progress && ((p) => progress(p.graded, p.total, `graded ${p.graded} of ${p.total}`)));
+          const judge = ctx.judge;
+          if (judge) await judge.catchUpCalibration({ activityId: args.activity_id });
+          if (judge?.queue.working) {
+            const progress = ctx.progress;
+            const wait = (args.wait_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
+            await awaitRun(ctx.deps, tenantId, run.id, wait, progress && ((p) => progress(p.graded, p.total, `graded ${p.graded} of ${p.total}`)));
+          }
           return reportAnswer(ctx, tenantId, args.activity_id, run.id);
         },
       };
@@ -220,7 +224,8 @@ const setGrading = defineTool({
     reason: z.string().trim().min(1).max(2000).describe('Why (stored with the change)'),
   }),
   output: z.object({ activity_id: z.string(), mode: z.string(), forced: z.boolean(), reason: z.string(), changed_by: z.string().nullable(), changed_at: z.string(), released: z.number() }),
-  annotations: UPDATE,
+  // appends an audited change; the same call twice leaves the same mode
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   run: (args, tx, ctx) =>
     calibrating(async (): Promise<ToolAnswer> => {
       if (args.mode === 'live' && args.force !== true) throw invalidArguments('force: mode "live" without a passing calibration report needs force: true (and a reason)');

@@ -24,10 +24,11 @@ const ALL_TOOLS = [
   'archive_program', 'archive_unit', 'archive_lesson', 'archive_activity',
   'unarchive_program', 'unarchive_unit', 'unarchive_lesson', 'unarchive_activity',
   'move_unit', 'move_lesson', 'move_activity',
+  'add_calibration_example', 'list_calibration_examples', 'delete_calibration_example', 'run_calibration', 'get_calibration_report', 'set_grading',
 ];
 
 describe('tools/list', () => {
-  it('shows the 33 tools with schemas, descriptions and annotations', async () => {
+  it('shows the 39 tools with schemas, descriptions and annotations', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([...ALL_TOOLS].sort());
     for (const tool of tools) {
