@@ -57,8 +57,9 @@ export async function releaseIfOpen(db: Db, tenantId: string, activityId: string
 }
 
 /**
- * Wait for run `runId` to finish, at most `ms` milliseconds, polling its row every `everyMs`;
- * `onProgress` hears each change of its graded count. Returns its last state.
+ * Wait for run `runId` to finish — or to wait itself (`waiting`: the tenant's budget is spent or
+ * the model is down; it resumes on its own later) — at most `ms` milliseconds, polling its row
+ * every `everyMs`; `onProgress` hears each change of its graded count. Returns its last state.
  */
 export async function awaitRun(
   deps: Pick<Deps, 'db'>,
@@ -74,7 +75,7 @@ export async function awaitRun(
     const p = (await runProgress(deps.db, tenantId, runId))!;
     if (onProgress && p.graded !== last) await onProgress(p).catch(() => {});
     last = p.graded;
-    if (p.status === 'done' || p.status === 'failed' || Date.now() >= deadline) return p;
+    if (p.status === 'done' || p.status === 'failed' || p.status === 'waiting' || Date.now() >= deadline) return p;
     await new Promise((r) => setTimeout(r, Math.min(everyMs, Math.max(1, deadline - Date.now()))));
   }
 }
