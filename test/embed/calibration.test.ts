@@ -249,6 +249,15 @@ describe('who sees and does what', () => {
     for (const table of ['calibration_examples', 'calibration_runs', 'calibration_grades', 'grading_mode_changes']) {
       expect(await asUser(w.t.db, claims, (tx) => tx.query(`select * from ${table}`)), table).toEqual([]);
     }
+    // …nor write any, even straight in SQL (the RLS insert policies: authors of the row's tenant only).
+    const inserts = {
+      calibration_examples: `insert into calibration_examples (tenant_id, activity_id, kind, content, expected_passed) values ($1, $2, 'document', 'x', true)`,
+      calibration_runs: `insert into calibration_runs (tenant_id, activity_id, rubric_version, model, prompt_version, reason) values ($1, $2, 1, 'm', 'p', 'requested')`,
+      grading_mode_changes: `insert into grading_mode_changes (tenant_id, activity_id, mode, forced, reason) values ($1, $2, 'live', true, 'sneaky')`,
+    };
+    for (const [table, sql] of Object.entries(inserts)) {
+      await expect(asUser(w.t.db, claims, (tx) => tx.query(sql, [s.tenantId, s.activityId])), table).rejects.toMatchObject({ code: '42501' });
+    }
     await learner.close();
 
     // Another tenant's author.
