@@ -2,8 +2,8 @@
  * The MCP server of the authoring surface: one `McpServer` per HTTP request (stateless),
  * bound to the verified caller, with the 17 tools of DESIGN §6, import_program (issue #5: bulk
  * content injection), the bounded reads and search_content, archive_X / unarchive_X / move_X
- * (issue #16: content lifecycle), the program and activity resources (resources.ts) and two
- * prompts (prompts.ts).
+ * (issue #16: content lifecycle), the judge calibration tools (calibration.ts, issue #21), the
+ * program and activity resources (resources.ts) and two prompts (prompts.ts).
  *
  * Tools are registered with the SDK (so `tools/list` shows their JSON schemas and annotations);
  * `tools/call` is then dispatched by `callTool` (tool.ts) instead of the SDK's default handler,
