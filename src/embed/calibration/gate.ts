@@ -94,6 +94,20 @@ export async function lockGate(q: Queryable, activityId: string): Promise<void> 
   await q.query('select pg_advisory_xact_lock($1, hashtext($2))', [GATE_LOCK, activityId]);
 }
 
+/**
+ * If activity `activityId` has calibration examples, take its gate lock (as `lockGate`) and
+ * return true; otherwise return false without a lock. One statement: the judge's path for an
+ * activity without examples costs this one indexed probe.
+ */
+export async function lockGateIfCalibrated(q: Queryable, tenantId: string, activityId: string): Promise<boolean> {
+  const rows = await q.query(
+    `select 1 from (select 1 from calibration_examples where tenant_id = $1 and activity_id = $2 limit 1) e
+       cross join lateral (select pg_advisory_xact_lock($3, hashtext($4))) l`,
+    [tenantId, activityId, GATE_LOCK, activityId],
+  );
+  return rows.length > 0;
+}
+
 /** Whether `report` meets `t` (header). */
 export function meetsThresholds(report: Pick<GatedReport, 'cohen_kappa' | 'false_pass_rate' | 'adversarial'>, t: Thresholds): boolean {
   return (

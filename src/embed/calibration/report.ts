@@ -33,6 +33,11 @@ export interface CalibrationReport extends Partial<Figures> {
   grading: { mode: 'gated' | 'live'; forced: ModeChange | null; changes: ModeChange[] };
 }
 
+const FIGURE_KEYS = [
+  'n', 'accuracy', 'cohen_kappa', 'false_pass_rate', 'false_fail_rate', 'score_mae', 'leniency', 'flip_rate',
+  'criteria', 'adversarial', 'confusion', 'disagreements', 'cost',
+] as const;
+
 interface RunRow {
   id: string;
   activity_id: string;
@@ -86,7 +91,9 @@ export async function calibrationReport(q: Queryable, tenantId: string, activity
        from grading_mode_changes where tenant_id = $1 and activity_id = $2 order by changed_at desc, id desc limit 20`,
     [tenantId, activityId],
   );
-  const figures: Partial<Figures> & { cost?: unknown } = run.report ?? {};
+  const stored: Partial<Figures> & { cost?: unknown } = run.report ?? {};
+  // The figures in the order docs/judge.md lists them (jsonb keeps its own order).
+  const figures = Object.fromEntries(FIGURE_KEYS.filter((k) => k in stored).map((k) => [k, stored[k]]));
   return {
     id: run.id,
     activity_id: run.activity_id,

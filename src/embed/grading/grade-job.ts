@@ -44,7 +44,7 @@ import type { ArtifactJobData, GradingJob, JobControl, JobOutcome } from '../que
 import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from '../read/index.ts';
 import { outcomeOf } from './verdict-view.ts';
 import { recordOutcome, type Effect, type RecordedOutcome } from './verdict.ts';
-import { gateState, lockGate, type GateState } from '../calibration/gate.ts';
+import { gateState, lockGateIfCalibrated, type GateState } from '../calibration/gate.ts';
 import { CALIBRATION_REQUIRED, holdForCalibration } from '../calibration/release.ts';
 import { observeGradingJob } from '../../telemetry/instrument.ts';
 import { judgeVerdicts } from '../../telemetry/metrics.ts';
@@ -420,16 +420,14 @@ async function finish(run: RunContext, verification: RecordedOutcome & Record<st
 }
 
 /**
- * The calibration gate of the run's activity now (../calibration/gate.ts). An activity without
- * examples costs one indexed count; one with examples is read again under the gate lock, so a
- * release (which takes it too) cannot slip between the read and the hold.
+ * The calibration gate of the run's activity now (../calibration/gate.ts): an activity without
+ * examples costs one indexed probe (`uncalibrated`); one with examples is read after its gate lock
+ * is taken, so a release (which takes it too) cannot slip between the read and the hold.
  */
-async function gateOf(tx: Queryable, run: RunContext, model: string): Promise<GateState> {
-  const versions = { rubricVersion: run.submission.rubric_version, model, promptVersion: PROMPT_VERSION };
-  const first = await gateState(tx, run.tenantId, run.submission.activity_id, versions);
-  if (first.examples === 0) return first;
-  await lockGate(tx, run.submission.activity_id);
-  return gateState(tx, run.tenantId, run.submission.activity_id, versions);
+async function gateOf(tx: Queryable, run: RunContext, model: string): Promise<Pick<GateState, 'live' | 'calibration'>> {
+  const activityId = run.submission.activity_id;
+  if (!(await lockGateIfCalibrated(tx, run.tenantId, activityId))) return { live: true, calibration: { status: 'uncalibrated' } };
+  return gateState(tx, run.tenantId, activityId, { rubricVersion: run.submission.rubric_version, model, promptVersion: PROMPT_VERSION });
 }
 
 /** The outcome stored in the artifact's verification (graded, ended, or still pending). */
