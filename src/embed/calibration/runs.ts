@@ -231,8 +231,9 @@ export function calibrationHandler(deps: Deps, grader: Grader, options: { lookup
 
 /**
  * Fix what run `runId` grades against on its first job run (`queued` → `running`: the activity's
- * rubric version, the grader's model, PROMPT_VERSION, the examples existing now). Undefined when
- * the run is gone or finished.
+ * rubric version, the grader's model, PROMPT_VERSION, the examples existing now) — again, with
+ * its grades so far dropped, when a process with another model or prompt version resumes it (a
+ * report never mixes models). Undefined when the run is gone or finished.
  */
 async function startRun(deps: Deps, grader: Grader, tenantId: string, runId: string): Promise<RunRow | undefined> {
   return deps.db.transaction(async (tx) => {
@@ -244,13 +245,16 @@ async function startRun(deps: Deps, grader: Grader, tenantId: string, runId: str
       [tenantId, runId],
     );
     if (!run || run.status === 'done' || run.status === 'failed') return undefined;
-    if (run.status !== 'queued') return run;
+    const [fixed] = await tx.query<{ model: string; prompt_version: string }>('select model, prompt_version from calibration_runs where tenant_id = $1 and id = $2', [tenantId, runId]);
+    if (run.status !== 'queued' && fixed!.model === grader.model && fixed!.prompt_version === PROMPT_VERSION) return run;
+    // First job run — or a run resumed by a process with another model or prompt: (re)start it whole.
+    await tx.query('delete from calibration_grades where tenant_id = $1 and run_id = $2', [tenantId, runId]);
     const ids = (
       await tx.query<{ id: string }>('select id from calibration_examples where tenant_id = $1 and activity_id = $2 order by created_at, id', [tenantId, run.activity_id])
     ).map((r) => r.id);
     const note = { example_ids: ids };
     await tx.query(
-      `update calibration_runs set status = 'running', rubric_version = $3, model = $4, prompt_version = $5, total = $6, note = $7::text::jsonb
+      `update calibration_runs set status = 'running', rubric_version = $3, model = $4, prompt_version = $5, total = $6, graded = 0, note = $7::text::jsonb
         where tenant_id = $1 and id = $2`,
       [tenantId, runId, run.rubric_version, grader.model, PROMPT_VERSION, ids.length * run.repeats, JSON.stringify(note)],
     );
