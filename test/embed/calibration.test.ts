@@ -259,6 +259,12 @@ describe('who sees and does what', () => {
       await expect(asUser(w.t.db, claims, (tx) => tx.query(sql, [s.tenantId, s.activityId])), table).rejects.toMatchObject({ code: '42501' });
     }
     await learner.close();
+    // The learner's embed read of the activity shows no example.
+    const read = await fetch(`${w.t.url}/v1/embed/activities/${s.activityId}`, { headers: { authorization: `Bearer ${learnerAccess}` } });
+    expect(read.status).toBe(200);
+    const text = await read.text();
+    expect(text).not.toContain(GOOD);
+    expect(text).not.toMatch(/calibration|TODO: write the note/);
 
     // Another tenant's author.
     const other = (await author('globex', 'author@globex.test')).client;
