@@ -17,8 +17,11 @@
  *    retries would be a model call that the ledger never reserved nor the tenant's budget
  *    counted, and it would not retry the artifact's failures (malformed or truncated output),
  *    which an attempt here does. So the attempts stay ours, one ledger row each.
+ * Steps 2 and 3 are `gradeArtifact`, the one core a calibration run shares (../calibration/runs.ts).
  * 4. Outcome, in one transaction with the job's completion or its next run (verdict.ts):
- *    - a verdict → recorded (a pass flagged as a possible prompt injection is held for review);
+ *    - a verdict → first meets its activity's calibration gate (../calibration/gate.ts): closed →
+ *      held (`pending`, `calibration_required`, the verdict kept inside); open → recorded with
+ *      `calibration` (a pass flagged as a possible prompt injection is held for review);
  *    - every attempt failed for the artifact's sake (malformed or truncated output, a refusal,
  *      a request refused for its content) → `not_gradable` with that reason: not held against
  *      the learner, and no further model calls;
@@ -197,6 +200,7 @@ export async function gradeArtifact(run: GradingRun, grader: Grader, signal: Abo
   if (view instanceof Unreadable) return { kind: 'unreadable', error: view };
   const request = grader.prepare(run.activity, run.artifact, view);
   const graded = await attempt(run, grader, request, signal);
+  // A step on the verdict that every grading takes (learners' and calibration's alike) goes here.
   return { ...graded, view, request };
 }
 
