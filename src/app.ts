@@ -24,7 +24,7 @@ import { errorBody } from './http/api-errors.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { addReadiness, probeRoutes } from './http/probes.ts';
 import { jsonRpcError } from './authoring/auth.ts';
-import { embedRoutes, GRADING_QUEUE } from './embed/index.ts';
+import { createJudgeServices, embedRoutes, GRADING_QUEUE } from './embed/index.ts';
 import playerRoutes from './player/routes.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 import { accessLog } from './telemetry/access-log.ts';
@@ -86,9 +86,11 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   await app.register(adminRoutes, { prefix: '/admin/v1', ...deps });
   await app.register(resultsRoutes, { prefix: '/v1', ...deps });
   await app.register(resultsDocs, { ...deps }); // GET /docs: the Results API reference page
-  await app.register(embedRoutes, { prefix: '/v1/embed', ...deps });
+  // The judge's grader and queue, once: the embed plugin works them, the authoring tools enqueue calibration runs.
+  const judge = createJudgeServices(deps, app.log.child({ surface: 'embed' }));
+  await app.register(embedRoutes, { prefix: '/v1/embed', ...deps, judge });
   await app.register(playerRoutes, { prefix: '/embed/v1', ...deps });
-  await app.register(authoringRoutes, { prefix: '/mcp', ...deps });
+  await app.register(authoringRoutes, { prefix: '/mcp', ...deps, judge });
   await app.register(protectedResourceMetadata, { ...deps });
   await app.register(async (root) => oauthDiscoveryRoutes(root, deps));
   return app;

@@ -28,6 +28,7 @@ import {
   type UserRow,
   type UserUpdate,
 } from '../identity/index.ts';
+import { setThresholds, thresholdsOf } from '../embed/index.ts';
 import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listOrigins, listReviews, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
 import { slugSchema } from '../lib/ids.ts';
 import { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from '../embed/index.ts';
@@ -282,6 +283,26 @@ export const ops = {
   },
   'review.approve': { args: z.object({ result_id: z.uuid('a result id is a uuid') }), run: (q: Queryable, a: { result_id: string }) => review(q, a.result_id, 'approve') },
   'review.reject': { args: z.object({ result_id: z.uuid('a result id is a uuid') }), run: (q: Queryable, a: { result_id: string }) => review(q, a.result_id, 'reject') },
+  // svc judge thresholds set|show: the calibration gate's thresholds of a tenant (issue #21, src/embed/calibration/gate.ts).
+  'judge.thresholds.show': {
+    args: z.object({ tenant: slug }),
+    run: async (q: Queryable, a: { tenant: string }) => ({ tenant: a.tenant, ...(await thresholdsOf(q, await tenantId(q, a.tenant))) }),
+  },
+  'judge.thresholds.set': {
+    args: z
+      .object({
+        tenant: slug,
+        min_kappa: z.coerce.number().min(-1, '--min-kappa is between -1 and 1').max(1, '--min-kappa is between -1 and 1').optional(),
+        max_false_pass_rate: z.coerce.number().min(0, '--max-false-pass-rate is between 0 and 1').max(1, '--max-false-pass-rate is between 0 and 1').optional(),
+        require_adversarial_fail: z.boolean().optional(),
+      })
+      .refine((a) => a.min_kappa !== undefined || a.max_false_pass_rate !== undefined || a.require_adversarial_fail !== undefined, 'give at least one of --min-kappa, --max-false-pass-rate, --adversarial-must-fail'),
+    run: async (q: Queryable, a: { tenant: string; min_kappa?: number; max_false_pass_rate?: number; require_adversarial_fail?: boolean }) => {
+      const { tenant, ...change } = a;
+      const defined = Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined));
+      return { tenant, ...(await setThresholds(q, await tenantId(q, tenant), defined)) };
+    },
+  },
   // svc oauth …: the OAuth clients MCP hosts registered and the grants users gave them (issue #12).
   'oauth.clients.list': { args: z.object({}), run: (q: Queryable) => listClients(q) },
   'oauth.clients.revoke': {

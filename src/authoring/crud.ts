@@ -83,9 +83,11 @@ export function updateTool(name: RecordName): AnyTool {
     }),
     output: RECORDS[name],
     annotations: UPDATE,
-    run: async ({ id, ...changes }, tx) => {
+    run: async ({ id, ...changes }, tx, ctx) => {
       const record = await updateRecord(tx, name, id as string, changes);
-      return { structured: record, summary: `updated ${name} ${record.id}` };
+      // An activity's new rubric version makes its calibration report stale: queue a new run (src/embed/calibration/runs.ts).
+      const judge = name === 'activity' ? ctx.judge : undefined;
+      return { structured: record, summary: `updated ${name} ${record.id}`, ...(judge && { afterCommit: () => judge.catchUpCalibration({ activityId: id as string }) }) };
     },
   });
 }

@@ -24,6 +24,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Deps } from '../deps.ts';
 import type { VerifiedSession } from '../identity/index.ts';
+import type { JudgeServices } from '../embed/index.ts';
 import { authenticate, jsonRpcError, protectedResourceDocument } from './auth.ts';
 import { originGuard } from './origin.ts';
 import { wantsProgress } from './progress.ts';
@@ -38,8 +39,9 @@ const METHOD_NOT_ALLOWED = -32000;
 /** Body limit of POST /mcp unless configured (SVC_MCP_BODY_LIMIT): room for import_program. */
 export const DEFAULT_MCP_BODY_LIMIT = 16 * 1024 * 1024;
 
-export default async function authoringRoutes(app: FastifyInstance, options: Deps) {
+export default async function authoringRoutes(app: FastifyInstance, options: Deps & { judge?: JudgeServices }) {
   const deps: Deps = { config: options.config, db: options.db, now: options.now };
+  const { judge } = options;
   const sessions = new WeakMap<FastifyRequest, VerifiedSession>();
   app.addHook('onRequest', originGuard(deps.config));
 
@@ -70,7 +72,7 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
       }
       const refused = envelopeError(req.body);
       if (refused) return reply.code(refused.status).send(refused.body);
-      const server = buildMcpServer({ deps, session: sessions.get(req)!, log: req.log });
+      const server = buildMcpServer({ deps, session: sessions.get(req)!, log: req.log, judge });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress(req.body) });
       reply.hijack();
       reply.raw.setHeader('x-request-id', req.id);

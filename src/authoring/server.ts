@@ -2,9 +2,9 @@
  * The MCP server of the authoring surface: one `McpServer` per HTTP request (stateless),
  * bound to the verified caller, with the 17 tools of DESIGN §6, import_program (issue #5: bulk
  * content injection), the bounded reads and search_content, archive_X / unarchive_X / move_X
- * (issue #16: content lifecycle), override_verdict / list_reviews / resolve_review (issue #21:
- * overrides and the review queue, reviews.ts), the program and activity resources (resources.ts) and two
- * prompts (prompts.ts).
+ * (issue #16: content lifecycle), the judge calibration tools (calibration.ts, issue #21),
+ * override_verdict / list_reviews / resolve_review (issue #21: overrides and the review queue,
+ * reviews.ts), the program and activity resources (resources.ts) and two prompts (prompts.ts).
  *
  * Tools are registered with the SDK (so `tools/list` shows their JSON schemas and annotations);
  * `tools/call` is then dispatched by `callTool` (tool.ts) instead of the SDK's default handler,
@@ -15,6 +15,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { SERVICE_NAME, VERSION } from '../version.ts';
+import { calibrationTools } from './calibration.ts';
 import { childTools } from './crud.ts';
 import { importTools } from './import.ts';
 import { instantiateTools } from './instantiate.ts';
@@ -42,6 +43,7 @@ export const TOOLS: readonly AnyTool[] = [
   ...importTools,
   ...lifecycleTools,
   ...moveTools,
+  ...calibrationTools,
   ...reviewTools,
 ];
 

@@ -18,6 +18,7 @@ import { asUser, type Queryable } from '../db/index.ts';
 import { rerunOnConflict } from '../db/rerun.ts';
 import type { Deps } from '../deps.ts';
 import type { VerifiedSession } from '../identity/index.ts';
+import type { JudgeServices } from '../embed/index.ts';
 import { failureResult, INVALID_PARAMS, ProtocolError } from './errors.ts';
 
 const INTERNAL_ERROR = -32603;
@@ -34,12 +35,20 @@ export interface ToolContext {
   session: VerifiedSession;
   log: FastifyBaseLogger;
   progress?: Progress;
+  /** The judge's grader and queue (calibration tools enqueue runs on it); absent in a bare authoring plugin. */
+  judge?: JudgeServices;
 }
 
 /** A tool's answer: the structured record(s) and a one-line summary for humans. */
 export interface ToolAnswer {
   structured: Record<string, unknown>;
   summary: string;
+  /**
+   * Work done as the service after the caller's transaction committed (enqueue a calibration run
+   * and wait for it, release held submissions); its answer, if any, replaces this one. A failure
+   * there is the call's failure, but what the transaction wrote stays.
+   */
+  afterCommit?: () => Promise<ToolAnswer | void>;
 }
 
 export interface Tool<I extends z.ZodObject = z.ZodObject> {
@@ -75,6 +84,7 @@ export async function invoke(tool: AnyTool, ctx: ToolContext, args: Record<strin
   let answer: ToolAnswer;
   try {
     answer = await rerunOnConflict(() => asUser(ctx.deps.db, ctx.session.claims, (tx) => tool.run(args, tx, ctx)));
+    if (answer.afterCommit) answer = (await answer.afterCommit()) ?? answer;
   } catch (err) {
     return failureResult(err, ctx.log, tool.name);
   }

@@ -199,6 +199,26 @@ opCommand(review, 'reject <result-id>', 'override the verdict to a fail (audited
   `rejected ${r.decided} held submission(s) of result ${r.result_id}: the result is ${r.status}`,
 );
 
+// svc judge …: a tenant's language-model judge (issue #21, docs/judge.md) — the calibration gate's
+// thresholds ("The gate") and borderline consistency.
+const judge = program.command('judge').description("a tenant's language-model judge: the calibration gate's thresholds, borderline consistency");
+const thresholds = judge.command('thresholds').description('the calibration gate: the figures a report must reach before learners are graded live');
+const thresholdsText = (r: Record<string, unknown>) =>
+  `calibration gate of ${r.tenant}: cohen_kappa >= ${r.min_kappa}, false_pass_rate <= ${r.max_false_pass_rate}, adversarial examples must fail: ${r.require_adversarial_fail}`;
+opCommand(thresholds, 'show <tenant-slug>', "show a tenant's thresholds (defaults: 0.6, 0.10, true)", 'judge.thresholds.show', ([t]) => ({ tenant: t }), thresholdsText);
+opCommand(thresholds, 'set <tenant-slug>', "change a tenant's thresholds (the others keep their value)", 'judge.thresholds.set', ([t], o) => ({
+  tenant: t,
+  ...(o.minKappa !== undefined && { min_kappa: o.minKappa }),
+  ...(o.maxFalsePassRate !== undefined && { max_false_pass_rate: o.maxFalsePassRate }),
+  ...(o.adversarialMustFail !== undefined && { require_adversarial_fail: o.adversarialMustFail }),
+}), thresholdsText)
+  .option('--min-kappa <x>', "lowest Cohen's kappa, -1..1")
+  .option('--max-false-pass-rate <y>', 'highest false pass rate, 0..1')
+  .option('--adversarial-must-fail <bool>', 'every adversarial example must fail: true|false', (v: string) => {
+    if (v !== 'true' && v !== 'false') throw new InvalidArgumentError('true or false');
+    return v === 'true';
+  });
+
 const verdict = program.command('verdict').description('audit how an artifact was graded');
 opCommand(verdict, 'show <artifact-id>', 'the stored verdict and every model call made for it (request hash, raw answer, tokens, timing)', 'verdict.show', ([a], o) => ({
   artifact_id: a,
@@ -206,7 +226,6 @@ opCommand(verdict, 'show <artifact-id>', 'the stored verdict and every model cal
 }), (r) => JSON.stringify(r, null, 2))
   .option('--with-request', 'include the exact request bodies sent to the model (to replay them)');
 
-const judge = program.command('judge').description("a tenant's language-model judge: borderline consistency");
 const consistency = judge.command('consistency').description('grade borderline verdicts again and take the majority (opt-in per tenant)');
 /** The setting as one line. */
 const consistencyLine = (r: { tenant: string; enabled: boolean; margin: number | null; repeats: number }) =>

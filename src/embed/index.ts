@@ -27,3 +27,27 @@ export { decide, listReviews, resolveReview, type Review, type ReviewStatus } fr
 export { applyOverride, MAX_REASON_CHARS, ReviewError, type OverrideApplied } from './grading/override.ts';
 export { callsOf, requestBody } from './grading/ledger.ts';
 export { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from './grading/consistency.ts';
+// Judge calibration (issue #21; calibration/README.md): the judge's services created once by the
+// app, examples, runs, reports, the gate and its thresholds.
+export { createJudgeServices, type JudgeServices } from './services.ts';
+export {
+  addExample,
+  awaitRun,
+  calibrationReport,
+  CalibrationInputError,
+  CalibrationNotFound,
+  checkReportAccess,
+  deleteExample,
+  listExamples,
+  releaseIfOpen,
+  requestRun,
+  setGradingMode,
+  setThresholds,
+  thresholdsOf,
+  ARTIFACT_KINDS,
+  type CalibrationReport,
+  type Example,
+  type ExampleInput,
+  type RunProgress,
+  type Thresholds,
+} from './calibration/index.ts';

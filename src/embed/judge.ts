@@ -35,7 +35,8 @@
  * The response's `status` and `score` are this attempt's: `passed` / `failed` with a score;
  * `not_gradable` (the model could not grade this artifact: not held against the learner) or
  * `failed` without a score (`reason: "model_unavailable"`) with a `reason` and feedback; or
- * `pending` with a `reason` (`queued`, `budget_exhausted`, `review_required`, or the model's
+ * `pending` with a `reason` (`queued`, `budget_exhausted`, `review_required`, `calibration_required` (held by the
+ * calibration gate, calibration/gate.ts), or the model's
  * failure: `timeout`, `unreachable`, `model_error`, `rate_limited`). A failed attempt after a pass answers
  * `failed`, while the result stays completed.
  */
@@ -96,7 +97,7 @@ export const judgeResponse = z.object({
     .string()
     .optional()
     .describe(
-      'Why there is no verdict (yet): pending → queued, budget_exhausted, review_required, timeout, unreachable, model_error, rate_limited; ' +
+      'Why there is no verdict (yet): pending → queued, budget_exhausted, review_required, calibration_required, timeout, unreachable, model_error, rate_limited; ' +
         'not_gradable → unreadable, invalid_output, refused, model_rejected; failed without a score → model_unavailable.',
     ),
 });

@@ -26,14 +26,12 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler, sendApiError } from '../http/api-errors.ts';
 import { NotReady } from '../http/probes.ts';
-import { gradingHandler, maxRunSeconds } from './grading/grade-job.ts';
-import { Grader } from './grading/model.ts';
 import { IdpVerifier } from './idp.ts';
 import { judgeBody, judgeResponse, submitForJudgement } from './judge.ts';
 import { forgetExpired, idempotencyKey } from './idempotency.ts';
 import { appealLimiter, learnerLimiter } from './learner-rate.ts';
 import { appealBody, appealView, fileAppeal } from './appeal.ts';
-import { GradingQueue } from './queue/index.ts';
+import { createJudgeServices, type JudgeServices } from './services.ts';
 import { activityView, idParams, progressQuery, progressView, readActivity, readProgress, readResult, resultView } from './reads.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
 import { countGrant, judgeSubmissions } from '../telemetry/metrics.ts';
@@ -42,26 +40,21 @@ import { bearerToken } from '../http/bearer.ts';
 /** The bearer token of the request, if the Authorization header has one. */
 const bearer = (req: FastifyRequest) => bearerToken(req.headers.authorization);
 
-export default async function embedRoutes(app: FastifyInstance, deps: Deps) {
+export default async function embedRoutes(app: FastifyInstance, options: Deps & { judge?: JudgeServices }) {
+  const deps: Deps = { config: options.config, db: options.db, readDb: options.readDb, now: options.now };
   const idps = new IdpVerifier(deps, deps.config.embed.jwksMaxAgeSeconds * 1000);
   const limitLearner = await learnerLimiter(app, deps);
   const limitAppeal = appealLimiter(app, deps);
-  const grader = deps.config.judge ? new Grader(deps.config.judge) : null;
-  const e = deps.config.embed;
   // Every process that serves /v1/embed has the queue (to enqueue); one with a model works it.
-  const queue = new GradingQueue(deps.db, {
-    leaseSeconds: e.judgeLeaseSeconds,
-    maxRunSeconds: maxRunSeconds(deps),
-    concurrency: e.judgeConcurrency,
-    pollSeconds: e.judgePollSeconds,
-    handler: grader ? gradingHandler(deps, grader) : undefined,
-    log: app.log.child({ surface: 'embed' }),
-  });
+  // The app creates it (services.ts) and hands it to the authoring surface too; alone, the plugin makes its own.
+  const judge = options.judge ?? createJudgeServices(deps, app.log.child({ surface: 'embed' }));
+  const { queue } = judge;
   // Idempotency keys older than 24 h are forgotten every ten minutes (idempotency.ts).
   const forgetting = setInterval(() => void forgetExpired(deps.db).catch((err) => app.log.warn({ err }, 'embed: forgetting idempotency keys failed')), 600_000);
   forgetting.unref();
   app.addHook('onReady', async () => {
     await queue.start();
+    if (queue.working) await judge.catchUpCalibration().catch((err) => app.log.warn({ err }, 'embed: calibration catch-up failed'));
   });
   app.addHook('onClose', async () => {
     clearInterval(forgetting);

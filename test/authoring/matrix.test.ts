@@ -25,6 +25,9 @@ interface Tree {
   unit: string;
   lesson: string;
   activity: string;
+  /** A calibration example of the activity, and a finished calibration run (report) of it (issue #21). */
+  example: string;
+  report: string;
 }
 
 const t = useApp();
@@ -39,8 +42,13 @@ async function freshTree(): Promise<Tree> {
           u as (insert into units (program_id, title) select id, 'Matrix unit' from p returning id),
           l as (insert into lessons (unit_id, title) select id, 'Matrix lesson' from u returning id),
           a as (insert into activities (lesson_id, title, kind, spec, rubric)
-                select id, 'Matrix activity', 'document', 'Write', '[{"criterion":"c","weight":1}]' from l returning id)
-     select (select id from p) as program, (select id from u) as unit, (select id from l) as lesson, (select id from a) as activity`,
+                select id, 'Matrix activity', 'document', 'Write', '[{"criterion":"c","weight":1}]' from l returning id),
+          e as (insert into calibration_examples (tenant_id, activity_id, kind, content, expected_passed)
+                select t.id, a.id, 'document', 'An example', true from a, tenants t where t.slug = 'acme' returning id),
+          r as (insert into calibration_runs (tenant_id, activity_id, status, rubric_version, model, prompt_version, reason, report, completed_at)
+                select t.id, a.id, 'done', 1, 'm', 'p', 'requested', '{"n": 1}', now() from a, tenants t where t.slug = 'acme' returning id)
+     select (select id from p) as program, (select id from u) as unit, (select id from l) as lesson, (select id from a) as activity,
+            (select id from e) as example, (select id from r) as report`,
   );
   return row!;
 }
@@ -58,6 +66,8 @@ interface ToolCase {
   /** Check the answer / the database after an author's call. */
   effect: (x: Tree, result: Structured) => Promise<void>;
   read?: boolean;
+  /** Only authors of the tenant see it at all (calibration): its learners are told what outsiders are. */
+  authorsOnly?: boolean;
   /** What a caller who cannot see acme is told. */
   invisible: (x: Tree) => string;
 }
@@ -127,7 +137,42 @@ const TOOLS: Record<string, ToolCase> = {
     invisible: () => 'tenant not found: acme',
   },
   ...recordCases(),
+  ...calibrationCases(),
 };
+
+/** The calibration tools (issue #21): authors of the tenant only; everyone else is told the activity (or example) is not found. */
+function calibrationCases(): Record<string, ToolCase> {
+  const count = async (table: string, where: string, id: string) => (await t.db.query<{ n: number }>(`select count(*)::int as n from ${table} where ${where}`, [id]))[0]!.n;
+  const activityNotFound = (x: Tree) => `activity_id: activity ${x.activity} not found`;
+  const onActivity = (effect: ToolCase['effect'], more: Record<string, unknown> = {}, read = false): ToolCase => ({
+    args: (x) => ({ activity_id: x.activity, ...more }),
+    effect,
+    read,
+    authorsOnly: true,
+    invisible: activityNotFound,
+  });
+  return {
+    add_calibration_example: onActivity(async (x) => expect(await count('calibration_examples', 'activity_id = $1', x.activity)).toBe(2), {
+      artifact: { kind: 'document', content: 'Work' },
+      expected: { passed: false },
+    }),
+    list_calibration_examples: onActivity(async (x, r) => expect(r.examples.map((e: Structured) => e.id)).toEqual([x.example]), {}, true),
+    delete_calibration_example: {
+      args: (x) => ({ id: x.example }),
+      effect: async (x) => expect(await count('calibration_examples', 'id = $1', x.example)).toBe(0),
+      authorsOnly: true,
+      invisible: (x) => `id: calibration example ${x.example} not found`,
+    },
+    // no model in this app: the run is queued for a process with one
+    run_calibration: onActivity(async (x, r) => expect(r).toMatchObject({ activity_id: x.activity, status: 'queued', stale: false })),
+    get_calibration_report: onActivity(async (x, r) => expect(r).toMatchObject({ id: x.report, status: 'done', n: 1 }), {}, true),
+    set_grading: onActivity(async (x) => expect(await count('grading_mode_changes', 'activity_id = $1', x.activity)).toBe(1), {
+      mode: 'live',
+      force: true,
+      reason: 'pilot',
+    }),
+  };
+}
 
 /**
  * The tools of each record of the tree: update_X, delete_X, archive_X / unarchive_X (issue #16),
@@ -140,7 +185,7 @@ function recordCases(): Record<string, ToolCase> {
   const archivedOf = async (table: string, id: string) =>
     (await t.db.query<{ archived: boolean }>(`select archived from ${table} where id = $1`, [id]))[0]?.archived;
   const cases: Record<string, ToolCase> = {};
-  for (const [name, table] of Object.entries(records) as [keyof Tree, string][]) {
+  for (const [name, table] of Object.entries(records) as [keyof typeof records, string][]) {
     const gone = goneAfterDelete[name];
     cases[`update_${name}`] = byId(name, async (x) => expect(await titleOf(table, x[name])).toBe('renamed'), { title: 'renamed' });
     cases[`delete_${name}`] = byId(name, async (x) => expect(await exists(records[gone], x[gone])).toBe(false));
@@ -220,7 +265,7 @@ const others: { title: string; caller: string; rule: string; memberships: unknow
     rule: 'reads work, writes are not allowed',
     memberships: [expect.objectContaining({ tenant: 'acme', role: 'learner' })],
     tenants: [expect.objectContaining({ slug: 'acme', role: 'learner' })],
-    refusal: (tool) => (tool.read ? undefined : NOT_ALLOWED),
+    refusal: (tool, x) => (tool.authorsOnly ? tool.invisible(x) : tool.read ? undefined : NOT_ALLOWED),
   },
   { title: 'member of nothing', caller: 'nobody', rule: 'nothing of acme exists for them', memberships: [], tenants: [], refusal: (tool, x) => tool.invisible(x) },
 ];

@@ -24,11 +24,12 @@ const ALL_TOOLS = [
   'archive_program', 'archive_unit', 'archive_lesson', 'archive_activity',
   'unarchive_program', 'unarchive_unit', 'unarchive_lesson', 'unarchive_activity',
   'move_unit', 'move_lesson', 'move_activity',
+  'add_calibration_example', 'list_calibration_examples', 'delete_calibration_example', 'run_calibration', 'get_calibration_report', 'set_grading',
   'override_verdict', 'list_reviews', 'resolve_review',
 ];
 
 describe('tools/list', () => {
-  it('shows the 36 tools with schemas, descriptions and annotations', async () => {
+  it('shows the 42 tools with schemas, descriptions and annotations', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual([...ALL_TOOLS].sort());
     for (const tool of tools) {

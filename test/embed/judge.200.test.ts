@@ -74,7 +74,7 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
     const v = await verificationOf(res.body.artifact_id);
     expect(Object.keys(v).sort()).toEqual(
       [
-        'artifact_hash', 'call_id', 'criteria', 'feedback', 'graded_at', 'injection', 'model', 'passed', 'prompt_version', 'read',
+        'artifact_hash', 'calibration', 'call_id', 'criteria', 'feedback', 'graded_at', 'injection', 'model', 'passed', 'prompt_version', 'read',
         'request_sha256', 'response_id', 'rubric_hash', 'rubric_version', 'runs', 'score', 'status', 'usage',
       ].sort(),
     );
@@ -82,6 +82,7 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
     expect(v.usage).toEqual({ calls: 1, prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) });
     expect(v.usage.prompt_tokens).toBeGreaterThan(0);
     expect(v.injection).toEqual({ suspected: false, signals: [] });
+    expect(v.calibration).toEqual({ status: 'uncalibrated' }); // no calibration examples (issue #21)
     expect(v.read).toEqual([{ field: 'content', ok: true, detail: expect.stringMatching(/^text, /) }]);
     expect(v.criteria.map((c: { id: string; weight: number }) => [c.id, c.weight])).toEqual([['c1', 1], ['c2', 3]]);
     expect(v.artifact_hash).toBe(createHash('sha256').update(lastSection()).digest('hex'));

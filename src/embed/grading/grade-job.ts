@@ -20,8 +20,11 @@
  *    Borderline consistency (consistency.ts, opt-in per tenant): a verdict within the tenant's
  *    margin of the pass mark is graded again (same request, same bounded attempts, each call in
  *    the ledger and the budget) and the majority of the runs decides.
+ * Steps 2 and 3 are `gradeArtifact`, the one core a calibration run shares (../calibration/runs.ts).
  * 4. Outcome, in one transaction with the job's completion or its next run (verdict.ts):
- *    - a verdict → recorded (a pass flagged as a possible prompt injection is held for review);
+ *    - a verdict → first meets its activity's calibration gate (../calibration/gate.ts): closed →
+ *      held (`pending`, `calibration_required`, the verdict kept inside); open → recorded with
+ *      `calibration` (a pass flagged as a possible prompt injection is held for review);
  *    - every attempt failed for the artifact's sake (malformed or truncated output, a refusal,
  *      a request refused for its content) → `not_gradable` with that reason: not held against
  *      the learner, and no further model calls;
@@ -39,15 +42,17 @@
 import type { Deps } from '../../deps.ts';
 import type { Queryable } from '../../db/index.ts';
 import { PROMPT_VERSION, rubricCriteria, rubricHash } from './prompt.ts';
-import type { CallRecord, GradingRequest, Verdict } from './types.ts';
+import type { CallRecord, GradedActivity, GradingRequest, SubmittedArtifact, Verdict } from './types.ts';
 import type { Grader } from './model.ts';
 import type { GraderError } from './failures.ts';
 import { completeCall, reserveCall } from './ledger.ts';
 import { CONSISTENCY_REPEATS, consistencyOf, settleBorderline, type ConsistencyRecord } from './consistency.ts';
-import type { GradingJob, JobControl, JobOutcome } from '../queue/index.ts';
+import type { ArtifactJobData, GradingJob, JobControl, JobOutcome } from '../queue/index.ts';
 import { readArtifact, Unreadable, type ArtifactView, type ReadOptions } from '../read/index.ts';
 import { outcomeOf } from './verdict-view.ts';
 import { recordOutcome, type Effect, type RecordedOutcome } from './verdict.ts';
+import { gateState, lockGateIfCalibrated, type GateState } from '../calibration/gate.ts';
+import { CALIBRATION_REQUIRED, holdForCalibration } from '../calibration/release.ts';
 import { observeGradingJob } from '../../telemetry/instrument.ts';
 import { judgeVerdicts } from '../../telemetry/metrics.ts';
 
@@ -59,6 +64,8 @@ const BASE_BACKOFF_MS = 500;
 interface SubmissionRow {
   id: string;
   tenant_id: string;
+  activity_id: string;
+  reason: string | null;
   kind: string;
   ref_url: string | null;
   repo_url: string | null;
@@ -76,7 +83,7 @@ interface SubmissionRow {
 }
 
 /** Model calls and tokens spent on one submission (all runs). */
-interface Usage {
+export interface Usage {
   calls: number;
   prompt_tokens: number;
   completion_tokens: number;
@@ -136,11 +143,11 @@ export function gradingHandler(deps: Deps, grader: Grader, options: { lookup?: R
 
 function gradeOne(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['lookup'] }) {
   return async (job: GradingJob, control: JobControl, signal: AbortSignal): Promise<JobOutcome> => {
-    const { artifact_id: artifactId, tenant_id: tenantId } = job.data;
+    const { artifact_id: artifactId, tenant_id: tenantId } = job.data as ArtifactJobData;
 
-    // Step 1: the submission.
+    // Step 1: the submission (one held by the calibration gate is graded already: nothing to do).
     const s = await loadSubmission(deps, tenantId, artifactId);
-    if (!s || s.status !== 'pending') {
+    if (!s || s.status !== 'pending' || s.reason === CALIBRATION_REQUIRED) {
       await deps.db.transaction((tx) => control.complete(tx, { skipped: s ? 'already graded' : 'artifact gone' }));
       return s ? storedOutcome(deps, tenantId, artifactId) : { kind: 'gone' };
     }
@@ -149,6 +156,8 @@ function gradeOne(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['l
       control,
       tenantId,
       artifactId,
+      ledger: { artifactId },
+      artifact: s,
       submission: s,
       number: (s.runs ?? 0) + 1,
       attempts: 0,
@@ -156,42 +165,67 @@ function gradeOne(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['l
       activity: { title: s.title, kind: s.activity_kind, spec: s.spec, rubric: s.rubric, pass_threshold: Number(s.pass_threshold) },
     };
 
-    // Step 2: read, once for this run.
-    const view = await readOnce(run, signal, options.lookup);
-    if (view instanceof Unreadable) return recordUnreadable(run, view);
-
-    // Step 3: grade, with bounded attempts, each within the tenant's budget.
-    const request = grader.prepare(run.activity, s, view);
-    const first = await attempt(run, grader, request, signal);
-    // Borderline consistency (consistency.ts): a borderline verdict is graded again, the majority decides.
-    const graded = await settleBorderline(first, {
-      settings: () => consistencyOf(deps.db, tenantId),
-      passThreshold: run.activity.pass_threshold,
-      again: () => attempt(run, grader, request, signal),
-      complete: (call) => completeCall(deps.db, tenantId, call.id, call.record),
-    });
+    // Steps 2 and 3: read once, then grade with bounded attempts within the tenant's budget.
+    const graded = await gradeArtifact(run, grader, signal, options.lookup);
 
     // Step 4: the outcome.
+    if (graded.kind === 'unreadable') return recordUnreadable(run, graded.error);
     if (graded.kind === 'budget_exhausted') return wait(run, graded.note, graded.delaySeconds);
-    if (graded.kind === 'verdict') return recordVerdict(run, graded, view, request);
-    return recordModelFailure(run, grader, request, graded);
+    if (graded.kind === 'verdict') return recordVerdict(run, graded, graded.view, graded.request);
+    return recordModelFailure(run, grader, graded.request, graded);
   };
 }
 
-/** One run of one job: the submission and what the run has spent so far. */
-interface RunContext {
+/**
+ * One grading of one artifact by the production path, for a learner's submission (gradeOne) and
+ * for a calibration example (../calibration/runs.ts) alike: whom the ledger rows are for, the
+ * artifact, its activity as graded, the run's number and what it has spent so far.
+ */
+export interface GradingRun {
   deps: Deps;
-  control: JobControl;
   tenantId: string;
-  artifactId: string;
-  submission: SubmissionRow;
-  /** This run's number (1 for the first). */
+  /** Whom each model call's ledger row names (migration 0141): the learner's artifact or a calibration run. */
+  ledger: { artifactId: string } | { calibrationRunId: string };
+  artifact: SubmittedArtifact;
+  activity: GradedActivity;
+  /** This run's number (1 for the first); the ledger's `run`. */
   number: number;
   /** Model calls reserved in this run so far (the ledger's `attempt` numbers them; a borderline re-grading continues them). */
   attempts: number;
-  /** Calls and tokens of this submission, all runs, this one included so far. */
+  /** Calls and tokens so far, this run's included (`attempt` adds to it). */
   usage: Usage;
-  activity: { title: string; kind: string; spec: string; rubric: unknown; pass_threshold: number };
+}
+
+/** What `gradeArtifact` came to: nothing readable, or the attempts' outcome with the view and request behind it. */
+export type Graded = { kind: 'unreadable'; error: Unreadable } | (Attempts & { view: ArtifactView; request: GradingRequest });
+
+/**
+ * Steps 2 and 3 of the header, the one core of every grading: read `run.artifact` once
+ * (read/index.ts: readers, size and time caps, the outbound guard), prepare one request with
+ * `grader.prepare` (prompt, model, rubric, injection signals), then `attempt` it within the
+ * tenant's budget. Throws when `signal` aborts the run without a verdict.
+ */
+export async function gradeArtifact(run: GradingRun, grader: Grader, signal: AbortSignal, lookup?: ReadOptions['lookup']): Promise<Graded> {
+  const view = await readOnce(run, signal, lookup);
+  if (view instanceof Unreadable) return { kind: 'unreadable', error: view };
+  const request = grader.prepare(run.activity, run.artifact, view);
+  const first = await attempt(run, grader, request, signal);
+  // Borderline consistency (consistency.ts), for learners' gradings and calibration's alike: a
+  // borderline verdict is graded again and the majority decides.
+  const graded = await settleBorderline(first, {
+    settings: () => consistencyOf(run.deps.db, run.tenantId),
+    passThreshold: run.activity.pass_threshold,
+    again: () => attempt(run, grader, request, signal),
+    complete: (call) => completeCall(run.deps.db, run.tenantId, call.id, call.record),
+  });
+  return { ...graded, view, request };
+}
+
+/** One run of one job: the submission and what the run has spent so far. */
+interface RunContext extends GradingRun {
+  control: JobControl;
+  artifactId: string;
+  submission: SubmissionRow;
 }
 
 /** What every recorded outcome says of its provenance. */
@@ -200,7 +234,7 @@ const provenance = (run: RunContext) => ({ prompt_version: PROMPT_VERSION, rubri
 /** Step 1: the artifact `artifactId` of `tenantId` with its activity, or undefined when gone. */
 async function loadSubmission(deps: Deps, tenantId: string, artifactId: string): Promise<SubmissionRow | undefined> {
   const [s] = await deps.db.query<SubmissionRow>(
-    `select a.id, a.tenant_id, a.kind, a.ref_url, a.repo_url, a.content,
+    `select a.id, a.tenant_id, a.activity_id, a.verification->>'reason' as reason, a.kind, a.ref_url, a.repo_url, a.content,
             a.verification->>'status' as status, (a.verification->>'runs')::int as runs, a.verification->'usage' as usage,
             to_json(a.created_at) #>> '{}' as created_at,
             act.title, act.kind as activity_kind, act.spec, act.rubric, act.pass_threshold, act.rubric_version
@@ -212,10 +246,10 @@ async function loadSubmission(deps: Deps, tenantId: string, artifactId: string):
 }
 
 /** Step 2: the artifact as the grader sees it, or the `Unreadable` that says why nothing could be read. */
-async function readOnce(run: RunContext, signal: AbortSignal, lookup: ReadOptions['lookup']): Promise<ArtifactView | Unreadable> {
+async function readOnce(run: GradingRun, signal: AbortSignal, lookup: ReadOptions['lookup']): Promise<ArtifactView | Unreadable> {
   const e = run.deps.config.embed;
   try {
-    return await readArtifact(run.submission, {
+    return await readArtifact(run.artifact, {
       allowPrivate: run.deps.config.fetchAllowPrivate,
       timeoutMs: e.fetchTimeoutMs,
       maxBytes: e.fetchMaxBytes,
@@ -242,13 +276,13 @@ export type Attempts =
  * `Retry-After` asks up to `MAX_BACKOFF_MS` (a longer one ends the attempts). Adds to `run.usage`.
  * Throws when the run is aborted without a verdict.
  */
-async function attempt(run: RunContext, grader: Grader, request: GradingRequest, signal: AbortSignal): Promise<Attempts> {
-  const { deps, tenantId, artifactId } = run;
+async function attempt(run: GradingRun, grader: Grader, request: GradingRequest, signal: AbortSignal): Promise<Attempts> {
+  const { deps, tenantId } = run;
   const e = deps.config.embed;
   let last: GraderError | undefined;
   let transient = false;
   for (let n = 1; n <= e.judgeAttempts && !signal.aborted; n++) {
-    const slot = await reserveCall(deps.db, deps.now(), e.tenantBudget, { tenantId, artifactId, run: run.number, attempt: ++run.attempts, model: grader.model, request });
+    const slot = await reserveCall(deps.db, deps.now(), e.tenantBudget, { tenantId, ...run.ledger, run: run.number, attempt: ++run.attempts, model: grader.model, request });
     if ('exhausted' in slot) {
       const { limit, retryAt } = slot.exhausted;
       const delaySeconds = (retryAt.getTime() - deps.now().getTime()) / 1000 + Math.random() * 30;
@@ -305,6 +339,7 @@ function recordVerdict(run: RunContext, graded: Extract<Attempts, { kind: 'verdi
     { ...verdict, read: view.sources, request_sha256: request.sha256, ...provenance(run), ...(held && { review: 'required' }) },
     held ? { kind: 'hold' } : verdict.passed ? { kind: 'pass', score: verdict.score } : { kind: 'fail', score: verdict.score },
     graded.call,
+    true,
   );
 }
 
@@ -377,19 +412,43 @@ interface LedgerEntry {
 
 /**
  * Record the outcome and complete the job — and the ledger row of the call that gave the
- * verdict, if any — in one transaction; the outcome for a waiting request.
+ * verdict, if any — in one transaction; the outcome for a waiting request. A verdict (`gated`)
+ * first meets its activity's calibration gate (../calibration/gate.ts), in that transaction under
+ * the gate's lock: closed → held (`pending`, `calibration_required`, ../calibration/release.ts);
+ * open → recorded with `verification.calibration` saying what stood behind it.
  */
-async function finish(run: RunContext, verification: RecordedOutcome & Record<string, unknown>, effect: Effect, call?: LedgerEntry): Promise<JobOutcome> {
+async function finish(run: RunContext, verification: RecordedOutcome & Record<string, unknown>, effect: Effect, call?: LedgerEntry, gated = false): Promise<JobOutcome> {
   const { deps, control, tenantId, artifactId } = run;
   const recorded = await deps.db.transaction(async (tx) => {
     if (call) await completeCall(tx, tenantId, call.id, call.record);
+    if (gated) {
+      const gate = await gateOf(tx, run, String(verification.model));
+      if (!gate.live) {
+        const held = await holdForCalibration(tx, tenantId, artifactId, verification, effect, deps.now());
+        await control.complete(tx, held ? { status: 'pending', reason: CALIBRATION_REQUIRED } : { skipped: 'already graded' });
+        return held ? ('held' as const) : false;
+      }
+      verification = { ...verification, calibration: gate.calibration };
+    }
     const ok = await recordOutcome(tx, tenantId, artifactId, verification, effect);
     await control.complete(tx, ok ? { status: verification.status } : { skipped: 'already graded' });
     return ok;
   });
+  if (recorded === 'held') return { kind: 'pending', reason: CALIBRATION_REQUIRED };
   if (!recorded) return storedOutcome(deps, tenantId, artifactId);
   judgeVerdicts.inc({ outcome: verification.status });
   return outcomeOf(verification);
+}
+
+/**
+ * The calibration gate of the run's activity now (../calibration/gate.ts): an activity without
+ * examples costs one indexed probe (`uncalibrated`); one with examples is read after its gate lock
+ * is taken, so a release (which takes it too) cannot slip between the read and the hold.
+ */
+async function gateOf(tx: Queryable, run: RunContext, model: string): Promise<Pick<GateState, 'live' | 'calibration'>> {
+  const activityId = run.submission.activity_id;
+  if (!(await lockGateIfCalibrated(tx, run.tenantId, activityId))) return { live: true, calibration: { status: 'uncalibrated' } };
+  return gateState(tx, run.tenantId, activityId, { rubricVersion: run.submission.rubric_version, model, promptVersion: PROMPT_VERSION });
 }
 
 /** The outcome stored in the artifact's verification (graded, ended, or still pending). */

@@ -29,10 +29,14 @@ export interface BudgetExhausted {
   retryAt: Date;
 }
 
-/** Whom a call is for. */
+/**
+ * Whom a call is for: a learner's artifact, or a calibration run (migration 0141: the ledger row
+ * names exactly one of them, so calibration calls are told apart from learners').
+ */
 export interface CallSlot {
   tenantId: string;
-  artifactId: string;
+  artifactId?: string;
+  calibrationRunId?: string;
   /** The grading run (1-based) and the attempt within it (1-based). */
   run: number;
   attempt: number;
@@ -47,10 +51,10 @@ export interface CallSlot {
 export async function reserveCall(db: Db, now: Date, budget: ModelBudget, slot: CallSlot): Promise<{ id: string } | { exhausted: BudgetExhausted }> {
   const [row] = await db.query<{ call_id: string | null; exhausted: string | null; retry_at: string | null }>(
     `select call_id, exhausted, to_json(retry_at) #>> '{}' as retry_at
-       from svc.reserve_model_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+       from svc.reserve_model_call($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
     [
       slot.tenantId,
-      slot.artifactId,
+      slot.artifactId ?? null,
       slot.run,
       slot.attempt,
       slot.model,
@@ -61,6 +65,7 @@ export async function reserveCall(db: Db, now: Date, budget: ModelBudget, slot: 
       budget.callsPerDay,
       budget.tokensPerHour,
       budget.tokensPerDay,
+      slot.calibrationRunId ?? null,
     ],
   );
   if (row!.exhausted) return { exhausted: { limit: row!.exhausted, retryAt: new Date(row!.retry_at!) } };

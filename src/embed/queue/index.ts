@@ -53,10 +53,23 @@ import type { CriterionResult } from '../grading/verdict-view.ts';
 
 export { GRADING_QUEUE };
 
-export interface GradingJobData {
+/** The grading of a learner's artifact (job id = the artifact's id). */
+export interface ArtifactJobData {
   artifact_id: string;
   tenant_id: string;
 }
+
+/** A calibration run (../calibration/runs.ts; job id = the run's id). */
+export interface CalibrationJobData {
+  calibration_run_id: string;
+  tenant_id: string;
+}
+
+/** A job of the grading queue: a learner's submission, or a calibration run (issue #21). */
+export type GradingJobData = ArtifactJobData | CalibrationJobData;
+
+/** The job id of `data`: the artifact's or the calibration run's id. */
+export const jobId = (data: GradingJobData): string => ('artifact_id' in data ? data.artifact_id : data.calibration_run_id);
 
 export interface GradingJob {
   id: string;
@@ -165,8 +178,9 @@ export class GradingQueue {
   }
 
   /**
-   * Enqueue the grading of artifact `data.artifact_id` in transaction `tx` (job id = artifact
-   * id). `priority` 1 for a submission whose request waits, 0 for the backlog.
+   * Enqueue the grading of artifact `data.artifact_id` (job id = artifact id), or calibration run
+   * `data.calibration_run_id` (job id = run id), in transaction `tx`. `priority` 1 for a
+   * submission whose request waits, 0 for the backlog and calibration runs.
    */
   async enqueue(tx: Queryable, data: GradingJobData, priority = 1): Promise<void> {
     await this.send(tx, data, { priority });
@@ -174,7 +188,7 @@ export class GradingQueue {
 
   private async send(tx: Queryable, data: GradingJobData, options: { priority: number; startAfter?: number }): Promise<void> {
     await this.boss.send(GRADING_QUEUE, data, {
-      id: data.artifact_id,
+      id: jobId(data),
       priority: options.priority,
       ...(options.startAfter !== undefined && { startAfter: options.startAfter }),
       db: bossDb(tx, this.db),
@@ -188,7 +202,7 @@ export class GradingQueue {
     this.workers?.kick();
   }
 
-  /** The outcome of this process's run of `artifactId`, or undefined after `ms` milliseconds. */
+  /** The outcome of this process's run of job `artifactId` (an artifact's or a calibration run's id), or undefined after `ms` milliseconds. */
   waitFor(artifactId: string, ms: number): Promise<JobOutcome | undefined> {
     if (ms <= 0 || this.stopping) return Promise.resolve(undefined);
     return this.waiters.waitFor(artifactId, ms);

@@ -1,6 +1,6 @@
 /**
- * The backlog sweep: re-enqueue every artifact whose verification is still `pending` but that has
- * no live job (a job archived after retention, submissions stored before the queue existed), at
+ * The backlog sweep: re-enqueue every artifact whose verification is still `pending` (and not held
+ * by the calibration gate: graded already, ../calibration/release.ts) but that has no live job (a job archived after retention, submissions stored before the queue existed), at
  * most `SWEEP_BATCH` per sweep, one sweeper at a time across processes (advisory lock). So
  * "configured later" and "restart" both grade everything left pending. See index.ts.
  */
@@ -24,6 +24,7 @@ export async function sweepBacklog(boss: PgBoss, db: Db, leaseSeconds: number): 
     const orphans = await tx.query<{ id: string; tenant_id: string }>(
       `select a.id, a.tenant_id from artifacts a
         where a.verification->>'status' = 'pending'
+          and a.verification->>'reason' is distinct from 'calibration_required'
           and not exists (select 1 from pgboss.job j where j.name = $1 and j.id = a.id and j.state < 'completed')
         order by a.created_at
         limit ${SWEEP_BATCH}`,

@@ -23,7 +23,7 @@ interface WorkerDeps {
   options: QueueOptions & Required<Pick<QueueOptions, 'handler'>>;
   /** Queue the job's next run (`retryLater`), in the caller's transaction. */
   requeue(tx: Parameters<JobControl['retryLater']>[0], data: GradingJobData, delaySeconds: number): Promise<void>;
-  /** Every run's outcome, for the requests of this process that wait for it. */
+  /** Every run's outcome by job id (an artifact's or a calibration run's), for the requests of this process that wait for it. */
   report(artifactId: string, outcome: JobOutcome): void;
 }
 
@@ -106,7 +106,7 @@ export class Workers {
         .query<{ id: string }>(`update pgboss.job set started_on = now() where name = $1 and id = $2 and state = 'active' returning id`, [GRADING_QUEUE, job.id])
         .then((rows) => {
           if (!rows.length && !signal.aborted) {
-            options.log.warn({ artifactId: job.data?.artifact_id }, 'embed queue: lost the lease of a running job; aborting the run');
+            options.log.warn({ jobId: job.id }, 'embed queue: lost the lease of a running job; aborting the run');
             ctl.abort();
           }
         })
@@ -142,7 +142,7 @@ export class Workers {
       if (this.stopping) {
         await this.release(job.id);
       } else {
-        options.log.error({ err, artifactId: job.data?.artifact_id }, 'embed queue: grading run failed');
+        options.log.error({ err, jobId: job.id }, 'embed queue: grading run failed');
         await boss.fail(GRADING_QUEUE, job.id, { message: 'internal error' }).catch(() => {});
       }
       outcome = { kind: 'pending', reason: 'internal_error' };
@@ -151,7 +151,7 @@ export class Workers {
       this.running.delete(job.id);
     }
     if (outcome.kind === 'pending' && this.stopping) await this.release(job.id);
-    this.w.report(job.data.artifact_id, outcome);
+    this.w.report(job.id, outcome);
   }
 
   /** Put an active job back at once (shutdown): cancel, then resume → `created`. */
