@@ -99,8 +99,14 @@ const progressJson = (t: string) => {
          where a.tenant_id = ${t}.tenant_id and a.program_id = ${t}.program_id and not a.archived) c)`;
 };
 
-/** Artifact: id, result_id, kind, ref_url, repo_url, verification (json or null), created_at, updated_at. */
-const artifactJson = (t: string) => jsonObject(t, ['id', 'result_id', 'kind', 'ref_url', 'repo_url', 'verification', 'created_at', 'updated_at']);
+/**
+ * Artifact: id, result_id, kind, ref_url, repo_url, verification (json or null), created_at, updated_at.
+ * A verdict the calibration gate holds (`{status: "pending", reason: "calibration_required", held}`,
+ * issue #21) is not shown: `held` is left out until the verdict is released, so an unmeasured
+ * judge's verdict reaches no partner either.
+ */
+const artifactJson = (t: string) =>
+  jsonObject(t, ['id', 'result_id', 'kind', 'ref_url', 'repo_url', ['verification', `${t}.verification - 'held'`], 'created_at', 'updated_at']);
 
 /**
  * Learner: svc_user_id, external_ids [{issuer, subject}], email, created_at, updated_at — built by

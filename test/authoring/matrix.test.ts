@@ -28,6 +28,9 @@ interface Tree {
   /** A calibration example of the activity, and a finished calibration run (report) of it (issue #21). */
   example: string;
   report: string;
+  /** acme's learner's graded result (on an activity of another program), and an open appeal of it (issue #21). */
+  result: string;
+  review: string;
 }
 
 const t = useApp();
@@ -46,9 +49,24 @@ async function freshTree(): Promise<Tree> {
           e as (insert into calibration_examples (tenant_id, activity_id, kind, content, expected_passed)
                 select t.id, a.id, 'document', 'An example', true from a, tenants t where t.slug = 'acme' returning id),
           r as (insert into calibration_runs (tenant_id, activity_id, status, rubric_version, model, prompt_version, reason, report, completed_at)
-                select t.id, a.id, 'done', 1, 'm', 'p', 'requested', '{"n": 1}', now() from a, tenants t where t.slug = 'acme' returning id)
+                select t.id, a.id, 'done', 1, 'm', 'p', 'requested', '{"n": 1}', now() from a, tenants t where t.slug = 'acme' returning id),
+          -- the learner's work lives in a program of its own, so that the tree's records stay deletable
+          p2 as (insert into programs (tenant_id, title) select id, 'Matrix graded program' from tenants where slug = 'acme' returning id),
+          u2 as (insert into units (program_id, title) select id, 'Matrix graded unit' from p2 returning id),
+          l2 as (insert into lessons (unit_id, title) select id, 'Matrix graded lesson' from u2 returning id),
+          a2 as (insert into activities (lesson_id, title, kind, spec, rubric)
+                 select id, 'Matrix graded activity', 'document', 'Write', '[{"criterion":"c","weight":1}]' from l2 returning id),
+          learner as (select t.id as tenant_id, u.id as user_id from tenants t, users u join auth.users au on au.id = u.auth_user_id
+                       where t.slug = 'acme' and au.email = 'learner@acme.test'),
+          res as (insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status, score, completed_at)
+                  select learner.tenant_id, a2.id, l2.id, p2.id, learner.user_id, 'completed', 90, now() from a2, l2, p2, learner returning id, tenant_id, user_id),
+          art as (insert into artifacts (tenant_id, result_id, activity_id, user_id, kind, content, verification)
+                  select res.tenant_id, res.id, a2.id, res.user_id, 'document', 'Work',
+                         '{"status": "passed", "passed": true, "score": 90, "feedback": "Good"}'::jsonb from res, a2 returning id, tenant_id, result_id, user_id),
+          rev as (insert into reviews (tenant_id, kind, result_id, artifact_id, user_id, message)
+                  select art.tenant_id, 'appeal', art.result_id, art.id, art.user_id, 'Please look again' from art returning id)
      select (select id from p) as program, (select id from u) as unit, (select id from l) as lesson, (select id from a) as activity,
-            (select id from e) as example, (select id from r) as report`,
+            (select id from e) as example, (select id from r) as report, (select id from res) as result, (select id from rev) as review`,
   );
   return row!;
 }
@@ -138,6 +156,7 @@ const TOOLS: Record<string, ToolCase> = {
   },
   ...recordCases(),
   ...calibrationCases(),
+  ...reviewCases(),
 };
 
 /** The calibration tools (issue #21): authors of the tenant only; everyone else is told the activity (or example) is not found. */
@@ -171,6 +190,33 @@ function calibrationCases(): Record<string, ToolCase> {
       force: true,
       reason: 'pilot',
     }),
+  };
+}
+
+/** The review tools (issue #21): authors of the result's tenant only; everyone else is told the result, review or tenant is not found. */
+function reviewCases(): Record<string, ToolCase> {
+  const statusOf = async (table: string, id: string) => (await t.db.query<{ status: string }>(`select status from ${table} where id = $1`, [id]))[0]?.status;
+  const hidden = (what: string) => `${what} not found (or not in a tenant you are an author of)`;
+  return {
+    override_verdict: {
+      args: (x) => ({ result_id: x.result, passed: false, reason: 'copied work' }),
+      effect: async (x) => expect([await statusOf('activity_results', x.result), await statusOf('reviews', x.review)]).toEqual(['failed', 'overridden']),
+      authorsOnly: true,
+      invisible: (x) => hidden(`result ${x.result}`),
+    },
+    list_reviews: {
+      read: true,
+      args: () => ({ tenant: 'acme', status: 'open' }),
+      effect: async (x, r) => expect(r.reviews.map((v: Structured) => v.id)).toContain(x.review),
+      authorsOnly: true,
+      invisible: () => 'tenant not found: acme (or you are not an author of it)',
+    },
+    resolve_review: {
+      args: (x) => ({ review_id: x.review, decision: 'uphold', reason: 'the verdict is right' }),
+      effect: async (x) => expect([await statusOf('activity_results', x.result), await statusOf('reviews', x.review)]).toEqual(['completed', 'upheld']),
+      authorsOnly: true,
+      invisible: (x) => hidden(`review ${x.review}`),
+    },
   };
 }
 

@@ -145,6 +145,13 @@ describe('the gate', () => {
       const body = await read.json();
       expect(JSON.stringify(body)).not.toMatch(/"score":95/);
       expect(body.attempts?.[0] ?? body).toMatchObject({ status: 'pending', reason: 'calibration_required' });
+      // Nor does a partner: the results API leaves the held verdict out until it is released.
+      const { key } = await w.t.op('key.create', { tenant: 'acme', name: 'held-check' });
+      const partner = await fetch(`${w.t.url}/v1/artifacts/${sub.body.artifact_id}`, { headers: { authorization: `Bearer ${key}` } });
+      expect(partner.status).toBe(200);
+      const seen = await partner.json();
+      expect(seen.verification).toMatchObject({ status: 'pending', reason: 'calibration_required' });
+      expect(seen.verification.held).toBeUndefined();
     } finally {
       w.model.setScript(undefined);
     }
