@@ -47,7 +47,7 @@ describe.skipIf(!present)(`MCP Inspector CLI (${present ? BIN : `skipped: ${BIN}
     const out = await inspector(['--method', 'tools/list']);
     expect(out.code, out.stderr).toBe(0);
     const names = (out.json.tools as { name: string }[]).map((x) => x.name);
-    expect(names).toHaveLength(36);
+    expect(names).toHaveLength(42);
     expect(names).toEqual(expect.arrayContaining(['whoami', 'get_program', 'get_activity', 'search_content', 'import_program', 'instantiate_program']));
   });
 
