@@ -20,11 +20,11 @@ import { runOp } from '../src/admin/ops.ts';
 import type { Db } from '../src/db/index.ts';
 import { startTestIdp } from '../test/helpers/test-idp.ts';
 import { startTestModel } from '../test/helpers/test-model.ts';
-import { eachBackend, lastRun, markdownTable, one, startBenchApp, stats, timed, writeReadmeSection } from './common.ts';
+import { DESIGN_NOTE, eachBackend, lastRun, markdownTable, one, startBenchApp, stats, timed, writeReadmeSection } from './common.ts';
 
 const EXAMPLES = Number(process.env.BENCH_EXAMPLES ?? 50);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 100);
-const CONTENT = 'Problem: long URLs are hard to share. Design: a counter encoded in base62, a table (code, url), a 301 redirect. '.repeat(8);
+const CONTENT = DESIGN_NOTE;
 
 interface Row {
   backend: string;

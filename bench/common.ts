@@ -90,6 +90,9 @@ export const lastRun = (detail: string) =>
 /** A figure with one decimal. */
 export const one = (n: number) => n.toFixed(1);
 
+/** The submitted work of the judge's benches: an ~900-byte design note (bench/embed.ts, bench/calibration.ts). */
+export const DESIGN_NOTE = 'Problem: long URLs are hard to share. Design: a counter encoded in base62, a table (code, url), a 301 redirect. '.repeat(8);
+
 /** Secrets a server on PostgreSQL requires (benchmarks only). */
 export const BENCH_SECRETS = {
   SVC_JWT_SECRET: 'bench-jwt-secret-0123456789-abcdefghijklmnop',

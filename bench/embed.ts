@@ -33,7 +33,7 @@ import { runOp } from '../src/admin/ops.ts';
 import { migrate, openDb, type Db } from '../src/db/index.ts';
 import { startTestIdp } from '../test/helpers/test-idp.ts';
 import { startTestModel } from '../test/helpers/test-model.ts';
-import { startBenchServer } from './common.ts';
+import { DESIGN_NOTE, startBenchServer } from './common.ts';
 
 const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',').map((b) => b.trim()).filter(Boolean);
@@ -43,7 +43,7 @@ const WORKERS = Number(process.env.BENCH_WORKERS ?? 8);
 const MODEL_DELAY = Number(process.env.BENCH_MODEL_DELAY ?? 100);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 60);
 
-const CONTENT = 'Problem: long URLs are hard to share. Design: a counter encoded in base62, a table (code, url), a 301 redirect. '.repeat(8);
+const CONTENT = DESIGN_NOTE;
 
 interface Row {
   backend: string;

@@ -156,6 +156,18 @@ export async function playerFrame(page: Page): Promise<Frame> {
   return frame!;
 }
 
+/**
+ * Open the partner page of `world` for learner `sub` on the world's `document` activity and wait
+ * for the activity in the player: the page and the player's frame.
+ */
+export async function openPlayer({ w, browser, partner }: PlayerWorld, sub: string): Promise<{ page: Page; frame: Frame }> {
+  const page = await newPage(browser);
+  await page.goto(partner.url({ activity: w.doc.activityId, sub }));
+  const frame = await playerFrame(page);
+  await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor();
+  return { page, frame };
+}
+
 /** The messages the partner page received from the player, so far. */
 export const messages = (page: Page) => page.evaluate(() => (window as unknown as { __messages: { type: string; [k: string]: unknown }[] }).__messages);
 

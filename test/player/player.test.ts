@@ -8,26 +8,19 @@
  * failed states.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Frame, Page } from 'playwright-core';
+import type { Frame } from 'playwright-core';
 import { countRows } from '../embed/fixtures.ts';
-import { asLocalhost, expectAccessible, expectHeightFollows, messages, newPage, playerFrame, received, usePlayerWorld } from './fixtures.ts';
+import { asLocalhost, expectAccessible, expectHeightFollows, messages, newPage, openPlayer, playerFrame, received, usePlayerWorld } from './fixtures.ts';
 
-const { w, browser, partner } = usePlayerWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 }, config: { accessTokenTtl: 66 } });
+const world = usePlayerWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 }, config: { accessTokenTtl: 66 } });
+const { w, browser, partner } = world;
+const open = (sub: string) => openPlayer(world, sub);
 beforeAll(async () => {
   await w.t.db.query('update activities set spec = $2 where id = $1', [
     w.doc.activityId,
     'Write a **one-page** design note for a URL shortener.\n\n- the problem it solves\n- two designs and their trade-offs',
   ]);
 });
-
-/** Open the partner page for learner `sub` and wait for the activity in the player. */
-async function open(sub: string): Promise<{ page: Page; frame: Frame }> {
-  const page = await newPage(browser);
-  await page.goto(partner.url({ activity: w.doc.activityId, sub }));
-  const frame = await playerFrame(page);
-  await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor();
-  return { page, frame };
-}
 
 async function submitText(frame: Frame, text: string) {
   await frame.getByLabel('Pasted text').check();

@@ -11,9 +11,11 @@ import type { Frame, Page } from 'playwright-core';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { connect, ok, signIn } from '../authoring/helpers.ts';
 import { useFixture } from '../helpers/harness.ts';
-import { expectAccessible, messages, newPage, playerFrame, received, usePlayerWorld } from './fixtures.ts';
+import { expectAccessible, messages, openPlayer, received, usePlayerWorld } from './fixtures.ts';
 
-const { w, browser, partner } = usePlayerWorld({ embed: { judgeWaitMs: 2000 } });
+const world = usePlayerWorld({ embed: { judgeWaitMs: 2000 } });
+const { w } = world;
+const open = (sub: string) => openPlayer(world, sub);
 const author = useFixture<Client>(async () => {
   await w.t.op('user.create', { email: 'teacher@acme.test', password: 'correct horse battery' });
   await w.t.op('author.grant', { tenant: 'acme', email: 'teacher@acme.test' });
@@ -22,14 +24,6 @@ const author = useFixture<Client>(async () => {
 afterAll(async () => {
   await (author as Partial<Client>).close?.();
 });
-
-async function open(sub: string): Promise<{ page: Page; frame: Frame }> {
-  const page = await newPage(browser);
-  await page.goto(partner.url({ activity: w.doc.activityId, sub }));
-  const frame = await playerFrame(page);
-  await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor();
-  return { page, frame };
-}
 
 async function failOnce(frame: Frame) {
   await frame.getByLabel('Pasted text').check();

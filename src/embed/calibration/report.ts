@@ -38,17 +38,9 @@ const FIGURE_KEYS = [
   'criteria', 'adversarial', 'confusion', 'disagreements', 'cost',
 ] as const;
 
-interface RunRow {
-  id: string;
-  activity_id: string;
-  status: string;
-  reason: string;
-  repeats: number;
-  rubric_version: number;
-  model: string;
-  prompt_version: string;
-  created_at: string | null;
-  requested_at: string;
+/** A run as read: the report's own columns, then what the report is computed from. */
+interface RunRow
+  extends Pick<CalibrationReport, 'id' | 'activity_id' | 'status' | 'reason' | 'repeats' | 'rubric_version' | 'model' | 'prompt_version' | 'created_at' | 'requested_at'> {
   graded: number;
   total: number;
   note: { waiting?: Record<string, unknown> } | null;
