@@ -31,6 +31,8 @@ import {
 import { setThresholds, thresholdsOf } from '../embed/index.ts';
 import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listOrigins, listReviews, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
 import { slugSchema } from '../lib/ids.ts';
+import { auditOp } from './audited.ts';
+import { listAuditEvents } from '../audit/index.ts';
 import { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from '../embed/index.ts';
 
 export class AdminError extends Error {
@@ -359,6 +361,16 @@ export const ops = {
       return { artifact_id: a.artifact_id, verification: artifact.verification, calls, ...(a.with_request && { requests }) };
     },
   },
+  // svc audit list: the audit log (issue #23, src/audit).
+  'audit.list': {
+    args: z.object({
+      tenant: slug.optional(),
+      since: z.string().max(64).refine((v) => !Number.isNaN(Date.parse(v)), 'not a time: give an RFC 3339 time (2026-01-31T09:00:00Z) or a date (2026-01-31)').optional(),
+      action: z.string().regex(/^[a-z][a-z0-9_.]*$/, 'an action is a dotted lower-case name (author.grant)').max(64).optional(),
+    }),
+    run: async (q: Queryable, a: { tenant?: string; since?: string; action?: string }) =>
+      listAuditEvents(q, { tenantId: a.tenant ? await tenantId(q, a.tenant) : undefined, since: a.since ? new Date(a.since) : undefined, action: a.action }),
+  },
 } as const;
 
 /**
@@ -460,5 +472,9 @@ export async function runOp(db: Db, op: OpName, args: unknown): Promise<unknown>
     const issue = parsed.error.issues[0]!;
     throw new AdminError('invalid', issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message);
   }
-  return db.transaction((tx) => (spec.run as (q: Queryable, a: unknown) => Promise<unknown>)(tx, parsed.data));
+  return db.transaction(async (tx) => {
+    const out = await (spec.run as (q: Queryable, a: unknown) => Promise<unknown>)(tx, parsed.data);
+    await auditOp(tx, op, parsed.data, out); // issue #23: the act's audit event, in its transaction
+    return out;
+  });
 }

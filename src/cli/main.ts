@@ -219,6 +219,21 @@ opCommand(thresholds, 'set <tenant-slug>', "change a tenant's thresholds (the ot
     return v === 'true';
   });
 
+// svc audit list: who did what (issue #23, src/audit; docs/privacy.md).
+const auditCmd = program.command('audit').description('the audit log: every privileged act, append-only');
+opCommand(auditCmd, 'list [tenant-slug]', 'list audit events, oldest first (the newest 1000; all tenants when none is named)', 'audit.list', ([t], o) => ({
+  ...(t !== undefined && { tenant: t }),
+  ...(o.since !== undefined && { since: o.since }),
+  ...(o.action !== undefined && { action: o.action }),
+}), (rows) =>
+  table(
+    rows.map((r: { actor: { kind: string; id: string | null }; target: { type: string; id: string } }) => ({ ...r, actor: r.actor.id ? `${r.actor.kind}:${r.actor.id}` : r.actor.kind, target: `${r.target.type}:${r.target.id}` })),
+    ['at', 'action', 'actor', 'target', 'tenant_id', 'request_id'],
+  ),
+)
+  .option('--since <time>', 'only events at or after this time (RFC 3339, or a date)')
+  .option('--action <name>', 'only this action (author.grant, learner.erase, …)');
+
 const verdict = program.command('verdict').description('audit how an artifact was graded');
 opCommand(verdict, 'show <artifact-id>', 'the stored verdict and every model call made for it (request hash, raw answer, tokens, timing)', 'verdict.show', ([a], o) => ({
   artifact_id: a,

@@ -20,6 +20,7 @@
  * `application/x-www-form-urlencoded`; a parameter given twice is refused (RFC 6749 §3.1).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { audit } from '../../audit/index.ts';
 import { DB_RETRY_AFTER_SECONDS, isDbUnavailable } from '../../db/errors.ts';
 import type { Deps } from '../../deps.ts';
 import { AuthError, sendAuthError, unavailable } from '../errors.ts';
@@ -243,7 +244,12 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
     const { user } = await requireSession(deps, req);
     const clientId = (req.query as Record<string, unknown>).client_id;
     if (typeof clientId !== 'string' || !clientId || clientId.length > 2048) throw new AuthError(400, 'validation_failed', 'client_id is required');
-    if (!(await deps.db.transaction((tx) => revokeGrant(tx, user.id, clientId)))) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
+    const revoked = await deps.db.transaction(async (tx) => {
+      if (!(await revokeGrant(tx, user.id, clientId))) return false;
+      await audit(tx, { tenantId: null, action: 'oauth.grant.revoke', target: { type: 'user', id: user.svc_user_id }, detail: { client_id: clientId }, actor: { kind: 'auth_user', id: user.id } });
+      return true;
+    });
+    if (!revoked) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
     return reply.code(204).send();
   });
 }

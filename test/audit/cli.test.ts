@@ -1,0 +1,34 @@
+/**
+ * `svc audit list` as an admin types it (issue #23): the real `bin/svc.js` process on the suite's
+ * backend. Acts of the command itself are the `cli` actor's; bad input is a clear message and a
+ * non-zero exit, nothing changed.
+ */
+import { describe, expect, it } from 'vitest';
+import { useSvc } from '../embed/fixtures.ts';
+
+const svc = useSvc('cli-audit');
+
+describe('svc audit list', () => {
+  it('lists the acts, by tenant, action and time; refuses a --since that is not a time', async () => {
+    expect((await svc('tenant', 'create', 'acme')).code).toBe(0);
+    expect((await svc('key', 'create', 'acme', '--name', 'dash')).code).toBe(0);
+    const all = JSON.parse((await svc('audit', 'list', 'acme', '--json')).out);
+    expect(all.map((e: { action: string }) => e.action)).toEqual(['tenant.create', 'key.create']);
+    expect(all[0]).toMatchObject({ actor: { kind: 'cli', id: null }, target: { type: 'tenant' }, request_id: null });
+
+    const keys = JSON.parse((await svc('audit', 'list', '--action', 'key.create', '--since', '2020-01-01', '--json')).out);
+    expect(keys).toHaveLength(1);
+    const text = await svc('audit', 'list', 'acme');
+    expect(text.code).toBe(0);
+    expect(text.out).toMatch(/tenant\.create\s+cli\s+tenant:/);
+
+    const bad = await svc('audit', 'list', '--since', 'last tuesday');
+    expect(bad.code).toBe(1);
+    expect(bad.out).toMatch(/since: not a time/);
+    const unknown = await svc('audit', 'list', 'nope');
+    expect(unknown.code).toBe(1);
+    expect(unknown.out).toMatch(/no tenant "nope"/);
+    // reading the log is not an act
+    expect(JSON.parse((await svc('audit', 'list', '--json')).out)).toHaveLength(2);
+  }, 180_000);
+});
