@@ -5,7 +5,7 @@
  *
  * Reads (`*.list`, `*.show`, `verdict.show`) are not acts. `review.approve|reject` are audited
  * where the decision is made (src/embed/grading/review.ts, override.ts), as the MCP review tools
- * are; the learner-data operations (`learner.delete|export`, `retention.set`) audit themselves.
+ * are.
  *
  * Targets are ids: a tenant's id, an auth user id, an API key prefix, an OAuth client id. An
  * author grant by email to an address with no account yet, or by an IdP subject not yet seen,
@@ -65,6 +65,8 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
     const user = await findUserByEmail(q, String(args.email));
     return { tenantId: null, action: 'oauth.grant.revoke', target: { type: 'user', id: user!.svc_user_id }, detail: { client_id: String(args.client_id) } };
   },
+  'learner.delete': async (q, args) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'learner.erase', target: { type: 'user', id: String(args.svc_user_id) } }),
+  'learner.export': async (q, args) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'learner.export', target: { type: 'user', id: String(args.svc_user_id) } }),
   'judge.thresholds.set': tenantAct('judge.thresholds.set', (_a, out) => ({
     min_kappa: out.min_kappa as number,
     max_false_pass_rate: out.max_false_pass_rate as number,

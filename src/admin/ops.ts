@@ -32,6 +32,7 @@ import { setThresholds, thresholdsOf } from '../embed/index.ts';
 import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listOrigins, listReviews, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
 import { slugSchema } from '../lib/ids.ts';
 import { auditOp } from './audited.ts';
+import { eraseEveryTenant, eraseLearnerData, exportLearnerData, isLearnerOf, learnerScope } from './learner-data.ts';
 import { listAuditEvents } from '../audit/index.ts';
 import { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from '../embed/index.ts';
 
@@ -134,8 +135,13 @@ export const ops = {
   },
   'user.delete': {
     args: z.object({ user: z.string().min(1).max(320) }),
+    // Issue #23: the account's data in every tenant goes through the learner-data registry first.
     run: (q: Queryable, a: { user: string }) =>
-      viaIdentity(async () => userJson(await deleteUser(q, (await getUserByIdOrEmail(q, a.user)).id))),
+      viaIdentity(async () => {
+        const user = await accountOf(q, a.user);
+        const tenants = await eraseEveryTenant(q, user.svc_user_id, user.id);
+        return { ...userJson(await deleteUser(q, user.id)), erased_tenants: tenants };
+      }),
   },
   'author.grant': {
     args: authorTarget,
@@ -200,6 +206,14 @@ export const ops = {
   'learner.delete': {
     args: z.object({ tenant: slug, svc_user_id: z.uuid('an svc_user_id is a uuid') }),
     run: async (q: Queryable, a: { tenant: string; svc_user_id: string }) => eraseLearner(q, await tenantId(q, a.tenant), a),
+  },
+  // svc learner export: everything held about a learner in a tenant (issue #23, src/admin/learner-data.ts).
+  'learner.export': {
+    args: z.object({ tenant: slug, svc_user_id: z.uuid('an svc_user_id is a uuid') }),
+    run: async (q: Queryable, a: { tenant: string; svc_user_id: string }) => {
+      const scope = await learnerIn(q, await tenantId(q, a.tenant), a);
+      return { tenant: a.tenant, svc_user_id: a.svc_user_id, exported_at: new Date().toISOString(), ...(await exportLearnerData(q, scope)) };
+    },
   },
     'idp.set': {
     args: z
@@ -374,30 +388,43 @@ export const ops = {
 } as const;
 
 /**
- * Erase a learner from one tenant (right to erasure, issue #14): their results (with artifacts and
- * judge idempotency keys, by cascade), progress rows and membership. Migration 0100's triggers
- * leave a tombstone for each, which /v1/deletions lists. When the user then belongs to no tenant
- * and has no password (an IdP learner), the account itself (identities, sessions) goes too; an
- * account that can sign in by password is someone's login and stays. Not found when the user
- * has neither membership nor rows in the tenant.
+ * Erase a learner from one tenant (right to erasure, issues #14 and #23) through the learner-data
+ * registry (src/admin/learner-data.ts): results, artifacts and their content, the model ledger's
+ * bodies of their submissions, idempotency records, reviews and overrides, progress, membership,
+ * sessions bound to the tenant and the tenant issuer's identity; the account when the learner is
+ * left in no tenant and has no password. Tombstones (ids only) appear in /v1/deletions. Not found
+ * when the user has no membership and no rows in the tenant.
  */
 async function eraseLearner(q: Queryable, tenant: string, a: { tenant: string; svc_user_id: string }) {
-  const count = async (sql: string) => (await q.query(sql, [tenant, a.svc_user_id])).length;
-  const results = await count('delete from activity_results where tenant_id = $1 and user_id = $2 returning id');
-  const artifacts = await count('delete from artifacts where tenant_id = $1 and user_id = $2 returning id');
-  const progress = await count('delete from progress where tenant_id = $1 and user_id = $2 returning id');
-  const memberships = await count('delete from memberships where tenant_id = $1 and user_id = $2 returning user_id');
-  if (!results && !artifacts && !progress && !memberships) {
-    throw new AdminError('not_found', `no learner ${a.svc_user_id} in "${a.tenant}"`);
+  const scope = await learnerIn(q, tenant, a);
+  const erased = await eraseLearnerData(q, scope);
+  const { results, model_requests } = erased.embed!;
+  const { progress, memberships } = erased.results!;
+  return {
+    tenant: a.tenant,
+    svc_user_id: a.svc_user_id,
+    deleted: { results, progress, learner: memberships! > 0, account: erased.identity!.account! > 0, model_requests },
+    erased,
+  };
+}
+
+/** The learner `a.svc_user_id` of tenant `tenant`; AdminError not_found when they are not one of its learners. */
+async function learnerIn(q: Queryable, tenant: string, a: { tenant: string; svc_user_id: string }) {
+  const scope = await learnerScope(q, tenant, a.svc_user_id);
+  if (!scope || !(await isLearnerOf(q, scope))) throw new AdminError('not_found', `no learner ${a.svc_user_id} in "${a.tenant}"`);
+  return scope;
+}
+
+/** An account by auth user id, email or svc_user_id; AuthError 404 when none. */
+async function accountOf(q: Queryable, idOrEmail: string): Promise<UserRow> {
+  try {
+    return await getUserByIdOrEmail(q, idOrEmail);
+  } catch (err) {
+    if (!(err instanceof AuthError) || err.status !== 404 || !/^[0-9a-f-]{36}$/i.test(idOrEmail)) throw err;
+    const [row] = await q.query<{ auth_user_id: string }>('select auth_user_id from users where id = $1', [idOrEmail]);
+    if (!row) throw err;
+    return getUserByIdOrEmail(q, row.auth_user_id);
   }
-  const [account] = await q.query<{ id: string }>(
-    `delete from auth.users au using users u
-      where u.id = $1 and au.id = u.auth_user_id and au.encrypted_password is null
-        and not exists (select 1 from memberships m where m.user_id = u.id)
-     returning au.id`,
-    [a.svc_user_id],
-  );
-  return { tenant: a.tenant, svc_user_id: a.svc_user_id, deleted: { results, progress, learner: memberships > 0, account: Boolean(account) } };
 }
 
 /** Approve or reject the held submissions of a result (src/embed/grading/review.ts). */

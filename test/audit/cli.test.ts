@@ -1,8 +1,11 @@
 /**
- * `svc audit list` as an admin types it (issue #23): the real `bin/svc.js` process on the suite's
+ * `svc audit list` and `svc learner export` as an admin types them (issue #23): the real `bin/svc.js` process on the suite's
  * backend. Acts of the command itself are the `cli` actor's; bad input is a clear message and a
  * non-zero exit, nothing changed.
  */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useSvc } from '../embed/fixtures.ts';
 
@@ -30,5 +33,24 @@ describe('svc audit list', () => {
     expect(unknown.out).toMatch(/no tenant "nope"/);
     // reading the log is not an act
     expect(JSON.parse((await svc('audit', 'list', '--json')).out)).toHaveLength(2);
+  }, 180_000);
+
+  it('svc learner export: an unwritable --out, or an unknown learner, is a clear message and exit 1; no file left', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-export-'));
+    try {
+      const unwritable = await svc('learner', 'export', 'acme', '00000000-0000-4000-8000-000000000001', '--out', join(dir, 'no-such-dir', 'x.json'));
+      expect(unwritable.code).toBe(1);
+      expect(unwritable.out).toMatch(/--out: cannot create .*ENOENT/);
+      const out = join(dir, 'x.json');
+      const unknown = await svc('learner', 'export', 'acme', '00000000-0000-4000-8000-000000000001', '--out', out);
+      expect(unknown.code).toBe(1);
+      expect(unknown.out).toMatch(/no learner 00000000-0000-4000-8000-000000000001 in "acme"/);
+      expect(existsSync(out)).toBe(false);
+      const erase = await svc('learner', 'delete', 'acme', '00000000-0000-4000-8000-000000000001');
+      expect(erase.code).toBe(1);
+      expect(JSON.parse((await svc('audit', 'list', '--json')).out)).toHaveLength(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 180_000);
 });
