@@ -67,6 +67,11 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
   },
   'learner.delete': async (q, args) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'learner.erase', target: { type: 'user', id: String(args.svc_user_id) } }),
   'learner.export': async (q, args) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'learner.export', target: { type: 'user', id: String(args.svc_user_id) } }),
+  'retention.set': tenantAct('retention.set', (_a, out) => ({
+    artifact_content_days: out.artifact_content_days as number | null,
+    model_bodies_days: out.model_bodies_days as number | null,
+    tombstones_days: out.tombstones_days as number | null,
+  })),
   'judge.thresholds.set': tenantAct('judge.thresholds.set', (_a, out) => ({
     min_kappa: out.min_kappa as number,
     max_false_pass_rate: out.max_false_pass_rate as number,

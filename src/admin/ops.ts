@@ -32,6 +32,7 @@ import { setThresholds, thresholdsOf } from '../embed/index.ts';
 import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listOrigins, listReviews, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
 import { slugSchema } from '../lib/ids.ts';
 import { auditOp } from './audited.ts';
+import { retentionOf, runRetention, setRetention, type Days } from './retention.ts';
 import { eraseEveryTenant, eraseLearnerData, exportLearnerData, isLearnerOf, learnerScope } from './learner-data.ts';
 import { listAuditEvents } from '../audit/index.ts';
 import { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from '../embed/index.ts';
@@ -71,6 +72,12 @@ const consistencyMargin = z
 const consistencyRepeats = z
   .union([z.literal(2), z.literal(3), z.literal('2'), z.literal('3')], { error: '2 or 3 (runs in all, the first included)' })
   .transform(Number);
+
+/** A retention window: a positive whole number of days, or `forever` (null). */
+const retentionDays = z
+  .union([z.literal('forever'), z.number(), z.string().regex(/^\s*\d+\s*$/, 'a positive number of days, or forever')], { error: 'a positive number of days, or forever' })
+  .transform((v) => (v === 'forever' ? null : Number(v)))
+  .pipe(z.number().int('a positive number of days, or forever').min(1, 'a positive number of days, or forever').max(36_500, 'at most 36500 days (or forever)').nullable());
 
 /** The answer of `svc judge consistency …`: the setting, and whether it is on. */
 const consistencyJson = (tenant: string, s: ConsistencySettings) => ({ tenant, enabled: s.margin !== null, margin: s.margin, repeats: s.repeats });
@@ -385,6 +392,33 @@ export const ops = {
     run: async (q: Queryable, a: { tenant?: string; since?: string; action?: string }) =>
       listAuditEvents(q, { tenantId: a.tenant ? await tenantId(q, a.tenant) : undefined, since: a.since ? new Date(a.since) : undefined, action: a.action }),
   },
+  // svc retention set|show|run: how long a tenant keeps model bodies, artifact content, tombstones (issue #23, retention.ts).
+  'retention.show': {
+    args: z.object({ tenant: slug }),
+    run: async (q: Queryable, a: { tenant: string }) => ({ tenant: a.tenant, ...(await retentionOf(q, await tenantId(q, a.tenant))) }),
+  },
+  'retention.set': {
+    args: z
+      .object({ tenant: slug, artifact_content: retentionDays.optional(), model_bodies: retentionDays.optional(), tombstones: retentionDays.optional() })
+      .refine((a) => a.artifact_content !== undefined || a.model_bodies !== undefined || a.tombstones !== undefined, 'give at least one of --artifact-content, --model-bodies, --tombstones'),
+    run: async (q: Queryable, a: { tenant: string; artifact_content?: Days; model_bodies?: Days; tombstones?: Days }) => {
+      const change = {
+        ...(a.artifact_content !== undefined && { artifact_content_days: a.artifact_content }),
+        ...(a.model_bodies !== undefined && { model_bodies_days: a.model_bodies }),
+        ...(a.tombstones !== undefined && { tombstones_days: a.tombstones }),
+      };
+      return { tenant: a.tenant, ...(await setRetention(q, await tenantId(q, a.tenant), change)) };
+    },
+  },
+  'retention.run': {
+    args: z.object({ tenant: slug.optional() }),
+    /** Runs its own short transactions (batches): `runOp` hands it the database, not a transaction. */
+    ownTransactions: true,
+    run: async (db: Db, a: { tenant?: string }) => ({
+      ...(a.tenant !== undefined && { tenant: a.tenant }),
+      ...(await runRetention(db, { tenantId: a.tenant ? await tenantId(db, a.tenant) : undefined })),
+    }),
+  },
 } as const;
 
 /**
@@ -499,6 +533,7 @@ export async function runOp(db: Db, op: OpName, args: unknown): Promise<unknown>
     const issue = parsed.error.issues[0]!;
     throw new AdminError('invalid', issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message);
   }
+  if ('ownTransactions' in spec) return (spec.run as (db: Db, a: unknown) => Promise<unknown>)(db, parsed.data);
   return db.transaction(async (tx) => {
     const out = await (spec.run as (q: Queryable, a: unknown) => Promise<unknown>)(tx, parsed.data);
     await auditOp(tx, op, parsed.data, out); // issue #23: the act's audit event, in its transaction

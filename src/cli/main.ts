@@ -248,6 +248,25 @@ opCommand(thresholds, 'set <tenant-slug>', "change a tenant's thresholds (the ot
     return v === 'true';
   });
 
+// svc retention set|show|run (issue #23, src/admin/retention.ts; docs/privacy.md "Retention").
+const retention = program.command('retention').description("how long a tenant keeps model-ledger bodies, artifact content and tombstones");
+const days = (d: number | null) => (d === null ? 'forever' : `${d} days`);
+const retentionText = (r: { tenant: string; model_bodies_days: number | null; artifact_content_days: number | null; tombstones_days: number | null }) =>
+  `retention of ${r.tenant}: model bodies ${days(r.model_bodies_days)}, artifact content ${days(r.artifact_content_days)}, tombstones ${days(r.tombstones_days)}`;
+opCommand(retention, 'show <tenant-slug>', "show a tenant's windows (defaults: model bodies 90 days, artifact content forever, tombstones 30 days)", 'retention.show', ([t]) => ({ tenant: t }), retentionText);
+opCommand(retention, 'set <tenant-slug>', "change a tenant's windows (the others keep their value): a positive number of days, or forever", 'retention.set', ([t], o) => ({
+  tenant: t,
+  ...(o.artifactContent !== undefined && { artifact_content: o.artifactContent }),
+  ...(o.modelBodies !== undefined && { model_bodies: o.modelBodies }),
+  ...(o.tombstones !== undefined && { tombstones: o.tombstones }),
+}), retentionText)
+  .option('--artifact-content <days>', 'keep submitted content this long (the verdict and result stay)')
+  .option('--model-bodies <days>', 'keep the exact request bodies sent to the model this long')
+  .option('--tombstones <days>', 'keep /v1/deletions tombstones this long (partners syncing less often must do a full pull)');
+opCommand(retention, 'run [tenant-slug]', 'remove now what is past the windows (the server also does it hourly)', 'retention.run', ([t]) => (t === undefined ? {} : { tenant: t }), (r) =>
+  `retention sweep of ${r.tenant ?? `${r.tenants} tenant(s)`}: ${r.model_bodies} model bod(ies), ${r.artifact_contents} artifact content(s), ${r.tombstones} tombstone(s) removed`,
+);
+
 // svc audit list: who did what (issue #23, src/audit; docs/privacy.md).
 const auditCmd = program.command('audit').description('the audit log: every privileged act, append-only');
 opCommand(auditCmd, 'list [tenant-slug]', 'list audit events, oldest first (the newest 1000; all tenants when none is named)', 'audit.list', ([t], o) => ({

@@ -1,5 +1,5 @@
 /**
- * `svc audit list` and `svc learner export` as an admin types them (issue #23): the real `bin/svc.js` process on the suite's
+ * `svc audit list`, `svc learner export` and `svc retention` as an admin types them (issue #23): the real `bin/svc.js` process on the suite's
  * backend. Acts of the command itself are the `cli` actor's; bad input is a clear message and a
  * non-zero exit, nothing changed.
  */
@@ -46,6 +46,11 @@ describe('svc audit list', () => {
       expect(unknown.code).toBe(1);
       expect(unknown.out).toMatch(/no learner 00000000-0000-4000-8000-000000000001 in "acme"/);
       expect(existsSync(out)).toBe(false);
+      const badDays = await svc('retention', 'set', 'acme', '--tombstones', '0');
+      expect(badDays.code).toBe(1);
+      expect(badDays.out).toMatch(/tombstones: a positive number of days, or forever/);
+      const shown = await svc('retention', 'show', 'acme');
+      expect(shown.out).toContain('retention of acme: model bodies 90 days, artifact content forever, tombstones 30 days');
       const erase = await svc('learner', 'delete', 'acme', '00000000-0000-4000-8000-000000000001');
       expect(erase.code).toBe(1);
       expect(JSON.parse((await svc('audit', 'list', '--json')).out)).toHaveLength(2);
