@@ -140,6 +140,11 @@ describe('svc learner export, then svc learner delete', () => {
     expect(fromAcme.deleted).toMatchObject({ results: 5, learner: true, account: false });
     expect(fromAcme.erased.embed.model_requests).toBeGreaterThan(0);
     expect(await dumpTables()).not.toContain(`${MARK}-doc`);
+    // their session bound to acme ended; the one bound to globex lives on
+    const sessionsIn = async (slug: string) =>
+      countRows(t, 'auth.sessions s join tenants tn on tn.id = s.tenant_id join users u on u.auth_user_id = s.user_id', 'tn.slug = $1 and u.id = $2', [slug, svcUserId]);
+    expect(await sessionsIn('acme')).toBe(0);
+    expect(await sessionsIn('globex')).toBe(1);
     // the partner sees tombstones (ids only)
     const tombstones = await getJson(t, '/v1/deletions?limit=200', apiKey);
     const mine = tombstones.data.filter((d: any) => d.svc_user_id === svcUserId);
