@@ -88,6 +88,3 @@ export async function auditOp(tx: Queryable, op: string, args: unknown, out: unk
   const event = await describe(tx, (args ?? {}) as Args, out as Out);
   if (event) await audit(tx, event);
 }
-
-/** The operations that leave an audit event here (for tests and docs). */
-export const AUDITED_OPS = Object.keys(DESCRIBE);
