@@ -13,6 +13,8 @@
  * sent back on every response, and is the access log's `reqId` and the trace's `svc.request_id`. Once shutdown has begun (src/http/shutdown.ts) every response says
  * `Connection: close`, so keep-alive clients move to another process instead of holding this one.
  */
+import { auditContextHook } from './audit/index.ts';
+import { startRetentionTimer } from './admin/retention.ts';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from './deps.ts';
@@ -77,6 +79,11 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   const unobserve = [observeDatabase(given.db, 'primary', GRADING_QUEUE), given.readDb && observeDatabase(given.readDb, 'replica')];
   app.addHook('onClose', async () => unobserve.forEach((stop) => stop && stop()));
   addReadiness(app, deps.db);
+  // The hourly retention sweep (issue #23, src/admin/retention.ts).
+  const stopRetention = startRetentionTimer(deps.db, (err) => app.log.warn({ err }, 'retention sweep failed'));
+  app.addHook('onClose', async () => stopRetention());
+  // Every request runs in an audit context carrying its request id (issue #23, src/audit).
+  app.addHook('onRequest', auditContextHook);
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
     if (app.readiness.shuttingDown) reply.header('connection', 'close');

@@ -31,6 +31,10 @@ import {
 import { setThresholds, thresholdsOf } from '../embed/index.ts';
 import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listOrigins, listReviews, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
 import { slugSchema } from '../lib/ids.ts';
+import { auditOp } from './audited.ts';
+import { retentionOf, runRetention, setRetention, type Days } from './retention.ts';
+import { eraseEveryTenant, eraseLearnerData, exportLearnerData, isLearnerOf, learnerScope } from './learner-data.ts';
+import { listAuditEvents } from '../audit/index.ts';
 import { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from '../embed/index.ts';
 
 export class AdminError extends Error {
@@ -68,6 +72,12 @@ const consistencyMargin = z
 const consistencyRepeats = z
   .union([z.literal(2), z.literal(3), z.literal('2'), z.literal('3')], { error: '2 or 3 (runs in all, the first included)' })
   .transform(Number);
+
+/** A retention window: a positive whole number of days, or `forever` (null). */
+const retentionDays = z
+  .union([z.literal('forever'), z.number(), z.string().regex(/^\s*\d+\s*$/, 'a positive number of days, or forever')], { error: 'a positive number of days, or forever' })
+  .transform((v) => (v === 'forever' ? null : Number(v)))
+  .pipe(z.number().int('a positive number of days, or forever').min(1, 'a positive number of days, or forever').max(36_500, 'at most 36500 days (or forever)').nullable());
 
 /** The answer of `svc judge consistency …`: the setting, and whether it is on. */
 const consistencyJson = (tenant: string, s: ConsistencySettings) => ({ tenant, enabled: s.margin !== null, margin: s.margin, repeats: s.repeats });
@@ -132,8 +142,13 @@ export const ops = {
   },
   'user.delete': {
     args: z.object({ user: z.string().min(1).max(320) }),
+    // Issue #23: the account's data in every tenant goes through the learner-data registry first.
     run: (q: Queryable, a: { user: string }) =>
-      viaIdentity(async () => userJson(await deleteUser(q, (await getUserByIdOrEmail(q, a.user)).id))),
+      viaIdentity(async () => {
+        const user = await accountOf(q, a.user);
+        const tenants = await eraseEveryTenant(q, user.svc_user_id, user.id);
+        return { ...userJson(await deleteUser(q, user.id)), erased_tenants: tenants };
+      }),
   },
   'author.grant': {
     args: authorTarget,
@@ -198,6 +213,14 @@ export const ops = {
   'learner.delete': {
     args: z.object({ tenant: slug, svc_user_id: z.uuid('an svc_user_id is a uuid') }),
     run: async (q: Queryable, a: { tenant: string; svc_user_id: string }) => eraseLearner(q, await tenantId(q, a.tenant), a),
+  },
+  // svc learner export: everything held about a learner in a tenant (issue #23, src/admin/learner-data.ts).
+  'learner.export': {
+    args: z.object({ tenant: slug, svc_user_id: z.uuid('an svc_user_id is a uuid') }),
+    run: async (q: Queryable, a: { tenant: string; svc_user_id: string }) => {
+      const scope = await learnerIn(q, await tenantId(q, a.tenant), a);
+      return { tenant: a.tenant, svc_user_id: a.svc_user_id, exported_at: new Date().toISOString(), ...(await exportLearnerData(q, scope)) };
+    },
   },
     'idp.set': {
     args: z
@@ -359,33 +382,83 @@ export const ops = {
       return { artifact_id: a.artifact_id, verification: artifact.verification, calls, ...(a.with_request && { requests }) };
     },
   },
+  // svc audit list: the audit log (issue #23, src/audit).
+  'audit.list': {
+    args: z.object({
+      tenant: slug.optional(),
+      since: z.string().max(64).refine((v) => !Number.isNaN(Date.parse(v)), 'not a time: give an RFC 3339 time (2026-01-31T09:00:00Z) or a date (2026-01-31)').optional(),
+      action: z.string().regex(/^[a-z][a-z0-9_.]*$/, 'an action is a dotted lower-case name (author.grant)').max(64).optional(),
+    }),
+    run: async (q: Queryable, a: { tenant?: string; since?: string; action?: string }) =>
+      listAuditEvents(q, { tenantId: a.tenant ? await tenantId(q, a.tenant) : undefined, since: a.since ? new Date(a.since) : undefined, action: a.action }),
+  },
+  // svc retention set|show|run: how long a tenant keeps model bodies, artifact content, tombstones (issue #23, retention.ts).
+  'retention.show': {
+    args: z.object({ tenant: slug }),
+    run: async (q: Queryable, a: { tenant: string }) => ({ tenant: a.tenant, ...(await retentionOf(q, await tenantId(q, a.tenant))) }),
+  },
+  'retention.set': {
+    args: z
+      .object({ tenant: slug, artifact_content: retentionDays.optional(), model_bodies: retentionDays.optional(), tombstones: retentionDays.optional() })
+      .refine((a) => a.artifact_content !== undefined || a.model_bodies !== undefined || a.tombstones !== undefined, 'give at least one of --artifact-content, --model-bodies, --tombstones'),
+    run: async (q: Queryable, a: { tenant: string; artifact_content?: Days; model_bodies?: Days; tombstones?: Days }) => {
+      const change = {
+        ...(a.artifact_content !== undefined && { artifact_content_days: a.artifact_content }),
+        ...(a.model_bodies !== undefined && { model_bodies_days: a.model_bodies }),
+        ...(a.tombstones !== undefined && { tombstones_days: a.tombstones }),
+      };
+      return { tenant: a.tenant, ...(await setRetention(q, await tenantId(q, a.tenant), change)) };
+    },
+  },
+  'retention.run': {
+    args: z.object({ tenant: slug.optional() }),
+    /** Runs its own short transactions (batches): `runOp` hands it the database, not a transaction. */
+    ownTransactions: true,
+    run: async (db: Db, a: { tenant?: string }) => ({
+      ...(a.tenant !== undefined && { tenant: a.tenant }),
+      ...(await runRetention(db, { tenantId: a.tenant ? await tenantId(db, a.tenant) : undefined })),
+    }),
+  },
 } as const;
 
 /**
- * Erase a learner from one tenant (right to erasure, issue #14): their results (with artifacts and
- * judge idempotency keys, by cascade), progress rows and membership. Migration 0100's triggers
- * leave a tombstone for each, which /v1/deletions lists. When the user then belongs to no tenant
- * and has no password (an IdP learner), the account itself (identities, sessions) goes too; an
- * account that can sign in by password is someone's login and stays. Not found when the user
- * has neither membership nor rows in the tenant.
+ * Erase a learner from one tenant (right to erasure, issues #14 and #23) through the learner-data
+ * registry (src/admin/learner-data.ts): results, artifacts and their content, the model ledger's
+ * bodies of their submissions, idempotency records, reviews and overrides, progress, membership,
+ * sessions bound to the tenant and the tenant issuer's identity; the account when the learner is
+ * left in no tenant and has no password. Tombstones (ids only) appear in /v1/deletions. Not found
+ * when the user has no membership and no rows in the tenant.
  */
 async function eraseLearner(q: Queryable, tenant: string, a: { tenant: string; svc_user_id: string }) {
-  const count = async (sql: string) => (await q.query(sql, [tenant, a.svc_user_id])).length;
-  const results = await count('delete from activity_results where tenant_id = $1 and user_id = $2 returning id');
-  const artifacts = await count('delete from artifacts where tenant_id = $1 and user_id = $2 returning id');
-  const progress = await count('delete from progress where tenant_id = $1 and user_id = $2 returning id');
-  const memberships = await count('delete from memberships where tenant_id = $1 and user_id = $2 returning user_id');
-  if (!results && !artifacts && !progress && !memberships) {
-    throw new AdminError('not_found', `no learner ${a.svc_user_id} in "${a.tenant}"`);
+  const scope = await learnerIn(q, tenant, a);
+  const erased = await eraseLearnerData(q, scope);
+  const { results, model_requests } = erased.embed!;
+  const { progress, memberships } = erased.results!;
+  return {
+    tenant: a.tenant,
+    svc_user_id: a.svc_user_id,
+    deleted: { results, progress, learner: memberships! > 0, account: erased.identity!.account! > 0, model_requests },
+    erased,
+  };
+}
+
+/** The learner `a.svc_user_id` of tenant `tenant`; AdminError not_found when they are not one of its learners. */
+async function learnerIn(q: Queryable, tenant: string, a: { tenant: string; svc_user_id: string }) {
+  const scope = await learnerScope(q, tenant, a.svc_user_id);
+  if (!scope || !(await isLearnerOf(q, scope))) throw new AdminError('not_found', `no learner ${a.svc_user_id} in "${a.tenant}"`);
+  return scope;
+}
+
+/** An account by auth user id, email or svc_user_id; AuthError 404 when none. */
+async function accountOf(q: Queryable, idOrEmail: string): Promise<UserRow> {
+  try {
+    return await getUserByIdOrEmail(q, idOrEmail);
+  } catch (err) {
+    if (!(err instanceof AuthError) || err.status !== 404 || !/^[0-9a-f-]{36}$/i.test(idOrEmail)) throw err;
+    const [row] = await q.query<{ auth_user_id: string }>('select auth_user_id from users where id = $1', [idOrEmail]);
+    if (!row) throw err;
+    return getUserByIdOrEmail(q, row.auth_user_id);
   }
-  const [account] = await q.query<{ id: string }>(
-    `delete from auth.users au using users u
-      where u.id = $1 and au.id = u.auth_user_id and au.encrypted_password is null
-        and not exists (select 1 from memberships m where m.user_id = u.id)
-     returning au.id`,
-    [a.svc_user_id],
-  );
-  return { tenant: a.tenant, svc_user_id: a.svc_user_id, deleted: { results, progress, learner: memberships > 0, account: Boolean(account) } };
 }
 
 /** Approve or reject the held submissions of a result (src/embed/grading/review.ts). */
@@ -460,5 +533,10 @@ export async function runOp(db: Db, op: OpName, args: unknown): Promise<unknown>
     const issue = parsed.error.issues[0]!;
     throw new AdminError('invalid', issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message);
   }
-  return db.transaction((tx) => (spec.run as (q: Queryable, a: unknown) => Promise<unknown>)(tx, parsed.data));
+  if ('ownTransactions' in spec) return (spec.run as (db: Db, a: unknown) => Promise<unknown>)(db, parsed.data);
+  return db.transaction(async (tx) => {
+    const out = await (spec.run as (q: Queryable, a: unknown) => Promise<unknown>)(tx, parsed.data);
+    await auditOp(tx, op, parsed.data, out); // issue #23: the act's audit event, in its transaction
+    return out;
+  });
 }

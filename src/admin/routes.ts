@@ -11,6 +11,7 @@ import type { Deps } from '../deps.ts';
 import { safeEqual } from '../lib/safe-equal.ts';
 import { AdminError, isOpName, runOp } from './ops.ts';
 import { bearerToken } from '../http/bearer.ts';
+import { serviceRoleHook } from '../audit/index.ts';
 
 const STATUS = { invalid: 400, not_found: 404, conflict: 409 } as const;
 
@@ -34,6 +35,8 @@ export default async function adminRoutes(app: FastifyInstance, deps: Deps) {
     return reply.code(500).send({ error: { code: 'internal_error', message: 'internal error' } });
   });
 
+  // Acts through this door are the service role's in the audit log (src/audit).
+  app.addHook('onRequest', serviceRoleHook);
   app.post<{ Params: { op: string } }>('/ops/:op', async (req, reply) => {
     const token = bearerToken(req.headers.authorization);
     if (!token || !safeEqual(token, deps.config.serviceRoleKey)) {

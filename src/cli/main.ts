@@ -4,6 +4,7 @@
  * Exit codes: 0 done, 1 the operation was refused (not found, already exists, invalid),
  * 2 configuration or connection problem.
  */
+import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { DataDirBusyError } from '../db/data-dir-lock.ts';
@@ -100,7 +101,7 @@ opCommand(user, 'update <user>', 'change a user (by id or email); a new password
 opCommand(user, 'ban <user> <duration>', 'ban a user for a duration (24h, 90m, 1h30m) or lift the ban with "none"', 'user.ban', ([u, d]) => ({ user: u, duration: d }), (u) =>
   u.banned_until ? `${u.email || u.id} is banned until ${u.banned_until}` : `${u.email || u.id} is not banned`,
 );
-opCommand(user, 'delete <user>', 'delete a user and everything that hangs off it (sessions, memberships, learner records)', 'user.delete', ([u]) => ({ user: u }), (u) =>
+opCommand(user, 'delete <user>', 'delete a user (auth id, email or svc_user_id) and everything of theirs in every tenant (learner data erased as by svc learner delete, then the account)', 'user.delete', ([u]) => ({ user: u }), (u) =>
   `deleted user ${u.email || u.id} (${u.id})`,
 );
 
@@ -144,13 +145,41 @@ const learner = program.command('learner').description("manage a tenant's learne
 opCommand(
   learner,
   'delete <tenant-slug> <svc-user-id>',
-  "erase a learner from a tenant (results, artifacts, progress, membership; tombstones in /v1/deletions)",
+  "erase a learner from a tenant: results, artifacts and their content, the judge's request bodies, appeals, progress, membership, sessions (tombstones in /v1/deletions)",
   'learner.delete',
   ([t, u]) => ({ tenant: t, svc_user_id: u }),
   (r) =>
     `erased learner ${r.svc_user_id} from ${r.tenant}: ${r.deleted.results} result(s), ${r.deleted.progress} progress row(s)` +
     (r.deleted.account ? '; their account is gone too (no other tenant, no password)' : ''),
 );
+// svc learner export (issue #23): one JSON document, to --out (opened before anything is read) or stdout.
+learner
+  .command('export <tenant-slug> <svc-user-id>')
+  .description('write everything held about a learner in a tenant as one JSON document (identities, results, verdicts, artifacts, appeals)')
+  .option('--out <file>', 'write to this file (default: standard output)')
+  .addOption(json)
+  .action(async (tenantSlug: string, svcUserId: string, options: { out?: string }) => {
+    let fd: number | undefined;
+    if (options.out !== undefined) {
+      try {
+        fd = openSync(options.out, 'wx');
+      } catch (err) {
+        throw new AdminError('invalid', `--out: cannot create ${options.out}: ${(err as NodeJS.ErrnoException).code ?? 'error'} (an existing file is not overwritten)`);
+      }
+    }
+    try {
+      const target = await resolveTarget(loadConfig(process.env, { requireSecrets: false }));
+      const doc = JSON.stringify(await target.run('learner.export', { tenant: tenantSlug, svc_user_id: svcUserId }), null, 2);
+      if (fd === undefined) console.log(doc);
+      else writeSync(fd, `${doc}\n`);
+    } catch (err) {
+      if (fd !== undefined) rmSync(options.out!, { force: true });
+      throw err;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+    if (options.out !== undefined) console.error(`wrote the export of ${svcUserId} in ${tenantSlug} to ${options.out}`);
+  });
 
 const idp = program.command('idp').description('configure a tenant\'s external identity provider for /v1/embed/session');
 opCommand(idp, 'set <tenant-slug>', 'set the issuer and its keys (JWKS URL or OIDC discovery)', 'idp.set', ([t], o) => ({
@@ -218,6 +247,40 @@ opCommand(thresholds, 'set <tenant-slug>', "change a tenant's thresholds (the ot
     if (v !== 'true' && v !== 'false') throw new InvalidArgumentError('true or false');
     return v === 'true';
   });
+
+// svc retention set|show|run (issue #23, src/admin/retention.ts; docs/privacy.md "Retention").
+const retention = program.command('retention').description("how long a tenant keeps model-ledger bodies, artifact content and tombstones");
+const days = (d: number | null) => (d === null ? 'forever' : `${d} days`);
+const retentionText = (r: { tenant: string; model_bodies_days: number | null; artifact_content_days: number | null; tombstones_days: number | null }) =>
+  `retention of ${r.tenant}: model bodies ${days(r.model_bodies_days)}, artifact content ${days(r.artifact_content_days)}, tombstones ${days(r.tombstones_days)}`;
+opCommand(retention, 'show <tenant-slug>', "show a tenant's windows (defaults: model bodies 90 days, artifact content forever, tombstones 30 days)", 'retention.show', ([t]) => ({ tenant: t }), retentionText);
+opCommand(retention, 'set <tenant-slug>', "change a tenant's windows (the others keep their value): a positive number of days, or forever", 'retention.set', ([t], o) => ({
+  tenant: t,
+  ...(o.artifactContent !== undefined && { artifact_content: o.artifactContent }),
+  ...(o.modelBodies !== undefined && { model_bodies: o.modelBodies }),
+  ...(o.tombstones !== undefined && { tombstones: o.tombstones }),
+}), retentionText)
+  .option('--artifact-content <days>', 'keep submitted content this long (the verdict and result stay)')
+  .option('--model-bodies <days>', 'keep the exact request bodies sent to the model this long')
+  .option('--tombstones <days>', 'keep /v1/deletions tombstones this long (partners syncing less often must do a full pull)');
+opCommand(retention, 'run [tenant-slug]', 'remove now what is past the windows (the server also does it hourly)', 'retention.run', ([t]) => (t === undefined ? {} : { tenant: t }), (r) =>
+  `retention sweep of ${r.tenant ?? `${r.tenants} tenant(s)`}: ${r.model_bodies} model bod(ies), ${r.artifact_contents} artifact content(s), ${r.tombstones} tombstone(s) removed`,
+);
+
+// svc audit list: who did what (issue #23, src/audit; docs/privacy.md).
+const auditCmd = program.command('audit').description('the audit log: every privileged act, append-only');
+opCommand(auditCmd, 'list [tenant-slug]', 'list audit events, oldest first (the newest 1000; all tenants when none is named)', 'audit.list', ([t], o) => ({
+  ...(t !== undefined && { tenant: t }),
+  ...(o.since !== undefined && { since: o.since }),
+  ...(o.action !== undefined && { action: o.action }),
+}), (rows) =>
+  table(
+    rows.map((r: { actor: { kind: string; id: string | null }; target: { type: string; id: string } }) => ({ ...r, actor: r.actor.id ? `${r.actor.kind}:${r.actor.id}` : r.actor.kind, target: `${r.target.type}:${r.target.id}` })),
+    ['at', 'action', 'actor', 'target', 'tenant_id', 'request_id'],
+  ),
+)
+  .option('--since <time>', 'only events at or after this time (RFC 3339, or a date)')
+  .option('--action <name>', 'only this action (author.grant, learner.erase, …)');
 
 const verdict = program.command('verdict').description('audit how an artifact was graded');
 opCommand(verdict, 'show <artifact-id>', 'the stored verdict and every model call made for it (request hash, raw answer, tokens, timing)', 'verdict.show', ([a], o) => ({

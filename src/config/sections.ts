@@ -46,6 +46,8 @@ export interface IdentityConfig {
     refreshPerIp: number;
     /** OAuth dynamic client registrations (POST /oauth/clients/register) per IP and window. */
     registerPerIp: number;
+    /** OAuth authorization requests (GET /oauth/authorize) per IP and minute (a fixed 60-second window). */
+    authorizePerIpPerMinute: number;
   };
   /** argon2id cost of new password hashes (OWASP: 19,456 KiB, t = 2, p = 1). */
   argon2: { memoryKib: number; timeCost: number; parallelism: number };
@@ -242,6 +244,7 @@ export function identitySection(e: Env): IdentityConfig {
       signInPerEmail: e.SVC_AUTH_SIGNIN_PER_EMAIL,
       refreshPerIp: e.SVC_AUTH_REFRESH_PER_IP,
       registerPerIp: e.SVC_OAUTH_REGISTER_PER_IP,
+      authorizePerIpPerMinute: e.SVC_OAUTH_AUTHORIZE_PER_IP,
     },
     argon2: { memoryKib: e.SVC_ARGON2_MEMORY_KIB, timeCost: e.SVC_ARGON2_TIME_COST, parallelism: e.SVC_ARGON2_PARALLELISM },
     corsOrigins: e.SVC_AUTH_CORS_ORIGINS.trim() === '*' ? '*' : originList('SVC_AUTH_CORS_ORIGINS', e.SVC_AUTH_CORS_ORIGINS),

@@ -18,6 +18,7 @@
  * artifact per kind); the files at the top are the HTTP surface and who is calling (README.md).
  */
 export { default as embedRoutes } from './routes.ts';
+export { embedLearnerData } from './learner-data.ts';
 export { GRADING_QUEUE } from './queue/index.ts';
 export { MAX_CONTENT_BYTES } from './judge.ts';
 export { tenantSlug } from './session.ts';

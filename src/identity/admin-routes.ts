@@ -11,8 +11,10 @@
  *   user_metadata?, ban_duration?}` → the user (200, as GoTrue).
  * - `GET /admin/users/{id}` → the user; `PUT` → the updated user; `DELETE` → `{}`.
  */
+import { audit } from '../audit/index.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
 import { bannedUntil, deleteUser, getUser, listParams, listUsers, updateUser } from './admin-users.ts';
 import { parseBody } from './body.ts';
@@ -89,8 +91,8 @@ export function adminRoutes(app: FastifyInstance, deps: Deps) {
       throw new AuthError(400, 'validation_failed', 'Only a password or a password hash should be provided');
     }
     const banned = body.ban_duration ? bannedUntil(body.ban_duration, deps.now()) : undefined;
-    const user = await deps.db.transaction((tx) =>
-      createUser(tx, {
+    const user = await deps.db.transaction(async (tx) => {
+      const created = await createUser(tx, {
         email: body.email,
         // GoTrue generates a random password when none is given: here the user simply has none.
         password: body.password || undefined,
@@ -99,8 +101,10 @@ export function adminRoutes(app: FastifyInstance, deps: Deps) {
         appMetadata: body.app_metadata ?? undefined,
         userMetadata: body.user_metadata ?? undefined,
         bannedUntil: banned,
-      }),
-    );
+      });
+      await userAct(tx, 'user.create', created.id);
+      return created;
+    });
     return userJson(user);
   });
 
@@ -112,15 +116,24 @@ export function adminRoutes(app: FastifyInstance, deps: Deps) {
     const body = parseBody(updateBody, req.body);
     if (body.phone) throw new AuthError(400, 'validation_failed', 'Phone numbers are not supported');
     const { app_metadata, user_metadata, ...rest } = body;
-    const user = await deps.db.transaction((tx) =>
-      updateUser(tx, req.params.id, { ...rest, app_metadata: app_metadata ?? undefined, user_metadata: user_metadata ?? undefined }, deps.now()),
-    );
+    const user = await deps.db.transaction(async (tx) => {
+      const updated = await updateUser(tx, req.params.id, { ...rest, app_metadata: app_metadata ?? undefined, user_metadata: user_metadata ?? undefined }, deps.now());
+      await userAct(tx, rest.ban_duration !== undefined ? 'user.ban' : 'user.update', updated.id);
+      return updated;
+    });
     return userJson(user);
   });
 
   app.delete<{ Params: { id: string } }>('/admin/users/:id', async (req) => {
     const body = parseBody(deleteBody, req.body);
-    await deps.db.transaction((tx) => deleteUser(tx, req.params.id, { softDelete: body.should_soft_delete }));
+    await deps.db.transaction(async (tx) => {
+      const deleted = await deleteUser(tx, req.params.id, { softDelete: body.should_soft_delete });
+      await userAct(tx, 'user.delete', deleted.id);
+    });
     return {};
   });
 }
+
+/** The audit event of an admin API act on an account (issue #23): the service role, the auth user id. */
+const userAct = (tx: Queryable, action: 'user.create' | 'user.update' | 'user.ban' | 'user.delete', authUserId: string) =>
+  audit(tx, { tenantId: null, action, target: { type: 'auth_user', id: authUserId }, actor: { kind: 'service_role' } });

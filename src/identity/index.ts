@@ -14,6 +14,7 @@
  * - OAuth clients and grants, for `svc oauth …`.
  */
 export { default as identityRoutes } from './routes.ts';
+export { identityLearnerData } from './learner-data.ts';
 export { oauthDiscoveryRoutes } from './oauth/metadata.ts';
 export { AuthError, sendAuthError } from './errors.ts';
 export { AUDIENCE, mcpResource } from './jwt.ts';

@@ -10,6 +10,7 @@
  * | sign-in per email | the normalised email of the body | `preHandler`, after JSON parsing, before the handler | 10 / 5 min |
  * | refresh per IP | client address | `onRequest`; also both grants of `POST /oauth/token` | 150 / 5 min (GoTrue's `RATE_LIMIT_TOKEN_REFRESH`) |
  * | client registrations per IP | client address | `POST /oauth/clients/register` | 20 / 5 min (`SVC_OAUTH_REGISTER_PER_IP`) |
+ * | authorization requests per IP | client address | `onRequest` of `GET /oauth/authorize`, before a client metadata document is fetched or an authorization row stored | 60 / 1 min, its own fixed window (`SVC_OAUTH_AUTHORIZE_PER_IP`; issue #23) |
  *
  * The OAuth sign-in page (oauth/pages) counts against the same sign-in counters as the password
  * grant: one budget per IP and per email, whichever door is used.
@@ -47,6 +48,8 @@ export interface TokenLimits {
   oauthToken(req: FastifyRequest, reply: FastifyReply): Promise<void>;
   /** OAuth dynamic client registrations per IP. */
   register(req: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** OAuth authorization requests (`GET /oauth/authorize`) per IP and minute. */
+  authorize(req: FastifyRequest, reply: FastifyReply): Promise<void>;
 }
 
 const grantOf = (req: FastifyRequest) => (req.query as Record<string, unknown> | undefined)?.grant_type;
@@ -69,12 +72,13 @@ export async function tokenRateLimits(app: FastifyInstance, appConfig: Pick<Conf
     ...(redis ? { redis, nameSpace: 'svc:auth-rate:' } : { cache: 100_000 }),
   });
   const timeWindow = config.windowSeconds * 1000;
-  const make = (name: string, max: number, key: (req: FastifyRequest) => string): RateChecker =>
-    app.createRateLimit({ max, timeWindow, keyGenerator: (req) => `${name}:${key(req)}` }) as RateChecker;
+  const make = (name: string, max: number, key: (req: FastifyRequest) => string, windowMs = timeWindow): RateChecker =>
+    app.createRateLimit({ max, timeWindow: windowMs, keyGenerator: (req) => `${name}:${key(req)}` }) as RateChecker;
   const ip = (req: FastifyRequest) => normalizeIP(req.ip);
   const signInIp = make('signin-ip', config.signInPerIp, ip);
   const refreshIp = make('refresh-ip', config.refreshPerIp, ip);
   const registerIp = make('register-ip', config.registerPerIp, ip);
+  const authorizeIp = make('authorize-ip', config.authorizePerIpPerMinute, ip, 60_000);
   // The OAuth sign-in form names its email in a form body: `signIn` records it for the key.
   const signInEmailOf = new WeakMap<FastifyRequest, string>();
   const signInEmail = make('signin-email', config.signInPerEmail, (req) => signInEmailOf.get(req) ?? emailOf(req));
@@ -102,5 +106,6 @@ export async function tokenRateLimits(app: FastifyInstance, appConfig: Pick<Conf
     },
     oauthToken: (req, reply) => enforce(refreshIp, req, reply),
     register: (req, reply) => enforce(registerIp, req, reply),
+    authorize: (req, reply) => enforce(authorizeIp, req, reply),
   };
 }

@@ -23,7 +23,7 @@ import { keysetCodec } from '../lib/cursor.ts';
 import { invalidParam } from './errors.ts';
 
 /** The paginated endpoints, as they appear after `/v1/`. */
-export type Endpoint = 'activity-results' | 'progress' | 'artifacts' | 'learners' | 'programs' | 'deletions';
+export type Endpoint = 'activity-results' | 'progress' | 'artifacts' | 'learners' | 'programs' | 'deletions' | 'audit-events';
 
 /** Which key pages are ordered by: (`created_at`, `id`), or (`updated_at`, `id`) with `updated_since`. */
 export type Order = 'created' | 'updated';

@@ -31,6 +31,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Db, Queryable } from '../db/index.ts';
+import { auditEventJsonSql } from '../audit/index.ts';
 import type { Endpoint, Order, Position } from './cursor.ts';
 
 /** RFC 3339 text in UTC with microseconds of a timestamptz expression (null stays null). */
@@ -215,6 +216,14 @@ const LISTS: Record<Endpoint, ListStatement> = {
     json: deletionJson,
     orders: { updated: 'deleted_at' },
     filters: { resource: equals('resource', 'text') },
+  },
+  // The tenant's audit log (issue #23, src/audit): a listing in (at, id) order.
+  'audit-events': {
+    name: 'results_list_audit_events',
+    table: 'audit_events',
+    json: auditEventJsonSql,
+    orders: { created: 'at' },
+    filters: { action: equals('action', 'text'), since: (arg) => `t.at >= ${arg('timestamptz')}` },
   },
 };
 

@@ -116,6 +116,13 @@ const LIST_DOCS: Record<Endpoint, { summary: string; description: string }> = {
       'Records removed from the tenant — results, artifacts, progress rows, learners, content — ordered by (`deleted_at`, `id`): ' +
       'always a feed, from `updated_since` (or the beginning). Drop what is listed here.',
   },
+  'audit-events': {
+    summary: 'List audit events',
+    description:
+      'The tenant’s audit log, oldest first in (`at`, `id`) order: every privileged act — author grants, API keys, embed origins, ' +
+      'identity-provider changes, review decisions and overrides, forced grading, judge settings, learner erasure and export — ' +
+      'with its actor, target (by id), time and request id. Append-only.',
+  },
 };
 
 /**
@@ -141,6 +148,7 @@ const READ_PATHS = [
   '/programs',
   '/programs/:id',
   '/deletions',
+  '/audit-events',
 ];
 
 /** Handler of other methods on the read paths: 405 with `Allow`. */
@@ -293,5 +301,6 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
       one('programs', 'program'),
     );
     api.get('/deletions', { schema: listSchema('deletions') }, list('deletions'));
+    api.get('/audit-events', { schema: listSchema('audit-events') }, list('audit-events'));
   });
 }

@@ -124,6 +124,24 @@ export const FILTERS = {
       'Only tombstones of this kind of record.',
     ),
   },
+  'audit-events': {
+    action: doc(
+      z.string().regex(/^[a-z][a-z0-9_.]*$/, 'must be a dotted lower-case action name, e.g. author.grant').max(64, 'must be at most 64 characters'),
+      'Only events of this action (`author.grant`, `learner.erase`, …).',
+    ),
+    since: doc(
+      z.string().transform((s, ctx) => {
+        const normalized = normalizeTimestamp(s);
+        if (normalized === undefined) {
+          ctx.addIssue({ code: 'custom', message: 'must be an RFC 3339 date-time with at most 6 fractional digits, e.g. 2026-01-31T12:00:00Z' });
+          return z.NEVER;
+        }
+        return normalized;
+      }),
+      'Only events at or after this RFC 3339 instant.',
+      { format: 'date-time' },
+    ),
+  },
 } satisfies Record<Endpoint, Record<string, z.ZodType<string, string>>>;
 
 function listQuery<E extends Endpoint>(endpoint: E, feed: 'optional' | 'none') {
@@ -145,6 +163,7 @@ export const LIST_QUERY = {
   learners: listQuery('learners', 'optional'),
   programs: listQuery('programs', 'none'),
   deletions: listQuery('deletions', 'optional'),
+  'audit-events': listQuery('audit-events', 'none'),
 } as const;
 
 /** A validated list query: limit, cursor and updated_since, plus the endpoint's filters. */
@@ -278,6 +297,24 @@ componentRegistry.add(Deletion, {
   description: 'A tombstone: a record that was deleted. Progress rows are identified by (svc_user_id, program_id).',
 });
 
+export const AuditEvent = z.strictObject({
+  id: uuid(),
+  tenant_id: nullableUuid('The tenant (always the key’s).'),
+  at: timestamp('When the act happened (RFC 3339, UTC, microseconds).'),
+  actor: z.strictObject({
+    kind: doc(z.enum(['user', 'cli', 'service_role', 'key', 'system']), 'Who acted: a user (an author, an admin), the `svc` command, the service-role key, a tenant API key, or the service itself.'),
+    id: doc(z.string().nullable(), 'The svc_user_id of a user, the prefix of a key; null for the others.'),
+  }),
+  action: doc(z.string(), 'What was done: `author.grant`, `key.create`, `verdict.override`, `learner.erase`, …'),
+  target: z.strictObject({
+    type: doc(z.string(), 'What kind of thing was acted on: `user`, `tenant`, `api_key`, `activity_result`, …'),
+    id: doc(z.string(), 'Its id (never an email).'),
+  }),
+  request_id: doc(z.string().nullable(), 'The X-Request-Id of the request that did it; null for the `svc` command.'),
+  detail: doc(z.record(z.string(), z.unknown()), 'Settings and ids of the act (never personal data).'),
+});
+componentRegistry.add(AuditEvent, { id: 'AuditEvent', description: 'One privileged act in the tenant (the audit log, append-only).' });
+
 const consistentThrough = nullableTimestamp(
   'With `updated_since` (and always on /v1/deletions): every change committed at or before this instant has been returned ' +
     'or comes at a later cursor (also in the `Svc-Consistent-Through` header). Start the next sync there. Null while a ' +
@@ -299,6 +336,7 @@ export const LIST_RESPONSE = {
   learners: page(Learner),
   programs: page(Program),
   deletions: page(Deletion),
+  'audit-events': page(AuditEvent),
 } as const;
 
 export const ErrorBody = z.strictObject({

@@ -57,7 +57,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     // and a cheap argon2id cost so sign-ins are fast (the bench measures the real cost).
     identity: {
       ...d.identity,
-      rateLimit: { ...d.identity.rateLimit, signInPerIp: 100_000, signInPerEmail: 100_000, refreshPerIp: 100_000, registerPerIp: 100_000 },
+      rateLimit: { ...d.identity.rateLimit, signInPerIp: 100_000, signInPerEmail: 100_000, refreshPerIp: 100_000, registerPerIp: 100_000, authorizePerIpPerMinute: 100_000 },
       argon2: { memoryKib: 1024, timeCost: 1, parallelism: 1 },
     },
     // Results API: no suite meets the rate limit unless it lowers it (test/results does).

@@ -6,7 +6,7 @@
  * in a 1M run), the other tenants share the rest; every learner has a result for each activity of
  * the tenant, one artifact per result, and one progress row per learner; each learner is a member
  * of its tenant, each tenant has 50 more (empty) programs, and a tenth of the results have a
- * tombstone beside them (listing shapes of issue #14). Then `analyze`, so plans
+ * tombstone beside them (listing shapes of issue #14), and a fifth an audit event (issue #23). Then `analyze`, so plans
  * see the sizes. Run as the database owner on a migrated database.
  */
 import type { Db } from '../../src/db/index.ts';
@@ -58,6 +58,9 @@ export async function loadResults(db: Db, { rows, tenants, activitiesPerTenant =
     insert into deletions (tenant_id, id, resource, svc_user_id, program_id, deleted_at)
       select r.tenant_id, gen_random_uuid(), 'activity_result', r.user_id, r.program_id, r.created_at
       from activity_results r join bench_tenants bt on bt.id = r.tenant_id where random() < 0.1;
+    insert into audit_events (tenant_id, actor_kind, action, target_type, target_id, at)
+      select r.tenant_id, 'cli', case when random() < 0.5 then 'author.grant' else 'key.create' end, 'activity_result', r.id::text, r.created_at
+      from activity_results r join bench_tenants bt on bt.id = r.tenant_id where random() < 0.2;
     drop table bench_auth_users, bench_users, bench_tenants;
     analyze;
   `);

@@ -40,6 +40,7 @@ const ROUTES: Record<string, number[]> = {
   '/v1/programs': [200, 400, 401, 404, 429, 500, 503],
   '/v1/programs/{id}': [200, 400, 401, 404, 429, 500, 503],
   '/v1/deletions': [200, 400, 401, 404, 429, 500, 503],
+  '/v1/audit-events': [200, 400, 401, 404, 429, 500, 503],
 };
 
 /** Resolve a local `#/…` reference in the document. */
@@ -154,6 +155,7 @@ describe('the document', () => {
     expect(names('/v1/programs')).toEqual(['query:cursor', 'query:limit']);
     expect(names('/v1/programs/{id}')).toEqual(['path:id', 'query:include']);
     expect(names('/v1/deletions')).toEqual([...list, 'query:resource'].sort());
+    expect(names('/v1/audit-events')).toEqual(['query:action', 'query:cursor', 'query:limit', 'query:since']);
   });
 
   it('types parameters and fields: limit an integer, ids uuid, timestamps date-time, feed headers', () => {
@@ -178,6 +180,7 @@ describe('the document', () => {
     expect(Object.keys(doc.components.schemas).sort()).toEqual([
       'ActivityResult',
       'Artifact',
+      'AuditEvent',
       'Deletion',
       'Error',
       'Learner',

@@ -33,6 +33,8 @@ const TABLE_OF_NOUN = {
   learner: { table: 'memberships', feedKey: 'updated_at', id: 'user_id' },
   program: { table: 'programs', feedKey: 'updated_at', id: 'id' },
   deletion: { table: 'deletions', feedKey: 'deleted_at', id: 'id' },
+  // The audit log (issue #23): a listing in (at, id) order only.
+  audit_event: { table: 'audit_events', feedKey: 'at', id: 'id', createdKey: 'at' },
 } as const;
 const TABLES = Object.values(TABLE_OF_NOUN).map((t) => t.table);
 /** The table a statement lists or reads, by its name (results_list_artifacts, results_get_artifact, …). */
@@ -76,7 +78,8 @@ describe('page statements', () => {
     const missing: string[] = [];
     for (const statement of allStatements().filter((s) => s.name.startsWith('results_list_'))) {
       const { table, feedKey, id } = infoOf(statement);
-      const key = statement.sync ? feedKey : 'created_at';
+      const info = infoOf(statement) as { createdKey?: string };
+      const key = statement.sync ? feedKey : (info.createdKey ?? 'created_at');
       const filters = filtersOf(statement);
       const wanted = [[], ...filters.filter((f) => !(statement.sync && UNINDEXED_IN_FEED[table]?.includes(f))).map((f) => [f])];
       for (const cols of wanted) if (!has(table, ['tenant_id', ...cols, key, id])) missing.push(`${table} (tenant_id, ${[...cols, key].join(', ')}, ${id})`);

@@ -47,7 +47,7 @@ const value = (samples: Sample[], name: string, labels: Record<string, string> =
 beforeAll(async () => {
   t = await startApp({
     metrics: { port: 0, host: '127.0.0.1' },
-    identity: { ...(await import('../helpers/harness.ts')).testConfig().identity, rateLimit: { windowSeconds: 300, signInPerIp: 3, signInPerEmail: 100, refreshPerIp: 100, registerPerIp: 100 } },
+    identity: { ...(await import('../helpers/harness.ts')).testConfig().identity, rateLimit: { windowSeconds: 300, signInPerIp: 3, signInPerEmail: 100, refreshPerIp: 100, registerPerIp: 100, authorizePerIpPerMinute: 100 } },
   });
   metrics = await startMetricsServer({ port: 0, host: '127.0.0.1' });
 

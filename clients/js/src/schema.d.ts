@@ -209,6 +209,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit events
+         * @description The tenant’s audit log, oldest first in (`at`, `id`) order: every privileged act — author grants, API keys, embed origins, identity-provider changes, review decisions and overrides, forced grading, judge settings, learner erasure and export — with its actor, target (by id), time and request id. Append-only.
+         */
+        get: operations["list_audit_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -446,6 +466,43 @@ export interface components {
              * @description When it was deleted (RFC 3339, UTC, microseconds).
              */
             deleted_at: string;
+        };
+        /** @description One privileged act in the tenant (the audit log, append-only). */
+        AuditEvent: {
+            /**
+             * Format: uuid
+             * @description A uuid.
+             */
+            id: string;
+            tenant_id: string | null;
+            /**
+             * Format: date-time
+             * @description When the act happened (RFC 3339, UTC, microseconds).
+             */
+            at: string;
+            actor: {
+                /**
+                 * @description Who acted: a user (an author, an admin), the `svc` command, the service-role key, a tenant API key, or the service itself.
+                 * @enum {string}
+                 */
+                kind: "user" | "cli" | "service_role" | "key" | "system";
+                /** @description The svc_user_id of a user, the prefix of a key; null for the others. */
+                id: string | null;
+            };
+            /** @description What was done: `author.grant`, `key.create`, `verdict.override`, `learner.erase`, … */
+            action: string;
+            target: {
+                /** @description What kind of thing was acted on: `user`, `tenant`, `api_key`, `activity_result`, … */
+                type: string;
+                /** @description Its id (never an email). */
+                id: string;
+            };
+            /** @description The X-Request-Id of the request that did it; null for the `svc` command. */
+            request_id: string | null;
+            /** @description Settings and ids of the act (never personal data). */
+            detail: {
+                [key: string]: unknown;
+            };
         };
         /** @description The body of every error of /v1. */
         Error: {
@@ -1008,6 +1065,53 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["Deletion"][];
+                        /** @description Pass as `cursor` for the next page; null on the last page. */
+                        next_cursor: string | null;
+                        /** @description True when another page follows. */
+                        has_more: boolean;
+                        consistent_through?: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    list_audit_events: {
+        parameters: {
+            query?: {
+                /** @description Rows per page: a decimal integer from 1 to 200 (default 50). */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page, unchanged. Bound to the endpoint, the filters and `updated_since`. */
+                cursor?: string;
+                /** @description Only events of this action (`author.grant`, `learner.erase`, …). */
+                action?: string;
+                /** @description Only events at or after this RFC 3339 instant. */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page, oldest first. `Link: <…>; rel="next"` when another page follows. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AuditEvent"][];
                         /** @description Pass as `cursor` for the next page; null on the last page. */
                         next_cursor: string | null;
                         /** @description True when another page follows. */

@@ -8,6 +8,7 @@
  * This file adds the two steps that span a caller's transaction and the owner's work after it:
  * `setGradingMode` (as the caller) + `releaseIfOpen` (as the owner), and `awaitRun`.
  */
+import { audit } from '../../audit/index.ts';
 import type { Db, Queryable } from '../../db/index.ts';
 import type { Deps } from '../../deps.ts';
 import { PROMPT_VERSION } from '../grading/prompt.ts';
@@ -38,6 +39,12 @@ export async function setGradingMode(
      returning mode, forced, reason, changed_by, to_json(changed_at) #>> '{}' as changed_at`,
     [activity.tenant_id, activity.id, a.mode, a.mode === 'live' && a.force, a.reason],
   );
+  await audit(tx, {
+    tenantId: activity.tenant_id,
+    action: 'grading.mode.set',
+    target: { type: 'activity', id: activity.id },
+    detail: { mode: change!.mode, forced: change!.forced },
+  });
   return { tenantId: activity.tenant_id, change: change! };
 }
 

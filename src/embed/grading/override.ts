@@ -29,6 +29,7 @@
  * The writes move `updated_at` of the result, the artifact and the progress row (migration 0020's
  * trigger), so the Results API's `updated_since` feed hands them out again.
  */
+import { audit } from '../../audit/index.ts';
 import type { Queryable } from '../../db/index.ts';
 
 /** Why a review or override was refused; the surfaces turn it into their own error. */
@@ -211,7 +212,7 @@ export async function applyOverride(tx: Queryable, req: OverrideRequest): Promis
   await moveProgress(tx, locked, delta);
 
   // Step 6: the audit and the queue.
-  const [audit] = await tx.query<{ id: string }>(
+  const [overrideRow] = await tx.query<{ id: string }>(
     `insert into verdict_overrides (tenant_id, result_id, artifact_id, by_user_id, reason, before, after, created_at)
      values ($1, $2, $3, $4, $5, $6::text::jsonb, $7::text::jsonb, $8) returning id`,
     [
@@ -225,6 +226,12 @@ export async function applyOverride(tx: Queryable, req: OverrideRequest): Promis
       at,
     ],
   );
+  await audit(tx, {
+    tenantId: locked.tenant_id,
+    action: 'verdict.override',
+    target: { type: 'activity_result', id: locked.id },
+    detail: { artifact_id: target.id, override_id: overrideRow!.id, passed: req.passed, score },
+  });
   const resolved = await tx.query<{ id: string }>(
     `update reviews set status = 'overridden', resolved_at = $3, resolved_by = $4, reason = $5
       where tenant_id = $1 and result_id = $2 and status = 'open' returning id`,
@@ -236,7 +243,7 @@ export async function applyOverride(tx: Queryable, req: OverrideRequest): Promis
     result: after!,
     verdict: { status, passed: req.passed, score },
     override,
-    audit_id: audit!.id,
+    audit_id: overrideRow!.id,
     resolved_reviews: resolved.map((r) => r.id),
   };
 }

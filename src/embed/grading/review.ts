@@ -19,6 +19,7 @@
  * Resolving a review that is not open is `already_resolved`; an unknown one (or another tenant's,
  * under RLS) is `not_found`.
  */
+import { audit } from '../../audit/index.ts';
 import type { Queryable } from '../../db/index.ts';
 import { applyOverride, holdDecision, lockResult, ReviewError } from './override.ts';
 import { applyToResult } from './verdict.ts';
@@ -150,6 +151,7 @@ export async function resolveReview(tx: Queryable, r: Resolution): Promise<Revie
       `update reviews set status = 'upheld', resolved_at = $3, resolved_by = $4, reason = $5 where tenant_id = $1 and id = $2`,
       [locked.tenant_id, r.reviewId, r.now.toISOString(), r.by, r.reason ?? null],
     );
+    await audit(tx, { tenantId: locked.tenant_id, action: 'review.uphold', target: { type: 'review', id: r.reviewId }, detail: { kind: review.kind, result_id: found.result_id } });
   }
   return (await reviewById(tx, r.reviewId))!;
 }

@@ -26,6 +26,8 @@ export function authorizationServerMetadata(deps: Pick<Deps, 'config'>, oidc = f
     authorization_endpoint: `${iss}/oauth/authorize`,
     token_endpoint: `${iss}/oauth/token`,
     registration_endpoint: `${iss}/oauth/clients/register`,
+    revocation_endpoint: `${iss}/oauth/revoke`,
+    revocation_endpoint_auth_methods_supported: ['none'],
     scopes_supported: SUPPORTED_SCOPES,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],

@@ -9,6 +9,7 @@
  * | `POST /oauth/decision` | the consent form (Allow / Deny) | 303 to the client with `code` or `error` |
  * | `POST /oauth/token` | the host | tokens, or an OAuth error (token.ts) |
  * | `POST /oauth/clients/register` | the host | 201 registration (clients.ts) |
+ * | `POST /oauth/revoke` | the host | 200, empty (RFC 7009, revoke.ts) |
  * | `GET /oauth/authorizations/{id}`, `POST …/{id}/consent` | a custom consent UI with a first-party session | GoTrue's JSON |
  * | `GET, DELETE /user/oauth/grants` | the signed-in user (supabase-js) | grants.ts |
  * | `/.well-known/…` | discovery | metadata.ts |
@@ -19,6 +20,7 @@
  * `application/x-www-form-urlencoded`; a parameter given twice is refused (RFC 6749 §3.1).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { audit } from '../../audit/index.ts';
 import { DB_RETRY_AFTER_SECONDS, isDbUnavailable } from '../../db/errors.ts';
 import type { Deps } from '../../deps.ts';
 import { AuthError, sendAuthError, unavailable } from '../errors.ts';
@@ -42,6 +44,7 @@ import { listGrants, revokeGrant } from './grants.ts';
 import { metadataRoutes } from './metadata.ts';
 import { clientLabel, consentPage, errorPage, sendPage, signInPage } from './pages.ts';
 import { onlyLoopback, redirectUriMatches } from './redirect-uris.ts';
+import { revokeToken } from './revoke.ts';
 import { grantedScope } from './scopes.ts';
 import { tokenRequest } from './token.ts';
 import { countGrant } from '../../telemetry/metrics.ts';
@@ -105,6 +108,7 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
     }
     if (surface === 'page') {
       if (err instanceof PageError) return sendPage(reply, err.status, errorPage(err.title, err.message));
+      if (status === 429) return sendPage(reply, 429, errorPage('Too many requests', 'Too many sign-in requests came from your network. Wait a minute, then try again.'));
       if (isDbUnavailable(err)) return sendPage(reply.header('retry-after', String(DB_RETRY_AFTER_SECONDS)), 503, errorPage('Briefly unavailable', 'The service cannot reach its database. Try again in a moment.'));
       if (status < 500) return sendPage(reply, status, errorPage('Invalid request', err instanceof AuthError ? err.message : 'The request could not be read.'));
       return sendPage(reply, 500, errorPage('Something went wrong', 'An unexpected error happened. Try again.'));
@@ -121,7 +125,8 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
   const page = { apikey: false, surface: 'page' as const };
   const gotrue = { apikey: false, surface: 'gotrue' as const };
 
-  app.get('/oauth/authorize', { config: page }, (req, reply) => authorize(deps, req, reply));
+  // Over the per-IP limit the page says so (429, Retry-After) before any client lookup or row.
+  app.get('/oauth/authorize', { config: page, onRequest: limits.authorize }, (req, reply) => authorize(deps, req, reply));
 
   app.post('/oauth/sign-in', { config: page }, async (req, reply) => {
     const { authz, client, csrf } = await formStep(deps, req.body);
@@ -188,6 +193,13 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
     return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(answer);
   });
 
+  app.post('/oauth/revoke', { config: oauth }, async (req, reply) => {
+    const body = req.body;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new OAuthError(400, 'invalid_request', 'the body must be form-encoded parameters');
+    await revokeToken(deps, body as Record<string, unknown>);
+    return reply.code(200).header('cache-control', 'no-store').send();
+  });
+
   app.post('/oauth/clients/register', { config: oauth, onRequest: limits.register }, async (req, reply) =>
     reply.code(201).header('cache-control', 'no-store').send(await registerClient(deps, req.body)),
   );
@@ -232,7 +244,12 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
     const { user } = await requireSession(deps, req);
     const clientId = (req.query as Record<string, unknown>).client_id;
     if (typeof clientId !== 'string' || !clientId || clientId.length > 2048) throw new AuthError(400, 'validation_failed', 'client_id is required');
-    if (!(await deps.db.transaction((tx) => revokeGrant(tx, user.id, clientId)))) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
+    const revoked = await deps.db.transaction(async (tx) => {
+      if (!(await revokeGrant(tx, user.id, clientId))) return false;
+      await audit(tx, { tenantId: null, action: 'oauth.grant.revoke', target: { type: 'user', id: user.svc_user_id }, detail: { client_id: clientId }, actor: { kind: 'auth_user', id: user.id } });
+      return true;
+    });
+    if (!revoked) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
     return reply.code(204).send();
   });
 }

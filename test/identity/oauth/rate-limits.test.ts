@@ -1,4 +1,5 @@
 /**
+ * Issue #23: `GET /oauth/authorize` is bounded per IP and minute before any row is stored.
  * Issue #12: the sign-in page reuses the password grant's rate limits (one budget per email,
  * whichever door), and dynamic registration is bounded per IP (cost abuse: unbounded rows).
  */
@@ -9,7 +10,7 @@ import { authorizeUrl, hiddenFields, pkce, register } from './helpers.ts';
 
 const email = 'rate@limits.test';
 
-const t = useApp(() => startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 3, registerPerIp: 4, windowSeconds: 60 } }) }));
+const t = useApp(() => startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 3, registerPerIp: 4, authorizePerIpPerMinute: 5, windowSeconds: 60 } }) }));
 beforeAll(async () => {
   await seedAuthor(t, 'limits', email, 'correct horse battery');
 });
@@ -49,4 +50,27 @@ it('registrations per IP are bounded: 429 temporarily_unavailable, nothing store
   // One registration happened in the first test.
   expect(answers).toEqual([201, 201, 201, 429]);
   expect((await t.db.query<{ n: number }>('select count(*)::int as n from auth.oauth_clients'))[0]!.n).toBe(before + 3);
+});
+
+it('authorization requests per IP are bounded: 429 page with Retry-After before rows pile up', async () => {
+  // The first test spent 4 of the 5 a minute (3 sign-ins and none else); a fresh window is not
+  // assumed: count what is left from the answers.
+  const clientId = await register(t).catch(() => undefined);
+  const rows = async () => (await t.db.query<{ n: number }>('select count(*)::int as n from auth.oauth_authorizations'))[0]!.n;
+  const before = await rows();
+  const statuses: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    const res = await fetch(authorizeUrl(t, clientId ?? 'unknown', pkce().challenge), { redirect: 'manual' });
+    statuses.push(res.status);
+    if (res.status === 429) {
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+      expect(await res.text()).toContain('Too many requests');
+    } else await res.text();
+  }
+  const allowed = statuses.filter((s) => s !== 429).length;
+  expect(allowed).toBeLessThanOrEqual(5);
+  expect(statuses.slice(allowed).every((s) => s === 429), statuses.join()).toBe(true);
+  expect(statuses.at(-1)).toBe(429);
+  expect(await rows(), 'no authorization row past the limit').toBeLessThanOrEqual(before + allowed);
 });

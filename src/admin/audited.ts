@@ -1,0 +1,90 @@
+/**
+ * Which `svc` admin operations (ops.ts) are privileged acts, and the audit event each leaves
+ * (issue #23, src/audit). `runOp` calls `auditOp` in the operation's own transaction, after the
+ * operation succeeded: a refused operation (AdminError, bad input) rolls back and leaves no row.
+ *
+ * Reads (`*.list`, `*.show`, `verdict.show`) are not acts. `review.approve|reject` are audited
+ * where the decision is made (src/embed/grading/review.ts, override.ts), as the MCP review tools
+ * are.
+ *
+ * Targets are ids: a tenant's id, an auth user id, an API key prefix, an OAuth client id. An
+ * author grant by email to an address with no account yet, or by an IdP subject not yet seen,
+ * names its target by the SHA-256 of the normalised email (`email_sha256`) or of
+ * `issuer \n subject` (`subject_sha256`) — never the address or subject itself.
+ */
+import { createHash } from 'node:crypto';
+import { audit, type AuditEvent } from '../audit/index.ts';
+import type { Queryable } from '../db/index.ts';
+import { findUserByEmail } from '../identity/index.ts';
+
+type Args = Record<string, unknown>;
+type Out = Record<string, unknown>;
+type Describe = (q: Queryable, args: Args, out: Out) => Promise<Omit<AuditEvent, 'actor' | 'requestId'> | undefined>;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+async function tenantIdOf(q: Queryable, slug: unknown): Promise<string | null> {
+  const [row] = await q.query<{ id: string }>('select id from tenants where slug = $1', [slug]);
+  return row?.id ?? null;
+}
+
+/** The target of an author grant or revocation (see the header). */
+const authorTarget = (out: Out) =>
+  out.svc_user_id
+    ? { type: 'user', id: String(out.svc_user_id) }
+    : out.subject !== undefined
+      ? { type: 'subject_sha256', id: sha256(`${String(out.issuer)}\n${String(out.subject)}`) }
+      : { type: 'email_sha256', id: sha256(String(out.email)) };
+
+const tenantAct =
+  (action: AuditEvent['action'], detail: (args: Args, out: Out) => AuditEvent['detail'] = () => undefined): Describe =>
+  async (q, args, out) => {
+    const tenantId = await tenantIdOf(q, args.tenant);
+    return { tenantId, action, target: { type: 'tenant', id: tenantId! }, detail: detail(args, out) };
+  };
+
+const userAct = (action: AuditEvent['action']): Describe => async (_q, _args, out) => ({ tenantId: null, action, target: { type: 'auth_user', id: String(out.id) } });
+
+const DESCRIBE: Partial<Record<string, Describe>> = {
+  'tenant.create': async (_q, _a, out) => ({ tenantId: String(out.id), action: 'tenant.create', target: { type: 'tenant', id: String(out.id) } }),
+  'user.create': userAct('user.create'),
+  'user.update': userAct('user.update'),
+  'user.ban': userAct('user.ban'),
+  'user.delete': userAct('user.delete'),
+  'author.grant': async (q, args, out) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'author.grant', target: authorTarget(out) }),
+  'author.revoke': async (q, args, out) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'author.revoke', target: authorTarget(out) }),
+  'key.create': async (_q, _a, out) => ({ tenantId: String(out.tenant_id), action: 'key.create', target: { type: 'api_key', id: String(out.prefix) } }),
+  'key.revoke': async (_q, _a, out) => ({ tenantId: String(out.tenant_id), action: 'key.revoke', target: { type: 'api_key', id: String(out.prefix) } }),
+  'embed.origins.add': async (q, args, out) =>
+    out.added ? { tenantId: await tenantIdOf(q, args.tenant), action: 'embed.origin.add', target: { type: 'origin', id: String(out.origin) } } : undefined,
+  'embed.origins.remove': async (q, args, out) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'embed.origin.remove', target: { type: 'origin', id: String(out.origin) } }),
+  'idp.set': tenantAct('idp.set', (_a, out) => ({ issuer: String(out.issuer) })),
+  'idp.refresh': tenantAct('idp.refresh', (_a, out) => ({ keys_version: Number(out.keys_version) })),
+  'oauth.clients.revoke': async (_q, args) => ({ tenantId: null, action: 'oauth.client.revoke', target: { type: 'oauth_client', id: String(args.client_id) } }),
+  'oauth.grants.revoke': async (q, args) => {
+    const user = await findUserByEmail(q, String(args.email));
+    return { tenantId: null, action: 'oauth.grant.revoke', target: { type: 'user', id: user!.svc_user_id }, detail: { client_id: String(args.client_id) } };
+  },
+  'learner.delete': async (q, args) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'learner.erase', target: { type: 'user', id: String(args.svc_user_id) } }),
+  'learner.export': async (q, args) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'learner.export', target: { type: 'user', id: String(args.svc_user_id) } }),
+  'retention.set': tenantAct('retention.set', (_a, out) => ({
+    artifact_content_days: out.artifact_content_days as number | null,
+    model_bodies_days: out.model_bodies_days as number | null,
+    tombstones_days: out.tombstones_days as number | null,
+  })),
+  'judge.thresholds.set': tenantAct('judge.thresholds.set', (_a, out) => ({
+    min_kappa: out.min_kappa as number,
+    max_false_pass_rate: out.max_false_pass_rate as number,
+    require_adversarial_fail: out.require_adversarial_fail as boolean,
+  })),
+  'judge.consistency.set': tenantAct('judge.consistency.set', (_a, out) => ({ margin: out.margin as number | null, repeats: out.repeats as number })),
+  'judge.consistency.off': tenantAct('judge.consistency.set', (_a, out) => ({ margin: out.margin as number | null, repeats: out.repeats as number })),
+};
+
+/** Append the audit event of operation `op` (if it is an act) in transaction `tx`. */
+export async function auditOp(tx: Queryable, op: string, args: unknown, out: unknown): Promise<void> {
+  const describe = DESCRIBE[op];
+  if (!describe || !out || typeof out !== 'object') return;
+  const event = await describe(tx, (args ?? {}) as Args, out as Out);
+  if (event) await audit(tx, event);
+}
