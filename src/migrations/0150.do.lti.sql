@@ -69,3 +69,36 @@ create table lti_used_values (
 );
 create index lti_used_values_expiry_idx on lti_used_values (tenant_id, expires_at);
 alter table lti_used_values enable row level security;
+
+------------------------------------------------------------------------------------------
+-- 4. /v1/learners lists a learner's LTI identities too: {issuer, subject, source: 'lti'} — the
+--    platform issuer and the launch's `sub` — after the tenant's IdP ones (as in 0100). An LTI
+--    identity is auth.identities(provider = 'lti:<tenant id>:<issuer>', provider_id = sub,
+--    identity_data.iss = issuer), src/lti/learners.ts. The email rule is unchanged (an LMS email
+--    is not taken as verified).
+------------------------------------------------------------------------------------------
+create or replace function svc.results_learner_json(p_user uuid, p_created timestamptz, p_updated timestamptz) returns json
+  language sql stable security definer set search_path = public, pg_temp as $$
+  with ids as (
+    select i.provider_id as subject, i.identity_data
+      from users u join auth.identities i on i.user_id = u.auth_user_id
+     where u.id = p_user and i.provider = 'idp:' || svc.results_tenant_issuer()
+     order by i.provider_id),
+  lti as (
+    select i.identity_data ->> 'iss' as issuer, i.provider_id as subject
+      from users u join auth.identities i on i.user_id = u.auth_user_id
+     where u.id = p_user and i.provider like 'lti:' || svc.results_tenant_id()::text || ':%'
+     order by 1, 2)
+  select json_build_object(
+    'svc_user_id', p_user,
+    'external_ids', coalesce((select json_agg(e) from (
+        select json_build_object('issuer', svc.results_tenant_issuer(), 'subject', ids.subject) as e from ids
+        union all
+        select json_build_object('issuer', lti.issuer, 'subject', lti.subject, 'source', 'lti') from lti) x), '[]'::json),
+    'email', coalesce(
+      (select ids.identity_data ->> 'email' from ids where ids.identity_data -> 'email_verified' = 'true'::jsonb limit 1),
+      (select a.email from users u join auth.users a on a.id = u.auth_user_id where u.id = p_user and a.email_confirmed_at is not null)),
+    'created_at', to_char(p_created at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+    'updated_at', to_char(p_updated at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+  where exists (select 1 from memberships m where m.tenant_id = svc.results_tenant_id() and m.user_id = p_user)
+$$;
