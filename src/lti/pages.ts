@@ -59,9 +59,10 @@ export function sendAutoSubmit(reply: FastifyReply, action: string, fields: Reco
 /**
  * The browser did not send back the login's cookie (third-party cookies blocked, Safari): offer
  * to open the activity in a new window, where the login runs again as a first-party page.
- * `loginUrl` is `/lti/v1/login` with the original login's parameters.
+ * `loginUrl` is `/lti/v1/login` with the original login's parameters; `authUrl` the platform's
+ * authorization URL, where the login redirects (CSP `form-action` applies to redirects too).
  */
-export function sendNewWindowPage(reply: FastifyReply, loginUrl: string, ancestors: string) {
+export function sendNewWindowPage(reply: FastifyReply, loginUrl: string, authUrl: string, ancestors: string) {
   const html = htmlPage({
     title: 'Open the activity in a new window',
     head: `<style>${STYLE}</style>`,
@@ -72,5 +73,5 @@ export function sendNewWindowPage(reply: FastifyReply, loginUrl: string, ancesto
       [...new URL(loginUrl).searchParams].map(([n, v]) => `<input type="hidden" name="${escapeUTF8(n)}" value="${escapeUTF8(v)}">`).join('') +
       `<button type="submit">Open in a new window</button></form></main>`,
   });
-  return send(reply, 401, html, csp(ancestors, "'self'", false));
+  return send(reply, 401, html, csp(ancestors, `'self' ${originOf(authUrl)}`, false));
 }

@@ -156,7 +156,7 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     if (!binding || !safeEqual(sha256(binding), state.binding)) {
       const again = new URL(`${base()}/lti/v1/login`);
       for (const [k, v] of Object.entries(state.login)) again.searchParams.set(k, v);
-      return sendNewWindowPage(reply, again.toString(), ancestors);
+      return sendNewWindowPage(reply, again.toString(), platform.auth_url, ancestors);
     }
     // 3–7. The id_token.
     const now = deps.now();
