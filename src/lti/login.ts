@@ -14,6 +14,9 @@
  * binding value. The binding value itself goes to the browser in a cookie
  * `svc_lti_<state id>` (`HttpOnly; Secure; SameSite=None; Partitioned`, path `/lti/v1/`): the
  * launch must come back with it (launch.ts), which stops login CSRF — a state alone does not.
+ * When the login names `lti_storage_target` (Canvas sends it), the value is also put in the
+ * platform's storage (1EdTech Client Side postMessages, `lti.put_data`) by the login page before it
+ * goes on to the platform (routes.ts, pages.ts), for browsers that block the cookie in the frame.
  * Single use is enforced at launch (`lti_used_values`), so nothing is stored at login.
  */
 import { createHash, randomBytes } from 'node:crypto';

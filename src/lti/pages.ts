@@ -18,12 +18,21 @@ main{max-width:40rem}h1{font-size:1.4rem;margin:0 0 .75rem}p{margin:0 0 1rem}
 button{font:inherit;padding:.5rem 1rem;border:2px solid #0b4f8a;border-radius:4px;background:#0b4f8a;color:#fff;cursor:pointer}
 button:focus-visible{outline:3px solid #e8a200;outline-offset:2px}.code{color:#4a4a4a;font-size:.9rem}`;
 const SUBMIT = `document.forms[0].submit();`;
+/**
+ * 1EdTech platform storage (Client Side postMessages, `lti.put_data` / `lti.get_data`): the data
+ * block `#lti-storage` says the subject, the storage target frame, the platform's origin, the key
+ * (and the value to put). The request goes to the target with that origin; a reply is accepted
+ * only from that origin with `<subject>.response` and our `message_id`. A got value fills the
+ * form's `lti_storage_binding`; then, or after `wait` ms without a reply, the form is submitted.
+ */
+const STORAGE = `(()=>{const d=JSON.parse(document.getElementById('lti-storage').textContent),f=document.forms[0];let t=null;try{t=d.target==='_parent'?window.parent:window.parent.frames[d.target]}catch(e){}const id='svc-'+Math.random().toString(36).slice(2);let done=false;const go=()=>{if(!done){done=true;f.submit()}};addEventListener('message',e=>{const m=e.data;if(e.origin!==d.origin||!m||m.message_id!==id||m.subject!==d.subject+'.response')return;if(d.subject==='lti.get_data'&&typeof m.value==='string')f.elements.lti_storage_binding.value=m.value;go()});if(t&&t!==window)t.postMessage(d.subject==='lti.put_data'?{subject:d.subject,message_id:id,key:d.key,value:d.value}:{subject:d.subject,message_id:id,key:d.key},d.origin);setTimeout(go,d.wait)})();`;
 const sha = (text: string) => createHash('sha256').update(text).digest('base64');
 const STYLE_HASH = sha(STYLE);
 const SUBMIT_HASH = sha(SUBMIT);
+const STORAGE_HASH = sha(STORAGE);
 
-const csp = (ancestors: string, formAction: string, script: boolean) =>
-  `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; ${script ? `script-src 'sha256-${SUBMIT_HASH}'; ` : ''}` +
+const csp = (ancestors: string, formAction: string, script: boolean | 'storage') =>
+  `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; ${script ? `script-src 'sha256-${script === 'storage' ? STORAGE_HASH : SUBMIT_HASH}'; ` : ''}` +
   `form-action ${formAction}; base-uri 'none'; frame-ancestors ${ancestors}`;
 
 /** An origin for CSP `form-action` (scheme://host[:port] of `url`). */
@@ -74,4 +83,27 @@ export function sendNewWindowPage(reply: FastifyReply, loginUrl: string, authUrl
       `<button type="submit">Open in a new window</button></form></main>`,
   });
   return send(reply, 401, html, csp(ancestors, `'self' ${originOf(authUrl)}`, false));
+}
+
+/** What a platform-storage page does: put the binding value, or get it back. */
+export type StorageStep =
+  | { subject: 'lti.put_data'; target: string; origin: string; key: string; value: string }
+  | { subject: 'lti.get_data'; target: string; origin: string; key: string };
+
+/**
+ * A page that talks to the platform's storage (`step`), then submits `fields` to `action` with
+ * `method` — at login, put the binding then go to the platform's authorization URL (GET); at
+ * launch, get it back and post the launch again with `lti_storage_binding` (POST to ourselves).
+ */
+export function sendStoragePage(reply: FastifyReply, step: StorageStep, action: string, method: 'get' | 'post', fields: Record<string, string>, ancestors: string) {
+  const data = JSON.stringify({ ...step, wait: 3000 }).replace(/</g, '\\u003c');
+  const inputs = Object.entries(fields)
+    .map(([name, value]) => `<input type="hidden" name="${escapeUTF8(name)}" value="${escapeUTF8(value)}">`)
+    .join('');
+  const html = htmlPage({
+    title: 'Signing you in',
+    head: `<style>${STYLE}</style><script type="application/json" id="lti-storage">${data}</script>`,
+    body: `<main><h1>Signing you in…</h1><form method="${method}" action="${escapeUTF8(action)}">${inputs}<noscript><p>Scripts are off: press the button to continue.</p><button type="submit">Continue</button></noscript></form></main><script>${STORAGE}</script>`,
+  });
+  return send(reply, 200, html, csp(ancestors, method === 'get' ? originOf(action) : "'self'", 'storage'));
 }

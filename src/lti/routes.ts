@@ -6,11 +6,18 @@
  *                        for 5 minutes.
  *   GET|POST /login      third-party initiated login (login.ts): answers with the authentication
  *                        request to the platform — a 302, or for a POST an auto-submitted form —
- *                        and sets the browser-binding cookie.
+ *                        and sets the browser-binding cookie. With `lti_storage_target`, a page
+ *                        that first puts the binding value in the platform's storage
+ *                        (`lti.put_data`), then submits the authentication request (GET form).
  *   POST /launch         the platform's form post of `id_token` + `state` (launch.ts): verified,
  *                        the learner mapped (learners.ts), then the player page (src/player, the
  *                        same as /embed/v1/play) with a short-lived session handed to it — no
- *                        cookie is needed after the launch.
+ *                        cookie is needed after the launch. No cookie but a storage target: a
+ *                        page that gets the value back (`lti.get_data`) and posts the launch again
+ *                        with `lti_storage_binding` — accepted only from a frame (`Sec-Fetch-Dest:
+ *                        iframe`, set by the browser; the page may be framed by the platform only),
+ *                        so a forged top-level post carrying a known value is refused. Neither: a
+ *                        page offering to open the activity in a new window (401), never an accept.
  *
  * Login and launch answer errors with a readable HTML page (pages.ts), 4xx, never a stack trace,
  * and store nothing before every check has passed (the single-use records, the learner and the
@@ -33,11 +40,13 @@ import { ltiLearner } from './learners.ts';
 import { bindingCookie, MAX_HINT_CHARS, readState, sha256, startLogin, STATE_SECONDS, type LoginParams } from './login.ts';
 import { PlatformKeys } from './platform-keys.ts';
 import { findPlatform, type Platform } from './platforms.ts';
-import { sendAutoSubmit, sendErrorPage, sendNewWindowPage } from './pages.ts';
+import { sendAutoSubmit, sendErrorPage, sendNewWindowPage, sendStoragePage } from './pages.ts';
 
 /** Largest login or launch form we read, in bytes (an id_token is a few KB; MAX_ID_TOKEN_CHARS is 64 KiB). */
 const FORM_LIMIT = 128 * 1024;
 const uuid = z.uuid();
+/** `lti_storage_target`: `_parent` or the name of a frame of the platform's page. */
+const STORAGE_TARGET = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /** A form or query as single-valued strings; a parameter given twice is refused (undefined). */
 function formOf(input: unknown): Record<string, string> | undefined {
@@ -130,8 +139,16 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
       ...(form.lti_deployment_id !== undefined && { lti_deployment_id: form.lti_deployment_id }),
       ...(form.lti_storage_target !== undefined && { lti_storage_target: form.lti_storage_target }),
     };
+    if (params.lti_storage_target !== undefined && !STORAGE_TARGET.test(params.lti_storage_target)) throw refuseLogin('The login request\'s lti_storage_target is not a frame name.');
     const started = await startLogin(deps.config, platform, params, `${base()}/lti/v1/launch`);
     reply.header('set-cookie', `${started.cookie.name}=${started.cookie.value}; Max-Age=${STATE_SECONDS}; ${cookieAttributes}`);
+    if (params.lti_storage_target !== undefined) {
+      // Platform storage too (the cookie may be blocked in the frame): put the binding, then go on.
+      const step = { subject: 'lti.put_data', target: params.lti_storage_target, origin: new URL(platform.auth_url).origin, key: started.cookie.name, value: started.cookie.value } as const;
+      const action = new URL(platform.auth_url);
+      const fields = Object.fromEntries([...action.searchParams, ...Object.entries(started.fields)]);
+      return sendStoragePage(reply, step, `${action.origin}${action.pathname}`, 'get', fields, platformAncestors(platform));
+    }
     if (req.method === 'GET') return reply.header('cache-control', 'no-store').redirect(started.url, 302);
     return sendAutoSubmit(reply, platform.auth_url, started.fields, platformAncestors(platform));
   };
@@ -151,8 +168,15 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     );
     if (!platform) throw refuseLogin('This LMS is no longer registered with the service.', 'unknown_platform');
     const ancestors = platformAncestors(platform);
-    // 2. The browser that started the login.
-    const binding = cookieOf(req, bindingCookie(state.id));
+    // 2. The browser that started the login: the cookie, or (when the login named a storage
+    //    target) the value our page got back from the platform's storage inside the platform's frame.
+    const target = state.login.lti_storage_target;
+    const fromStorage = target !== undefined && req.headers['sec-fetch-dest'] === 'iframe' ? form.lti_storage_binding : undefined;
+    const binding = cookieOf(req, bindingCookie(state.id)) ?? fromStorage;
+    if (!binding && target !== undefined && form.lti_storage_binding === undefined) {
+      const step = { subject: 'lti.get_data', target, origin: new URL(platform.auth_url).origin, key: bindingCookie(state.id) } as const;
+      return sendStoragePage(reply, step, `${base()}/lti/v1/launch`, 'post', { id_token: form.id_token, state: form.state, lti_storage_binding: '' }, ancestors);
+    }
     if (!binding || !safeEqual(sha256(binding), state.binding)) {
       const again = new URL(`${base()}/lti/v1/login`);
       for (const [k, v] of Object.entries(state.login)) again.searchParams.set(k, v);

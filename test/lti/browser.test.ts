@@ -29,7 +29,18 @@ const world = useFixture(async () => {
   return { acme: await seedActivity(t, 'acme'), globex: await seedActivity(t, 'globex', { title: 'Globex secret' }) };
 });
 
-const coursePage = (activity: string, sub: string) => `${lms.origin}/course?${new URLSearchParams({ activity, sub, tool: asLocalhost(t.url) })}`;
+const coursePage = (activity: string, sub: string, storage = false) =>
+  `${lms.origin}/course?${new URLSearchParams({ activity, sub, tool: asLocalhost(t.url), ...(storage && { storage: '1' }) })}`;
+
+/** As Safari with third-party cookies blocked: the login's Set-Cookie never lands. */
+const dropLoginCookie = (page: Page) =>
+  page.route('**/lti/v1/login?**', async (route) => {
+    const response = await route.fetch({ maxRedirects: 0 });
+    const headers = { ...response.headers() };
+    delete headers['set-cookie'];
+    for (const hop of ['connection', 'keep-alive', 'content-length']) delete headers[hop]; // hop-by-hop: not for a fulfilled response
+    await route.fulfill({ status: response.status(), headers, body: await response.body() });
+  });
 
 /** The tool's frame of the course page, once the launch has answered. */
 async function toolFrame(page: Page): Promise<Frame> {
@@ -74,13 +85,7 @@ describe('a learner launches an activity from the LMS', () => {
 
   it('offers a new window when the browser drops the login cookie, and accepts nothing', async () => {
     const page = await newPage(browser);
-    // As Safari with third-party cookies blocked: the login's Set-Cookie never lands.
-    await page.route('**/lti/v1/login?**', async (route) => {
-      const response = await route.fetch({ maxRedirects: 0 });
-      const headers = { ...response.headers() };
-      delete headers['set-cookie'];
-      await route.fulfill({ response, headers });
-    });
+    await dropLoginCookie(page);
     await page.goto(coursePage(world.acme.activityId, 'grace'));
     const frame = await toolFrame(page);
     await frame.getByRole('heading', { name: 'Open the activity in a new window' }).waitFor();
@@ -90,6 +95,20 @@ describe('a learner launches an activity from the LMS', () => {
     const [popup] = await Promise.all([page.context().waitForEvent('page'), frame.getByRole('button', { name: 'Open in a new window' }).click()]);
     await page.unrouteAll();
     await popup.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
+    await page.context().close();
+  }, 60_000);
+
+  it('binds the launch through platform storage (lti_storage_target) when the cookie is blocked', async () => {
+    const page = await newPage(browser);
+    await page.goto(coursePage(world.acme.activityId, 'katherine', true));
+    // The login page is waiting for the platform's answer to lti.put_data (1 s): the browser drops the cookie now.
+    const login = await (await page.waitForSelector('iframe[title="Activity"]', { state: 'attached' })).contentFrame();
+    await login!.waitForURL(/\/lti\/v1\/login\?/, { waitUntil: 'domcontentloaded' });
+    await page.context().clearCookies();
+    const frame = await toolFrame(page);
+    await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
+    expect(await page.context().cookies()).toEqual([]);
+    expect(await t.db.query(`select 1 from auth.identities where provider like 'lti:%' and provider_id = 'katherine'`)).toHaveLength(1);
     await page.context().close();
   }, 60_000);
 

@@ -261,6 +261,45 @@ describe('every launch check', () => {
   });
 });
 
+describe('platform storage (lti_storage_target)', () => {
+  it('puts the binding at login and gets it back at launch; a binding posted from outside the platform frame is refused', async () => {
+    const res = await fetch(`${t.url}/lti/v1/login?${loginParams({ lti_storage_target: '_parent' })}`, { redirect: 'manual' });
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    const step = JSON.parse(/<script type="application\/json" id="lti-storage">(.*?)<\/script>/.exec(html)![1]!);
+    expect(step).toMatchObject({ subject: 'lti.put_data', target: '_parent', origin: lms.origin, key: expect.stringMatching(/^svc_lti_/), value: expect.any(String) });
+    expect(html).toContain(`<form method="get" action="${lms.registration.auth_url}">`);
+    const state = /name="state" value="([^"]+)"/.exec(html)![1]!;
+    const nonce = /name="nonce" value="([^"]+)"/.exec(html)![1]!;
+    const token = await lms.idToken(lms.launchClaims({ activity: world.acme.activityId, sub: 'dorothy', nonce }));
+    const send = (form: Record<string, string>, dest?: string) =>
+      fetch(`${t.url}/lti/v1/launch`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(dest && { 'sec-fetch-dest': dest }) }, body: new URLSearchParams(form) });
+
+    // No cookie came back: a page that asks the platform's storage, then posts again.
+    const asking = await send({ id_token: token, state }, 'iframe');
+    expect(asking.status).toBe(200);
+    const askHtml = await asking.text();
+    expect(JSON.parse(/id="lti-storage">(.*?)<\/script>/.exec(askHtml)![1]!)).toMatchObject({ subject: 'lti.get_data', key: step.key, origin: lms.origin });
+    expect(askHtml).toContain('name="lti_storage_binding" value=""');
+    // The value posted back, but not from a frame (a forged top-level form post): refused.
+    for (const dest of [undefined, 'document']) {
+      const forged = await send({ id_token: token, state, lti_storage_binding: step.value }, dest);
+      expect(forged.status).toBe(401);
+      expect(await forged.text()).toContain('Open the activity in a new window');
+    }
+    // The storage did not answer (empty value): refused.
+    expect((await send({ id_token: token, state, lti_storage_binding: '' }, 'iframe')).status).toBe(401);
+    // From the platform's frame, with the value its storage kept: the player.
+    const ok = await send({ id_token: token, state, lti_storage_binding: step.value }, 'iframe');
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toContain('svc-config');
+  });
+  it('refuses a storage target that is not a frame name', async () => {
+    const res = await fetch(`${t.url}/lti/v1/login?${loginParams({ lti_storage_target: 'javascript:alert(1)' })}`, { redirect: 'manual' });
+    expectRefused({ res, html: await res.text() }, 400, 'invalid_login');
+  });
+});
+
 describe('bad input', () => {
   it('malformed forms, a non-JWT or megabytes-long id_token: a readable page, 4xx', async () => {
     const l = await login();

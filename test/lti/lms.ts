@@ -34,7 +34,7 @@ export interface TestLms {
   /** A learner's resource-link launch claims for `activity`, `sub`, `nonce` (override per test). */
   launchClaims(p: { activity: string; sub: string; nonce: string }): JWTPayload;
   /** The course page that frames the tool's login, for a browser. */
-  coursePage(p: { activity: string; sub: string; toolUrl: string }): string;
+  coursePage(p: { activity: string; sub: string; toolUrl: string; storage?: boolean }): string;
   /** The JWKS endpoint's behaviour: 'ok' | 'garbage' | 'slow' | 'down'. */
   keysMode: 'ok' | 'garbage' | 'slow' | 'down';
   /** Set `keysMode` (through a fixture handle, which cannot assign). */
@@ -66,7 +66,7 @@ export async function startTestLms(): Promise<TestLms> {
       const hint = randomUUID();
       launches.set(hint, { activity: url.searchParams.get('activity') ?? '', sub: url.searchParams.get('sub') ?? '' });
       res.setHeader('content-type', 'text/html; charset=utf-8');
-      return res.end(lms.coursePage({ activity: hint, sub: url.searchParams.get('sub') ?? '', toolUrl: url.searchParams.get('tool') ?? '' }));
+      return res.end(lms.coursePage({ activity: hint, sub: url.searchParams.get('sub') ?? '', toolUrl: url.searchParams.get('tool') ?? '', storage: url.searchParams.has('storage') }));
     }
     if (url.pathname === '/auth') {
       const q = url.searchParams;
@@ -128,10 +128,18 @@ export async function startTestLms(): Promise<TestLms> {
         'https://purl.imsglobal.org/spec/lti/claim/launch_presentation': { document_target: 'iframe', return_url: `${origin}/course` },
       };
     },
-    coursePage: ({ activity, sub, toolUrl }) => {
+    coursePage: ({ activity, sub, toolUrl, storage }) => {
       const login = new URL(`${toolUrl}/lti/v1/login`);
       for (const [k, v] of Object.entries({ iss: origin, login_hint: sub, target_link_uri: `${toolUrl}/lti/v1/launch`, lti_message_hint: activity, client_id: CLIENT_ID, lti_deployment_id: DEPLOYMENT_ID })) login.searchParams.set(k, v);
-      return `<!doctype html><html lang="en"><head><title>Course</title></head><body><main><h1>Systems design</h1><iframe title="Activity" src="${esc(login.toString())}" style="width:860px;height:1400px;border:0" allow="clipboard-write"></iframe></main></body></html>`;
+      if (storage) login.searchParams.set('lti_storage_target', '_parent');
+      // 1EdTech platform storage (lti.put_data / lti.get_data), kept per origin, as Canvas does it; the put
+      // is answered after 1 s, so a test can drop the tool's cookie meanwhile (a browser that blocks it).
+      const platformStorage = storage
+        ? `<script>const store={};addEventListener('message',e=>{const m=e.data;if(!m||typeof m.subject!=='string')return;const k=e.origin+'|'+m.key;` +
+          `if(m.subject==='lti.put_data'){store[k]=m.value;setTimeout(()=>e.source.postMessage({subject:'lti.put_data.response',message_id:m.message_id,key:m.key,value:m.value},e.origin),1000)}` +
+          `if(m.subject==='lti.get_data'){e.source.postMessage({subject:'lti.get_data.response',message_id:m.message_id,key:m.key,value:store[k]},e.origin)}});</script>`
+        : '';
+      return `<!doctype html><html lang="en"><head><title>Course</title>${platformStorage}</head><body><main><h1>Systems design</h1><iframe title="Activity" src="${esc(login.toString())}" style="width:860px;height:1400px;border:0" allow="clipboard-write"></iframe></main></body></html>`;
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
