@@ -38,6 +38,19 @@ export const CLAIM = {
   context: 'https://purl.imsglobal.org/spec/lti/claim/context',
 } as const;
 
+/**
+ * The roles that make a launch an instructor's (Deep Linking 2.0 §1.1 names Instructor,
+ * ContentDeveloper and Administrator; LIS vocabulary, context and institution roles, short forms too).
+ */
+const STAFF_ROLE = /^(http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/(membership|institution\/person|system\/person)#)?(Instructor|ContentDeveloper|Administrator|SysAdmin)$/;
+const LEARNER_ROLE = /^(http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/membership#)?Learner$/;
+
+/** Whether the launch's `roles` are an instructor's (a staff role and no Learner role). */
+export const isInstructorLaunch = (claims: Record<string, unknown>) => {
+  const roles = claims[CLAIM.roles] as string[];
+  return roles.some((r) => STAFF_ROLE.test(r)) && !roles.some((r) => LEARNER_ROLE.test(r));
+};
+
 /** A refused launch: the HTTP status, a stable code, a title and words for the person. */
 export class LaunchError extends Error {
   constructor(

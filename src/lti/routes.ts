@@ -35,7 +35,7 @@ import { playerAssets, playerCsp, playerPage, type PlayerConfig } from '../playe
 import { safeEqual } from '../lib/safe-equal.ts';
 import { allPlatformAncestors, platformAncestors } from './framing.ts';
 import { publicKeySet } from './keys.ts';
-import { CLAIM, consumeOnce, LaunchError, verifyIdToken } from './launch.ts';
+import { CLAIM, consumeOnce, isInstructorLaunch, LaunchError, verifyIdToken } from './launch.ts';
 import { ltiLearner } from './learners.ts';
 import { bindingCookie, MAX_HINT_CHARS, readState, sha256, startLogin, STATE_SECONDS, type LoginParams } from './login.ts';
 import { PlatformKeys } from './platform-keys.ts';
@@ -204,6 +204,11 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     );
     if (!activity) {
       return sendErrorPage(reply, 403, 'activity_not_available', 'This activity is not available here', 'The activity this link names does not belong to the organisation this LMS is registered with.', framed);
+    }
+    // An instructor's launch: the preview (as learners see it, nothing stored) is not built yet —
+    // say so, and do not make the instructor a learner of the tenant.
+    if (isInstructorLaunch(claims)) {
+      return sendErrorPage(reply, 403, 'instructor_preview', 'Instructor preview is not available yet', 'You opened this activity as an instructor. Previewing activities from the LMS is not built yet: use the "Student view" of your LMS, or the authoring tools. Nothing was recorded.', framed);
     }
     // Everything checked: use the state and nonce once, map the learner, hand a session to the page.
     const expires = new Date(now.getTime() + (STATE_SECONDS + 120) * 1000);

@@ -256,6 +256,16 @@ describe('every launch check', () => {
   it('an empty sub', async () => {
     await learnerless(launch((c) => ({ ...c, sub: '' })), 400, 'invalid_id_token');
   });
+  it("an instructor's launch: a page saying the preview is not built; the instructor is not made a learner", async () => {
+    const roles = (list: string[]) => (c: JWTPayload) => ({ ...c, [lti('roles')]: list });
+    const m = 'http://purl.imsglobal.org/vocab/lis/v2/membership#';
+    for (const list of [[`${m}Instructor`], [`${m}ContentDeveloper`], ['Instructor'], ['http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator']]) {
+      await learnerless(launch(roles(list), { sub: 'prof' }), 403, 'instructor_preview');
+    }
+    // A teaching assistant who is also a learner, or no role at all: a learner launch.
+    expect((await launch(roles([`${m}Instructor`, `${m}Learner`]), { sub: 'ta' })).res.status).toBe(200);
+    expect((await launch(roles([]), { sub: 'nobody-in-particular' })).res.status).toBe(200);
+  });
   it('no activity placed', async () => {
     await learnerless(launch((c) => ({ ...c, [lti('custom')]: {} })), 400, 'no_activity');
   });
