@@ -4,6 +4,7 @@
  *   /auth/v1   identity platform      /mcp       authoring (MCP)
  *   /v1        results API + embed    /admin/v1  the CLI's door into a running server
  *   /embed/v1  the embeddable player (page, loader, assets)
+ *   /lti/v1    the LTI 1.3 tool (keys; src/lti/)
  *   /.well-known/oauth-protected-resource  where MCP clients learn how to authenticate
  *   /.well-known/{oauth-authorization-server,openid-configuration}/auth/v1  the OAuth server's metadata
  *   /livez, /readyz                        probes (src/http/probes.ts; surfaces add readiness checks)
@@ -28,6 +29,7 @@ import { addReadiness, probeRoutes } from './http/probes.ts';
 import { jsonRpcError } from './authoring/auth.ts';
 import { createJudgeServices, embedRoutes, GRADING_QUEUE } from './embed/index.ts';
 import playerRoutes from './player/routes.ts';
+import { ltiRoutes } from './lti/index.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 import { accessLog } from './telemetry/access-log.ts';
 import { httpMetrics, observeDatabase } from './telemetry/metrics.ts';
@@ -97,6 +99,7 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   const judge = createJudgeServices(deps, app.log.child({ surface: 'embed' }));
   await app.register(embedRoutes, { prefix: '/v1/embed', ...deps, judge });
   await app.register(playerRoutes, { prefix: '/embed/v1', ...deps });
+  await app.register(ltiRoutes, { prefix: '/lti/v1', ...deps }); // LTI 1.3 tool (issue #22, src/lti/)
   await app.register(authoringRoutes, { prefix: '/mcp', ...deps, judge });
   await app.register(protectedResourceMetadata, { ...deps });
   await app.register(async (root) => oauthDiscoveryRoutes(root, deps));

@@ -35,6 +35,7 @@ import { auditOp } from './audited.ts';
 import { retentionOf, runRetention, setRetention, type Days } from './retention.ts';
 import { eraseEveryTenant, eraseLearnerData, exportLearnerData, isLearnerOf, learnerScope } from './learner-data.ts';
 import { listAuditEvents } from '../audit/index.ts';
+import { addPlatform, listKeys, listPlatforms, PlatformTaken, removePlatform, rotateKey, toolConfig, type PlatformInput } from '../lti/index.ts';
 import { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from '../embed/index.ts';
 
 export class AdminError extends Error {
@@ -298,6 +299,46 @@ export const ops = {
       return { tenant: a.tenant, origins, frame_ancestors: frameAncestors(origins) };
     },
   },
+  // svc lti …: the LTI 1.3 tool — platform registrations per tenant, the tool's keys, what an LMS
+  // administrator types in (issue #22, src/lti/).
+  'lti.platforms.add': {
+    args: z.object({
+      tenant: slug,
+      issuer: url.max(2048),
+      client_id: z.string().trim().min(1, '--client-id is required').max(255),
+      auth_url: url.max(2048),
+      token_url: url.max(2048),
+      jwks_url: url.max(2048),
+      token_audience: z.string().trim().min(1).max(2048).optional(),
+      deployments: z.array(z.string().trim().min(1, 'a deployment id is not empty').max(255)).max(100).default([]),
+    }),
+    run: async (q: Queryable, a: PlatformInput & { tenant: string }) => {
+      const id = await tenantId(q, a.tenant);
+      try {
+        const { platform, created } = await addPlatform(q, id, a);
+        return { ...platform, created };
+      } catch (err) {
+        if (err instanceof PlatformTaken) throw new AdminError('conflict', err.message);
+        throw err;
+      }
+    },
+  },
+  'lti.platforms.list': {
+    args: z.object({ tenant: slug.optional() }),
+    run: async (q: Queryable, a: { tenant?: string }) => listPlatforms(q, a.tenant === undefined ? undefined : await tenantId(q, a.tenant)),
+  },
+  'lti.platforms.remove': {
+    args: z.object({ tenant: slug, issuer: z.string().min(1).max(2048), client_id: z.string().min(1).max(255) }),
+    run: async (q: Queryable, a: { tenant: string; issuer: string; client_id: string }) => {
+      if (!(await removePlatform(q, await tenantId(q, a.tenant), a.issuer, a.client_id))) {
+        throw new AdminError('not_found', `"${a.tenant}" has no registration of ${a.issuer} client ${a.client_id}`);
+      }
+      return { tenant: a.tenant, issuer: a.issuer, client_id: a.client_id, removed: true };
+    },
+  },
+  'lti.config': { args: z.object({ base_url: url }), run: async (_q: Queryable, a: { base_url: string }) => toolConfig(a.base_url) },
+  'lti.keys.list': { args: z.object({}), run: (q: Queryable) => listKeys(q) },
+  'lti.keys.rotate': { args: z.object({}), run: (q: Queryable) => rotateKey(q) },
   'review.list': {
     args: z.object({ tenant: slug }),
     // The open reviews of the queue (appeals and injection holds), oldest first; `submitted_at` kept for older scripts.

@@ -305,6 +305,67 @@ opCommand(consistency, 'set <tenant-slug>', 'turn it on: a score within --margin
 opCommand(consistency, 'off <tenant-slug>', 'turn it off: one model call per grading', 'judge.consistency.off', ([t]) => ({ tenant: t }), consistencyLine);
 opCommand(consistency, 'show <tenant-slug>', "show a tenant's setting", 'judge.consistency.show', ([t]) => ({ tenant: t }), consistencyLine);
 
+// svc lti …: the LTI 1.3 tool (issue #22, docs/lti.md).
+const lti = program.command('lti').description('the LTI 1.3 tool: platform (LMS) registrations, the tool\'s keys, what an LMS administrator types in');
+const platforms = lti.command('platforms').description("a tenant's LMS registrations (issuer + client id, one tenant each)");
+/** A registration as lines. */
+const platformText = (p: Record<string, unknown>) =>
+  [
+    `${p.tenant}: ${p.issuer} client ${p.client_id}`,
+    `  auth ${p.auth_url}`,
+    `  token ${p.token_url}${p.token_audience ? ` (audience ${p.token_audience})` : ''}`,
+    `  jwks ${p.jwks_url}`,
+    `  deployments ${(p.deployments as string[]).join(', ') || '(none: launches are refused until one is added)'}`,
+  ].join('\n');
+opCommand(platforms, 'add <tenant-slug>', "register an LMS for a tenant (again with the same issuer and client id: update its URLs, add deployments)", 'lti.platforms.add', ([t], o) => ({
+  tenant: t,
+  issuer: o.issuer,
+  client_id: o.clientId,
+  auth_url: o.authUrl,
+  token_url: o.tokenUrl,
+  jwks_url: o.jwksUrl,
+  deployments: o.deployment,
+  ...(o.tokenAudience !== undefined && { token_audience: o.tokenAudience }),
+}), (p) => `${p.created ? 'registered' : 'updated'} ${platformText(p)}`)
+  .requiredOption('--issuer <url>', "required: the platform's issuer (the id_token's iss)")
+  .requiredOption('--client-id <id>', 'required: the client id the platform gave the tool')
+  .requiredOption('--auth-url <url>', "required: the platform's OIDC authorization URL")
+  .requiredOption('--token-url <url>', "required: the platform's OAuth 2 token URL")
+  .requiredOption('--jwks-url <url>', "required: the platform's public keys (JWK set URL)")
+  .option('--deployment <id>', 'a deployment id launches may carry (repeat for several)', (v: string, all: string[]) => [...all, v], [] as string[])
+  .option('--token-audience <url>', 'the aud of the tool\'s client assertions, when not the token URL (Brightspace)');
+opCommand(platforms, 'list [tenant-slug]', 'list registrations (of one tenant, or all)', 'lti.platforms.list', ([t]) => (t === undefined ? {} : { tenant: t }), (rows) =>
+  rows.length ? rows.map(platformText).join('\n') : '(none)',
+);
+opCommand(platforms, 'remove <tenant-slug> <issuer> <client-id>', 'remove a registration and its deployments: its launches are refused from now on', 'lti.platforms.remove', ([t, i, c]) => ({ tenant: t, issuer: i, client_id: c }), (r) =>
+  `removed ${r.issuer} client ${r.client_id} from ${r.tenant}`,
+);
+lti
+  .command('config')
+  .description('print what an LMS administrator types in to register the tool (from BASE_URL)')
+  .addOption(json)
+  .action(async (options: { json?: boolean }) => {
+    const config = loadConfig(process.env, { requireSecrets: false });
+    const result = await (await resolveTarget(config)).run('lti.config', { base_url: config.baseUrl });
+    print(result, {
+      json: Boolean(options.json),
+      printer: (c) =>
+        [
+          `login URL (OIDC login initiation):  ${c.login_url}`,
+          `launch URL (redirect URI):          ${c.launch_url}`,
+          `public keys (JWK set URL):          ${c.jwks_url}`,
+          `deep-linking URL:                   ${c.deep_linking_url}`,
+          `domain:                             ${c.domain}`,
+          `scopes:                             ${c.scopes.join(' ')}`,
+        ].join('\n'),
+    });
+  });
+const ltiKeys = lti.command('keys').description("the tool's RS256 signing keys (published at /lti/v1/jwks)");
+opCommand(ltiKeys, 'list', 'list the keys, newest first (the current one has no retired_at)', 'lti.keys.list', () => ({}), (rows) => table(rows, ['kid', 'created_at', 'retired_at']));
+opCommand(ltiKeys, 'rotate', 'make a new current key; the previous one stays published until tokens signed with it have expired', 'lti.keys.rotate', () => ({}), (r) =>
+  `new signing key ${r.kid}` + (r.retired ? `; ${r.retired} stays in /lti/v1/jwks for ${r.retired_published_seconds} s` : ''),
+);
+
 const oauth = program.command('oauth').description('the OAuth clients (MCP hosts) instructors connected, and their grants');
 const oauthClients = oauth.command('clients').description('OAuth clients: registered ones and Client ID Metadata Documents');
 opCommand(oauthClients, 'list', 'list every client, newest first, with its live sessions and grants', 'oauth.clients.list', () => ({}), (rows) =>

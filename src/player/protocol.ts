@@ -49,4 +49,9 @@ export interface PlayerConfig {
   maxContentBytes: number;
   /** Set when the request cannot be served: shown, and sent as `svc:error`. */
   error?: { code: string; message: string };
+  /**
+   * A session handed to the page by the server (an LTI launch, src/lti/): the player starts with
+   * it instead of waiting for `svc:auth`, and talks to no host window. Kept in memory like any session.
+   */
+  session?: { access_token: string; refresh_token: string; expires_in: number };
 }

@@ -23,16 +23,12 @@ import type { Deps } from '../deps.ts';
 import { ApiError, sendApiError } from '../http/api-errors.ts';
 import { frameAncestors, MAX_CONTENT_BYTES, normalizeOrigin, tenantOrigins, tenantSlug } from '../embed/index.ts';
 import { playerAssets, type Asset } from './build.ts';
-import { playerPage } from './page.ts';
+import { playerCsp as pageCsp, playerPage } from './page.ts';
 import type { PlayerConfig } from './protocol.ts';
 
 const activityId = z.uuid();
 const YEAR = 365 * 24 * 3600;
 
-/** The page's CSP, framed by `ancestors`. */
-const pageCsp = (ancestors: string) =>
-  `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; connect-src 'self'; ` +
-  `base-uri 'none'; form-action 'none'; frame-ancestors ${ancestors}`;
 
 export default async function playerRoutes(app: FastifyInstance, deps: Deps) {
   const assets = await playerAssets();

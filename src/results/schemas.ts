@@ -236,8 +236,9 @@ componentRegistry.add(Artifact, { id: 'Artifact', description: 'A submitted piec
 export const Learner = z.strictObject({
   svc_user_id: uuid('The learner: every result, progress row and artifact names it.'),
   external_ids: doc(
-    z.array(z.strictObject({ issuer: z.string(), subject: z.string() })),
-    'The learner’s identities at the tenant’s identity provider: its issuer and the token’s `sub`.',
+    z.array(z.strictObject({ issuer: z.string(), subject: z.string(), source: z.literal('lti').optional() })),
+    'The learner’s identities at the tenant’s identity provider (its issuer and the token’s `sub`), then the LMS users ' +
+      'who launched the tenant’s activities by LTI (the platform’s issuer and the launch’s `sub`, with `source: "lti"`).',
   ),
   email: doc(z.string().nullable(), 'The email the identity provider gave as verified (or the account’s confirmed email), else null.'),
   created_at: timestamp('When the learner joined the tenant.'),

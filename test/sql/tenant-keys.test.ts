@@ -16,6 +16,7 @@ import type { Db } from '../../src/db/index.ts';
 /** Tenant-carrying tables that stay whole on every node (Citus reference tables), and why. */
 const REFERENCE: Record<string, string> = {
   'public.api_keys': 'a key is looked up by its prefix before its tenant is known (unique prefix and key_hash)',
+  'public.lti_platforms': 'an LTI launch finds its registration by issuer + client id before its tenant is known (unique issuer, client_id)',
 };
 
 /** Tables whose tenant_id may be null (so it cannot be in their primary key), and why. */

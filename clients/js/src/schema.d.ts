@@ -344,10 +344,12 @@ export interface components {
              * @description The learner: every result, progress row and artifact names it.
              */
             svc_user_id: string;
-            /** @description The learner’s identities at the tenant’s identity provider: its issuer and the token’s `sub`. */
+            /** @description The learner’s identities at the tenant’s identity provider (its issuer and the token’s `sub`), then the LMS users who launched the tenant’s activities by LTI (the platform’s issuer and the launch’s `sub`, with `source: "lti"`). */
             external_ids: {
                 issuer: string;
                 subject: string;
+                /** @constant */
+                source?: "lti";
             }[];
             /** @description The email the identity provider gave as verified (or the account’s confirmed email), else null. */
             email: string | null;

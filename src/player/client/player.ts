@@ -593,6 +593,12 @@ function boot() {
   // The body's own height: the document's never drops below the frame's, so it could not shrink.
   new ResizeObserver(() => post({ type: 'svc:resize', v: PROTOCOL_VERSION, height: Math.ceil(document.body.getBoundingClientRect().height) })).observe(document.body);
   if (config.error) return showError(new PlayerError(config.error.code, config.error.message));
+  if (config.session) {
+    // Handed by the server (an LTI launch): signed in already, no host to talk to.
+    keepSession(config.session);
+    void loadActivity().catch((err) => showError(asPlayerError(err)));
+    return;
+  }
   if (!hostAllowed) return showError(new PlayerError('origin_not_allowed', `This page (${config.host}) is not allowed to embed this player.`));
   window.addEventListener('message', (event) => {
     if (event.source !== window.parent || event.origin !== config.host || !isProtocolMessage(event.data)) return;

@@ -1,0 +1,105 @@
+/**
+ * The tool's signing keys (LTI 1.3: the tool signs its client assertions for service tokens and
+ * its deep-linking responses with RS256; 1EdTech Security Framework 1.0 §6 asks for a `kid` and a
+ * published JWK set so platforms can rotate with us).
+ *
+ * Keys live in `lti_keys` (migration 0150), service-wide: one key set at `GET /lti/v1/jwks` for
+ * every tenant, as an LMS administrator registers one tool. The private key is kept as PKCS#8 PEM
+ * in the database (both backends; readable by the database owner only — no grant, RLS on) and is
+ * never sent anywhere. The current key is the one with `retired_at` null; the first one is made on
+ * first use (`currentKey`), so a fresh installation needs no step.
+ *
+ * Rotation (`svc lti keys rotate`): the current key is retired and a new one becomes current at
+ * once. A retired key stays in the published set for `RETIRED_KEY_SECONDS` — the longest lifetime
+ * of a token we sign (`TOKEN_LIFETIME_SECONDS`) plus the clock skew a platform may allow
+ * (`CLOCK_SKEW_SECONDS`) — so every token signed before the rotation still verifies until it has
+ * expired; after that the row is deleted at the next rotation.
+ */
+import { randomBytes } from 'node:crypto';
+import { exportJWK, exportPKCS8, generateKeyPair, importPKCS8, type CryptoKey, type JWK } from 'jose';
+import type { Queryable } from '../db/index.ts';
+
+/** The longest lifetime of a token the tool signs (client assertions, deep-linking responses), in seconds. */
+export const TOKEN_LIFETIME_SECONDS = 300;
+/** Clock skew allowed between us and a platform, in seconds (LTI Core 1.3 leaves it to the parties; 60 s here). */
+export const CLOCK_SKEW_SECONDS = 60;
+/** How long a retired key stays in the published set, in seconds. */
+export const RETIRED_KEY_SECONDS = TOKEN_LIFETIME_SECONDS + CLOCK_SKEW_SECONDS;
+
+/** A public key as published: RSA JWK with `kid`, `alg: RS256`, `use: sig`. */
+export type PublicJwk = JWK & { kid: string; alg: 'RS256'; use: 'sig'; kty: 'RSA' };
+
+/** A key of the set, as `svc lti keys` shows it (no private part). */
+export interface KeyInfo {
+  kid: string;
+  created_at: string;
+  /** When it stopped signing; null for the current key. */
+  retired_at: string | null;
+}
+
+/** The current signing key: `kid` and the private key for jose's `SignJWT`. */
+export interface SigningKey {
+  kid: string;
+  privateKey: CryptoKey;
+}
+
+/** A new RS256 key pair (2048-bit RSA) with a random `kid`, as a row to store. */
+async function newKey(): Promise<{ kid: string; pem: string; jwk: PublicJwk }> {
+  const { publicKey, privateKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
+  const kid = randomBytes(16).toString('base64url');
+  const jwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } as PublicJwk;
+  return { kid, pem: await exportPKCS8(privateKey), jwk };
+}
+
+/** Insert a new current key unless one exists (a concurrent first use loses quietly). */
+async function insertKey(q: Queryable): Promise<void> {
+  const key = await newKey();
+  await q.query('insert into lti_keys (kid, private_pkcs8, public_jwk) values ($1, $2, $3) on conflict do nothing', [key.kid, key.pem, JSON.stringify(key.jwk)]);
+}
+
+/** The current key (made on first use). */
+export async function currentKey(q: Queryable): Promise<SigningKey> {
+  const read = () => q.query<{ kid: string; private_pkcs8: string }>('select kid, private_pkcs8 from lti_keys where retired_at is null');
+  let [row] = await read();
+  if (!row) {
+    await insertKey(q);
+    [row] = await read();
+  }
+  return { kid: row!.kid, privateKey: await importPKCS8(row!.private_pkcs8, 'RS256') };
+}
+
+/**
+ * The published JWK set `{keys: [...]}`: the current key (made on first use) and the keys retired
+ * less than `RETIRED_KEY_SECONDS` ago, newest first.
+ */
+export async function publicKeySet(q: Queryable): Promise<{ keys: PublicJwk[] }> {
+  await currentKey(q);
+  const rows = await q.query<{ public_jwk: PublicJwk }>(
+    `select public_jwk from lti_keys
+      where retired_at is null or retired_at > now() - make_interval(secs => $1)
+      order by created_at desc`,
+    [RETIRED_KEY_SECONDS],
+  );
+  return { keys: rows.map((r) => r.public_jwk) };
+}
+
+/** Every stored key, newest first (`svc lti keys list`). */
+export async function listKeys(q: Queryable): Promise<KeyInfo[]> {
+  return q.query<KeyInfo>(
+    `select kid, to_json(created_at) #>> '{}' as created_at, to_json(retired_at) #>> '{}' as retired_at
+       from lti_keys order by created_at desc`,
+  );
+}
+
+/**
+ * Rotate: retire the current key (it stays published for `RETIRED_KEY_SECONDS`), make a new
+ * current one, delete keys retired longer ago than that. Returns the new and the retired `kid`
+ * (null when there was no key yet) and how long the retired one stays published.
+ */
+export async function rotateKey(q: Queryable): Promise<{ kid: string; retired: string | null; retired_published_seconds: number }> {
+  await q.query('delete from lti_keys where retired_at is not null and retired_at <= now() - make_interval(secs => $1)', [RETIRED_KEY_SECONDS]);
+  const [old] = await q.query<{ kid: string }>('update lti_keys set retired_at = now() where retired_at is null returning kid');
+  const key = await newKey();
+  await q.query('insert into lti_keys (kid, private_pkcs8, public_jwk) values ($1, $2, $3)', [key.kid, key.pem, JSON.stringify(key.jwk)]);
+  return { kid: key.kid, retired: old?.kid ?? null, retired_published_seconds: RETIRED_KEY_SECONDS };
+}

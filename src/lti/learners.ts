@@ -1,0 +1,40 @@
+/**
+ * LTI learners (issue #22 "Learners"): a platform user — (tenant, issuer, `sub`) — is one service
+ * user, the same on every launch: the identity `auth.identities(provider = 'lti:<tenant id>:<issuer>',
+ * provider_id = sub)`. On first launch the user is made through identity's `createUser` (the one
+ * user-creation path) without an email — the LMS's email is not verified by us and could collide
+ * with an instructor's password account — and becomes a `learner` member of the registration's
+ * tenant (`on conflict do nothing`: an author stays an author). Names and email the platform sends
+ * are kept in the identity's `identity_data` on every launch. `/v1/learners` lists the identity in
+ * `external_ids` as `{issuer, subject, source: "lti"}` (migration 0150).
+ *
+ * First sight is serialised per identity with a transaction-scoped advisory lock, so two launches
+ * at once make one user.
+ */
+import type { Queryable } from '../db/index.ts';
+import { createUser, findUserById, type UserRow } from '../identity/index.ts';
+import type { LaunchClaims } from './launch.ts';
+import type { Platform } from './platforms.ts';
+
+/** Namespace (first key) of the advisory locks taken on first sight of an LTI user. */
+const LTI_IDENTITY_LOCK = 7311;
+const PROFILE = ['email', 'name', 'given_name', 'family_name', 'middle_name', 'locale'];
+
+/** `auth.identities.provider` of an LTI user of `platform`'s tenant and issuer. */
+export const ltiProvider = (p: Pick<Platform, 'tenant_id' | 'issuer'>) => `lti:${p.tenant_id}:${p.issuer}`;
+
+/** The user of the launch's `sub` (made on first launch), a member of the registration's tenant. */
+export async function ltiLearner(tx: Queryable, platform: Platform, claims: LaunchClaims): Promise<UserRow> {
+  const provider = ltiProvider(platform);
+  await tx.query('select pg_advisory_xact_lock($1::int, hashtext($2::text))', [LTI_IDENTITY_LOCK, `${provider}\n${claims.sub}`]);
+  const [identity] = await tx.query<{ user_id: string }>('select user_id from auth.identities where provider = $1 and provider_id = $2', [provider, claims.sub]);
+  const user = identity ? await findUserById(tx, identity.user_id) : await createUser(tx, { provider, providerId: claims.sub });
+  const data: Record<string, unknown> = { iss: platform.issuer, sub: claims.sub, source: 'lti' };
+  for (const name of PROFILE) if (typeof claims[name] === 'string' && (claims[name] as string).length <= 500) data[name] = claims[name];
+  await tx.query(
+    'update auth.identities set identity_data = $3::text::jsonb, last_sign_in_at = now(), updated_at = now() where provider = $1 and provider_id = $2',
+    [provider, claims.sub, JSON.stringify(data)],
+  );
+  await tx.query(`insert into memberships (tenant_id, user_id, role) values ($1, $2, 'learner') on conflict do nothing`, [platform.tenant_id, user!.svc_user_id]);
+  return user!;
+}

@@ -1,0 +1,46 @@
+/**
+ * `svc lti …` as an admin types it (issue #22): the real `bin/svc.js` process on the suite's
+ * backend — registering a platform, listing it, the registration values as text and JSON, the
+ * tool's keys and their rotation.
+ */
+import { describe, expect, it } from 'vitest';
+import { useSvc } from '../embed/fixtures.ts';
+
+const svc = useSvc('cli-lti');
+
+describe('svc lti', () => {
+  // Few commands: each CLI process opens the database (an embedded folder is slow on a busy machine).
+  it('registers, lists and removes a platform; prints the config; rotates the keys', async () => {
+    expect((await svc('tenant', 'create', 'acme')).code).toBe(0);
+    const added = await svc(
+      'lti', 'platforms', 'add', 'acme',
+      '--issuer', 'https://moodle.example.edu', '--client-id', 'abc123',
+      '--auth-url', 'https://moodle.example.edu/mod/lti/auth.php', '--token-url', 'https://moodle.example.edu/mod/lti/token.php',
+      '--jwks-url', 'https://moodle.example.edu/mod/lti/certs.php', '--deployment', '1', '--deployment', '7',
+    );
+    expect(added.code).toBe(0);
+    expect(added.out).toContain('registered acme: https://moodle.example.edu client abc123');
+    expect(added.out).toContain('deployments 1, 7');
+
+    const missing = await svc('lti', 'platforms', 'add', 'acme', '--issuer', 'https://x.example', '--client-id', 'c');
+    expect(missing.code).not.toBe(0);
+    expect(missing.out).toMatch(/--auth-url/);
+
+    const listed = JSON.parse((await svc('lti', 'platforms', 'list', '--json')).out);
+    expect(listed).toEqual([expect.objectContaining({ tenant: 'acme', issuer: 'https://moodle.example.edu', client_id: 'abc123', deployments: ['1', '7'] })]);
+
+    const text = await svc('lti', 'config');
+    expect(text.out).toMatch(/login URL \(OIDC login initiation\): +http:\/\/.+\/lti\/v1\/login/);
+    expect(text.out).toMatch(/public keys \(JWK set URL\): +http:\/\/.+\/lti\/v1\/jwks/);
+    const config = JSON.parse((await svc('lti', 'config', '--json')).out);
+    expect(config.launch_url).toMatch(/\/lti\/v1\/launch$/);
+
+    const rotated = await svc('lti', 'keys', 'rotate', '--json');
+    const second = await svc('lti', 'keys', 'rotate');
+    expect(second.out).toContain(`${JSON.parse(rotated.out).kid} stays in /lti/v1/jwks for 360 s`);
+
+    const removed = await svc('lti', 'platforms', 'remove', 'acme', 'https://moodle.example.edu', 'abc123');
+    expect(removed.out).toContain('removed https://moodle.example.edu client abc123 from acme');
+    expect((await svc('lti', 'platforms', 'remove', 'acme', 'https://moodle.example.edu', 'abc123')).code).toBe(1);
+  }, 240_000);
+});
