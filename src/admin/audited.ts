@@ -79,6 +79,15 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
   })),
   'judge.consistency.set': tenantAct('judge.consistency.set', (_a, out) => ({ margin: out.margin as number | null, repeats: out.repeats as number })),
   'judge.consistency.off': tenantAct('judge.consistency.set', (_a, out) => ({ margin: out.margin as number | null, repeats: out.repeats as number })),
+  // LTI registrations and the tool's keys (issue #22): a platform is named by its registration id, or by issuer and client id once removed.
+  'lti.platforms.add': async (_q, _a, out) =>
+    out.created ? { tenantId: String(out.tenant_id), action: 'lti.platform.add', target: { type: 'lti_platform', id: String(out.id) } } : undefined,
+  'lti.platforms.remove': async (q, args) => ({
+    tenantId: await tenantIdOf(q, args.tenant),
+    action: 'lti.platform.remove',
+    target: { type: 'lti_platform', id: `${String(args.issuer)} ${String(args.client_id)}` },
+  }),
+  'lti.keys.rotate': async (_q, _a, out) => ({ tenantId: null, action: 'lti.keys.rotate', target: { type: 'lti_key', id: String(out.kid) } }),
 };
 
 /** Append the audit event of operation `op` (if it is an act) in transaction `tx`. */

@@ -6,17 +6,18 @@
  * reads the database catalog and fails when a table that names a user is declared by no surface,
  * so a new table cannot be forgotten.
  *
- * LTI (src/lti, in progress): add its `LearnerData` (LTI identities, roster rows) to `SURFACES`
- * before `identityLearnerData`, and its tables are then erased and exported with the rest.
+ * LTI (src/lti) erases its learners' identities of the tenant before the identity surface runs;
+ * roster rows (NRPS, not built yet) will join its `LearnerData`.
  */
 import { embedLearnerData } from '../embed/index.ts';
 import { identityLearnerData } from '../identity/index.ts';
+import { ltiLearnerData } from '../lti/index.ts';
 import type { Queryable } from '../db/index.ts';
 import type { LearnerData, LearnerScope } from '../lib/learner-data.ts';
 import { resultsLearnerData } from '../results/learner-data.ts';
 
 /** The surfaces, in erasure order (the account's surface last). */
-export const SURFACES: readonly LearnerData[] = [embedLearnerData, resultsLearnerData, identityLearnerData];
+export const SURFACES: readonly LearnerData[] = [embedLearnerData, resultsLearnerData, ltiLearnerData, identityLearnerData];
 
 /**
  * Tables that name a user but hold nothing of a learner's to erase, with why (the catalog test

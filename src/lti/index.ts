@@ -12,3 +12,4 @@ export { default as ltiRoutes } from './routes.ts';
 export { currentKey, listKeys, publicKeySet, rotateKey, RETIRED_KEY_SECONDS, TOKEN_LIFETIME_SECONDS, type KeyInfo, type PublicJwk } from './keys.ts';
 export { addPlatform, findPlatform, listPlatforms, PlatformTaken, removePlatform, type Platform, type PlatformInput } from './platforms.ts';
 export { toolConfig, TOOL_SCOPES, type ToolConfig } from './config.ts';
+export { ltiLearnerData } from './learner-data.ts';

@@ -85,6 +85,13 @@ describe('admin acts (svc, as the CLI runs them)', () => {
     await expectOne('judge.consistency.set', { type: 'tenant', id: acme });
     await t().op('judge.consistency.off', { tenant: 'acme' });
     expect((await expectOne('judge.consistency.set', { type: 'tenant', id: acme })).detail).toMatchObject({ margin: null });
+    const platform = { tenant: 'acme', issuer: 'https://lms.audit.test', client_id: 'tool-1', auth_url: 'https://lms.audit.test/auth', token_url: 'https://lms.audit.test/token', jwks_url: 'https://lms.audit.test/jwks' };
+    const registered = await t().op('lti.platforms.add', platform);
+    await expectOne('lti.platform.add', { type: 'lti_platform', id: registered.id });
+    await t().op('lti.platforms.remove', { tenant: 'acme', issuer: platform.issuer, client_id: platform.client_id });
+    await expectOne('lti.platform.remove', { type: 'lti_platform', id: 'https://lms.audit.test tool-1' });
+    const rotated = await t().op('lti.keys.rotate', {});
+    await expectOne('lti.keys.rotate', { type: 'lti_key', id: rotated.kid }, NIL);
     await t().op('user.delete', { user: user.id });
     await expectOne('user.delete', { type: 'auth_user', id: user.id }, NIL);
     // reads are not acts

@@ -145,6 +145,22 @@ describe('a learner launch', () => {
     expect(listed.data).toEqual([expect.objectContaining({ external_ids: [{ issuer: lms.issuer, subject: 'ada', source: 'lti' }] })]);
   });
 
+  it("svc learner export and delete include the LTI identity: exported, then gone from that tenant even while the account stays", async () => {
+    expect((await launch(undefined, { sub: 'erased-lti' })).res.status).toBe(200);
+    const [who] = await t.db.query<{ svc_user_id: string; auth_user_id: string }>(
+      `select u.id as svc_user_id, u.auth_user_id from auth.identities i join users u on u.auth_user_id = i.user_id where i.provider like 'lti:%' and i.provider_id = 'erased-lti'`,
+    );
+    const exported = await t.op('learner.export', { tenant: 'acme', svc_user_id: who!.svc_user_id });
+    expect(JSON.stringify(exported)).toContain('erased-lti');
+    // A learner of another tenant too: erasing them from acme keeps the account, not acme's LTI identity.
+    await t.db.query(`insert into memberships (tenant_id, user_id, role) select id, $1, 'learner' from tenants where slug = 'globex'`, [who!.svc_user_id]);
+    await t.op('learner.delete', { tenant: 'acme', svc_user_id: who!.svc_user_id });
+    expect(await count(`select 1 from auth.identities where provider_id = 'erased-lti'`)).toBe(0);
+    expect(await count(`select 1 from auth.users where id = '${who!.auth_user_id}'`)).toBe(1);
+    await t.op('learner.delete', { tenant: 'globex', svc_user_id: who!.svc_user_id });
+    expect(await count(`select 1 from auth.users where id = '${who!.auth_user_id}'`)).toBe(0);
+  });
+
   it("refuses another tenant's activity with a page, storing nothing", async () => {
     const before = [await ltiUsers(), await sessions()];
     expectRefused(await launch(undefined, { activity: world.globex.activityId, sub: 'mallory' }), 403, 'activity_not_available');
