@@ -28,6 +28,12 @@ export const stats = (ms: number[]): Stats => {
   return { p50: at(50), p99: at(99), n: s.length };
 };
 
+/** The median of `xs` (the mean of the middle two for an even count). */
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
 /** Runs `fn`; returns [milliseconds, its value]. */
 export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const started = performance.now();

@@ -17,24 +17,17 @@
  *    through 5 subjects, so most launches find their user.
  * 3. Prints the figures and rewrites the "lti" section of bench/README.md, with the load average.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
 import { launchBrowser } from '../test/helpers/browser.ts';
 import { startApp } from '../test/helpers/harness.ts';
 import { seedActivity } from '../test/embed/fixtures.ts';
 import { asLocalhost, newPage } from '../test/player/fixtures.ts';
 import { startTestLms } from '../test/lti/lms.ts';
+import { lastRun, median, writeReadmeSection } from './common.ts';
 
 process.env.TEST_DATABASE_URL ??= `${process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432'}/postgres`;
 const LOADS = Number(process.env.BENCH_LOADS ?? 20);
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
-
 async function main() {
-  const load1 = loadavg()[0]!;
   const [t, lms, browser] = await Promise.all([startApp(), startTestLms(), launchBrowser()]);
   t.deps.config.baseUrl = asLocalhost(t.url);
   await t.op('tenant.create', { slug: 'acme' });
@@ -62,17 +55,12 @@ async function main() {
     await t.close();
   }
 
-  const when = new Date().toISOString().slice(0, 16);
   const f = (ms: number) => `${ms.toFixed(0)} ms`;
-  const section =
-    `<!-- lti:start -->\nLast run: ${when}Z, ${cpus().length} cores shared by the server, PostgreSQL, chromium and the loopback LMS; ` +
-    `1-minute load average before the run: ${load1.toFixed(2)} (a shared machine: figures are noisy). Each launch in a fresh browser context (cold cache).\n\n` +
-    `| what | figure |\n|---|---|\n| login → activity shown in the player, median of ${LOADS} | **${f(median(shown))}** (min ${f(Math.min(...shown))}, max ${f(Math.max(...shown))}) |\n<!-- lti:end -->`;
-  console.log(section);
-  const readmePath = new URL('./README.md', import.meta.url);
-  const readme = readFileSync(readmePath, 'utf8');
-  if (readme.includes('<!-- lti:start -->')) writeFileSync(readmePath, readme.replace(/<!-- lti:start -->[\s\S]*<!-- lti:end -->/, section));
-  else console.log('bench/README.md has no lti section markers; not written');
+  const body =
+    `${lastRun('shared by the server, PostgreSQL, chromium and the loopback LMS; each launch in a fresh browser context (cold cache).')}\n\n` +
+    `| what | figure |\n|---|---|\n| login → activity shown in the player, median of ${LOADS} | **${f(median(shown))}** (min ${f(Math.min(...shown))}, max ${f(Math.max(...shown))}) |`;
+  console.log(body);
+  writeReadmeSection('lti', '## LTI launch — `npm run bench:lti`', body);
 }
 
 main().catch((err) => {

@@ -23,14 +23,10 @@ import { playerAssets } from '../src/player/build.ts';
 import { launchBrowser } from '../test/helpers/browser.ts';
 import { startEmbedWorld } from '../test/embed/fixtures.ts';
 import { asLocalhost, newPage, playerFrame, startPartner } from '../test/player/fixtures.ts';
+import { median } from './common.ts';
 
 process.env.TEST_DATABASE_URL ??= `${process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432'}/postgres`;
 const LOADS = Number(process.env.BENCH_LOADS ?? 20);
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 async function main() {
   const load1 = loadavg()[0]!;
