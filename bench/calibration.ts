@@ -24,7 +24,6 @@ import { DESIGN_NOTE, eachBackend, lastRun, markdownTable, one, startBenchApp, s
 
 const EXAMPLES = Number(process.env.BENCH_EXAMPLES ?? 50);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 100);
-const CONTENT = DESIGN_NOTE;
 
 interface Row {
   backend: string;
@@ -75,7 +74,7 @@ async function measure(backend: 'postgres' | 'pglite'): Promise<Row> {
       const good = i % 2 === 0;
       await call('add_calibration_example', {
         activity_id: calibrated,
-        artifact: { kind: 'document', content: `${good ? '' : 'TODO '}${CONTENT} #${i}` },
+        artifact: { kind: 'document', content: `${good ? '' : 'TODO '}${DESIGN_NOTE} #${i}` },
         expected: { passed: good, score: good ? 95 : 10 },
       });
     }
@@ -94,7 +93,7 @@ async function measure(backend: 'postgres' | 'pglite'): Promise<Row> {
       const res = await fetch(`${app.url}/v1/embed/judge`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ tenant: 'bench', activity_id: activityId, artifact: { kind: 'document', content: CONTENT } }),
+        body: JSON.stringify({ tenant: 'bench', activity_id: activityId, artifact: { kind: 'document', content: DESIGN_NOTE } }),
       });
       const body = (await res.json()) as { status: string };
       if (body.status !== 'passed') throw new Error(`a timed submission answered ${JSON.stringify(body)}`);
@@ -130,7 +129,7 @@ async function main() {
   writeReadmeSection(
     'calibration',
     '## Judge calibration — `npm run bench:calibration`',
-    `${lastRun(`the app in the benchmark's process, the loopback model answering at once, 4 grading workers; ${SAMPLES} timed submissions per case, interleaved, each a ${Buffer.byteLength(CONTENT)}-byte document graded against a 3-criterion rubric.`)}\n\n${table}`,
+    `${lastRun(`the app in the benchmark's process, the loopback model answering at once, 4 grading workers; ${SAMPLES} timed submissions per case, interleaved, each a ${Buffer.byteLength(DESIGN_NOTE)}-byte document graded against a 3-criterion rubric.`)}\n\n${table}`,
   );
 }
 

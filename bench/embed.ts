@@ -43,8 +43,6 @@ const WORKERS = Number(process.env.BENCH_WORKERS ?? 8);
 const MODEL_DELAY = Number(process.env.BENCH_MODEL_DELAY ?? 100);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 60);
 
-const CONTENT = DESIGN_NOTE;
-
 interface Row {
   backend: string;
   verdictsPerSecond: number;
@@ -134,7 +132,7 @@ async function measure(backend: string): Promise<Row> {
       body: JSON.stringify({ tenant: 'bench', idp_token: await idp.sign({ sub: 'bench-learner' }) }),
     });
     const { access_token: token } = (await s.json()) as { access_token: string };
-    const body = JSON.stringify({ tenant: 'bench', activity_id: activityId, artifact: { kind: 'document', content: CONTENT } });
+    const body = JSON.stringify({ tenant: 'bench', activity_id: activityId, artifact: { kind: 'document', content: DESIGN_NOTE } });
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
     const submit = async () => {
       const res = await fetch(`${server.url}/v1/embed/judge`, { method: 'POST', headers, body });
@@ -216,7 +214,7 @@ async function main() {
   ].join('\n');
   console.log(table);
   const when = new Date().toISOString().slice(0, 16);
-  const section = `<!-- embed:start -->\nLast run: ${when}Z, ${cpus().length} cores shared by server, database, model and load generator; 1-minute load average before the run: ${load1.toFixed(2)} (a shared machine: figures are noisy). ${DURATION} s of load, ${WORKERS} grading workers, ${SAMPLES} timed submissions, session-token authentication, a ${Buffer.byteLength(CONTENT)}-byte document and a 3-criterion rubric; the per-learner rate and the tenant's model budget checked on every submission and call (not reached).\n\n${table}\n<!-- embed:end -->`;
+  const section = `<!-- embed:start -->\nLast run: ${when}Z, ${cpus().length} cores shared by server, database, model and load generator; 1-minute load average before the run: ${load1.toFixed(2)} (a shared machine: figures are noisy). ${DURATION} s of load, ${WORKERS} grading workers, ${SAMPLES} timed submissions, session-token authentication, a ${Buffer.byteLength(DESIGN_NOTE)}-byte document and a 3-criterion rubric; the per-learner rate and the tenant's model budget checked on every submission and call (not reached).\n\n${table}\n<!-- embed:end -->`;
   const readmePath = new URL('./README.md', import.meta.url);
   const readme = readFileSync(readmePath, 'utf8');
   if (readme.includes('<!-- embed:start -->')) {

@@ -22,9 +22,9 @@ import { startApp } from '../test/helpers/harness.ts';
 import { seedActivity } from '../test/embed/fixtures.ts';
 import { asLocalhost, newPage } from '../test/player/fixtures.ts';
 import { startTestLms } from '../test/lti/lms.ts';
-import { lastRun, median, writeReadmeSection } from './common.ts';
+import { BENCH_PG, lastRun, median, writeReadmeSection } from './common.ts';
 
-process.env.TEST_DATABASE_URL ??= `${process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432'}/postgres`;
+process.env.TEST_DATABASE_URL ??= `${BENCH_PG}/postgres`;
 const LOADS = Number(process.env.BENCH_LOADS ?? 20);
 
 async function main() {

@@ -23,9 +23,9 @@ import { playerAssets } from '../src/player/build.ts';
 import { launchBrowser } from '../test/helpers/browser.ts';
 import { startEmbedWorld } from '../test/embed/fixtures.ts';
 import { asLocalhost, newPage, playerFrame, startPartner } from '../test/player/fixtures.ts';
-import { median } from './common.ts';
+import { BENCH_PG, median } from './common.ts';
 
-process.env.TEST_DATABASE_URL ??= `${process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432'}/postgres`;
+process.env.TEST_DATABASE_URL ??= `${BENCH_PG}/postgres`;
 const LOADS = Number(process.env.BENCH_LOADS ?? 20);
 
 async function main() {

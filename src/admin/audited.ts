@@ -12,7 +12,7 @@
  * names its target by the SHA-256 of the normalised email (`email_sha256`) or of
  * `issuer \n subject` (`subject_sha256`) — never the address or subject itself.
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex as sha256 } from '../lib/hash.ts';
 import { audit, type AuditEvent } from '../audit/index.ts';
 import type { Queryable } from '../db/index.ts';
 import { findUserByEmail } from '../identity/index.ts';
@@ -21,7 +21,6 @@ type Args = Record<string, unknown>;
 type Out = Record<string, unknown>;
 type Describe = (q: Queryable, args: Args, out: Out) => Promise<Omit<AuditEvent, 'actor' | 'requestId'> | undefined>;
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 async function tenantIdOf(q: Queryable, slug: unknown): Promise<string | null> {
   const [row] = await q.query<{ id: string }>('select id from tenants where slug = $1', [slug]);
@@ -44,6 +43,9 @@ const tenantAct =
   };
 
 const userAct = (action: AuditEvent['action']): Describe => async (_q, _args, out) => ({ tenantId: null, action, target: { type: 'auth_user', id: String(out.id) } });
+
+/** Turning consistency on or off: one action, the setting after. */
+const consistencyAct = tenantAct('judge.consistency.set', (_a, out) => ({ margin: out.margin as number | null, repeats: out.repeats as number }));
 
 const DESCRIBE: Partial<Record<string, Describe>> = {
   'tenant.create': async (_q, _a, out) => ({ tenantId: String(out.id), action: 'tenant.create', target: { type: 'tenant', id: String(out.id) } }),
@@ -77,8 +79,8 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
     max_false_pass_rate: out.max_false_pass_rate as number,
     require_adversarial_fail: out.require_adversarial_fail as boolean,
   })),
-  'judge.consistency.set': tenantAct('judge.consistency.set', (_a, out) => ({ margin: out.margin as number | null, repeats: out.repeats as number })),
-  'judge.consistency.off': tenantAct('judge.consistency.set', (_a, out) => ({ margin: out.margin as number | null, repeats: out.repeats as number })),
+  'judge.consistency.set': consistencyAct,
+  'judge.consistency.off': consistencyAct,
   // LTI registrations and the tool's keys (issue #22): a platform is named by its registration id, or by issuer and client id once removed.
   'lti.platforms.add': async (_q, _a, out) =>
     out.created ? { tenantId: String(out.tenant_id), action: 'lti.platform.add', target: { type: 'lti_platform', id: String(out.id) } } : undefined,

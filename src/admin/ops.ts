@@ -28,15 +28,34 @@ import {
   type UserRow,
   type UserUpdate,
 } from '../identity/index.ts';
-import { setThresholds, thresholdsOf } from '../embed/index.ts';
-import { addOrigin, callsOf, decide, frameAncestors, grantByEmail, grantBySubject, listOrigins, listReviews, normalizeOrigin, removeOrigin, requestBody, revokeByEmail, revokeBySubject } from '../embed/index.ts';
+import {
+  addOrigin,
+  callsOf,
+  CONSISTENCY_DEFAULT_REPEATS,
+  CONSISTENCY_MARGIN_MAX,
+  consistencyOf,
+  decide,
+  frameAncestors,
+  grantByEmail,
+  grantBySubject,
+  listOrigins,
+  listReviews,
+  normalizeOrigin,
+  removeOrigin,
+  requestBody,
+  revokeByEmail,
+  revokeBySubject,
+  setConsistency,
+  setThresholds,
+  thresholdsOf,
+  type ConsistencySettings,
+} from '../embed/index.ts';
 import { slugSchema } from '../lib/ids.ts';
 import { auditOp } from './audited.ts';
 import { retentionOf, runRetention, setRetention, type Days } from './retention.ts';
 import { eraseEveryTenant, eraseLearnerData, exportLearnerData, isLearnerOf, learnerScope } from './learner-data.ts';
 import { listAuditEvents } from '../audit/index.ts';
 import { addPlatform, listKeys, listPlatforms, PlatformTaken, removePlatform, rotateKey, toolConfig, type PlatformInput } from '../lti/index.ts';
-import { CONSISTENCY_DEFAULT_REPEATS, CONSISTENCY_MARGIN_MAX, consistencyOf, setConsistency, type ConsistencySettings } from '../embed/index.ts';
 
 export class AdminError extends Error {
   constructor(

@@ -39,6 +39,9 @@ import {
 } from './records.ts';
 import { CREATE, defineTool, DELETE, UPDATE, type AnyTool } from './tool.ts';
 
+/** The activity fields whose change moves its rubric version (migration 0060) and so stales its calibration report. */
+const GRADED_FIELDS = ['kind', 'spec', 'rubric', 'pass_threshold'];
+
 /** What create_X says a new record holds, where there is more to say than its fields. */
 const HOLDS: Partial<Record<ChildName, string>> = { activity: ': what the learner must produce and the rubric it is graded with' };
 
@@ -85,8 +88,10 @@ export function updateTool(name: RecordName): AnyTool {
     annotations: UPDATE,
     run: async ({ id, ...changes }, tx, ctx) => {
       const record = await updateRecord(tx, name, id as string, changes);
-      // An activity's new rubric version makes its calibration report stale: queue a new run (src/embed/calibration/runs.ts).
-      const judge = name === 'activity' ? ctx.judge : undefined;
+      // An activity's new rubric version (a change of what is graded: kind, spec, rubric, pass
+      // threshold — migration 0060's trigger) makes its calibration report stale: queue a new run
+      // (src/embed/calibration/runs.ts). A title or position edit leaves the report standing.
+      const judge = name === 'activity' && GRADED_FIELDS.some((f) => f in changes) ? ctx.judge : undefined;
       return { structured: record, summary: `updated ${name} ${record.id}`, ...(judge && { afterCommit: () => judge.catchUpCalibration({ activityId: id as string }) }) };
     },
   });

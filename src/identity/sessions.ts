@@ -18,7 +18,8 @@
  * been refreshed for that long can no longer be refreshed (400 `session_expired`). Times come
  * from the injectable clock `deps.now`, so tests can move it.
  */
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { sha256Hex } from '../lib/hash.ts';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Db, Queryable } from '../db/index.ts';
 import type { Deps } from '../deps.ts';
 import { epochSeconds } from '../deps.ts';
@@ -26,7 +27,6 @@ import { AuthError } from './errors.ts';
 import { AUDIENCE, mcpResource, signAccessToken, verifyAccessToken, TokenError, type AccessTokenClaims } from './jwt.ts';
 import { findUserById, findUserBySession, userJson, type UserRow } from './users.ts';
 
-export const sha256Hex = (value: string) => createHash('sha256').update(value).digest('hex');
 
 function deriveRefreshToken(secret: string, sessionId: string, nonce: string): string {
   return createHmac('sha256', secret).update(`refresh:${sessionId}:${nonce}`).digest('base64url');

@@ -9,9 +9,8 @@
  */
 import type { Queryable } from '../db/index.ts';
 import type { LearnerData, LearnerScope } from '../lib/learner-data.ts';
+import { ltiProviderPrefix } from './learners.ts';
 
-/** `auth.identities.provider` prefix of the LTI identities of tenant `tenantId` (learners.ts's `ltiProvider`). */
-const tenantPrefix = (tenantId: string) => `lti:${tenantId}:`;
 
 export const ltiLearnerData: LearnerData = {
   surface: 'lti',
@@ -19,7 +18,7 @@ export const ltiLearnerData: LearnerData = {
     'auth.identities': "the learner's LTI identities of the tenant (provider lti:<tenant>:<issuer>) deleted, with the platform's profile claims",
   },
   async erase(tx: Queryable, s: LearnerScope) {
-    const identities = await tx.query('delete from auth.identities where user_id = $1 and starts_with(provider, $2) returning id', [s.authUserId, tenantPrefix(s.tenantId)]);
+    const identities = await tx.query('delete from auth.identities where user_id = $1 and starts_with(provider, $2) returning id', [s.authUserId, ltiProviderPrefix(s.tenantId)]);
     return { lti_identities: identities.length };
   },
   async export(tx: Queryable, s: LearnerScope) {
@@ -27,7 +26,7 @@ export const ltiLearnerData: LearnerData = {
       `select substr(provider, length($2) + 1) as issuer, provider_id as subject, identity_data as claims,
               to_json(last_sign_in_at) #>> '{}' as last_launch_at
          from auth.identities where user_id = $1 and starts_with(provider, $2) order by created_at`,
-      [s.authUserId, tenantPrefix(s.tenantId)],
+      [s.authUserId, ltiProviderPrefix(s.tenantId)],
     );
     return { identities };
   },

@@ -20,8 +20,11 @@ import type { Platform } from './platforms.ts';
 const LTI_IDENTITY_LOCK = 7311;
 const PROFILE = ['email', 'name', 'given_name', 'family_name', 'middle_name', 'locale'];
 
+/** The `auth.identities.provider` prefix of every LTI user of tenant `tenantId` (learner-data.ts erases by it). */
+export const ltiProviderPrefix = (tenantId: string) => `lti:${tenantId}:`;
+
 /** `auth.identities.provider` of an LTI user of `platform`'s tenant and issuer. */
-export const ltiProvider = (p: Pick<Platform, 'tenant_id' | 'issuer'>) => `lti:${p.tenant_id}:${p.issuer}`;
+export const ltiProvider = (p: Pick<Platform, 'tenant_id' | 'issuer'>) => `${ltiProviderPrefix(p.tenant_id)}${p.issuer}`;
 
 /** The user of the launch's `sub` (made on first launch), a member of the registration's tenant. */
 export async function ltiLearner(tx: Queryable, platform: Platform, claims: LaunchClaims): Promise<UserRow> {

@@ -52,11 +52,13 @@ export function sendErrorPage(reply: FastifyReply, status: number, code: string,
   return send(reply, status, html, csp(ancestors, "'none'", false));
 }
 
+/** Hidden form inputs for `fields` (names and values escaped). */
+const hiddenInputs = (fields: Iterable<[string, string]>) =>
+  [...fields].map(([name, value]) => `<input type="hidden" name="${escapeUTF8(name)}" value="${escapeUTF8(value)}">`).join('');
+
 /** A page that POSTs `fields` to `action` at once (script), or on a button press without scripts. */
 export function sendAutoSubmit(reply: FastifyReply, action: string, fields: Record<string, string>, ancestors: string) {
-  const inputs = Object.entries(fields)
-    .map(([name, value]) => `<input type="hidden" name="${escapeUTF8(name)}" value="${escapeUTF8(value)}">`)
-    .join('');
+  const inputs = hiddenInputs(Object.entries(fields));
   const html = htmlPage({
     title: 'Signing you in',
     head: `<style>${STYLE}</style>`,
@@ -79,7 +81,7 @@ export function sendNewWindowPage(reply: FastifyReply, loginUrl: string, authUrl
       `<main><h1>Open the activity in a new window</h1>` +
       `<p>Your browser blocked the cookie this activity uses to check that the sign-in started here (Safari and some privacy settings do this inside an LMS frame). Nothing was recorded.</p>` +
       `<form method="get" action="${escapeUTF8(new URL(loginUrl).pathname)}" target="_blank">` +
-      [...new URL(loginUrl).searchParams].map(([n, v]) => `<input type="hidden" name="${escapeUTF8(n)}" value="${escapeUTF8(v)}">`).join('') +
+      hiddenInputs(new URL(loginUrl).searchParams) +
       `<button type="submit">Open in a new window</button></form></main>`,
   });
   return send(reply, 401, html, csp(ancestors, `'self' ${originOf(authUrl)}`, false));
@@ -97,9 +99,7 @@ export type StorageStep =
  */
 export function sendStoragePage(reply: FastifyReply, step: StorageStep, action: string, method: 'get' | 'post', fields: Record<string, string>, ancestors: string) {
   const data = JSON.stringify({ ...step, wait: 3000 }).replace(/</g, '\\u003c');
-  const inputs = Object.entries(fields)
-    .map(([name, value]) => `<input type="hidden" name="${escapeUTF8(name)}" value="${escapeUTF8(value)}">`)
-    .join('');
+  const inputs = hiddenInputs(Object.entries(fields));
   const html = htmlPage({
     title: 'Signing you in',
     head: `<style>${STYLE}</style><script type="application/json" id="lti-storage">${data}</script>`,

@@ -11,7 +11,7 @@
  *                        (`lti.put_data`), then submits the authentication request (GET form).
  *   POST /launch         the platform's form post of `id_token` + `state` (launch.ts): verified,
  *                        the learner mapped (learners.ts), then the player page (src/player, the
- *                        same as /embed/v1/play) with a short-lived session handed to it — no
+ *                        same as /embed/v1/play) with a session bound to the tenant handed to it — no
  *                        cookie is needed after the launch. No cookie but a storage target: a
  *                        page that gets the value back (`lti.get_data`) and posts the launch again
  *                        with `lti_storage_binding` — accepted only from a frame (`Sec-Fetch-Dest:

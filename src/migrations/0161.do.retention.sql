@@ -13,5 +13,10 @@ create table retention_settings (
 );
 alter table retention_settings enable row level security;
 
--- The sweep's scans: bodies and tombstones by age within a tenant.
+-- The sweep's scans: bodies and tombstones by age within a tenant; the ledger rows that still
+-- reference a body (the sweep's and erasure's `not exists`, and the foreign-key check of every
+-- deleted body: model_calls had no index leading with (tenant_id, request_sha256)); artifacts
+-- whose content is still there, by age.
+create index model_calls_request_idx on model_calls (tenant_id, request_sha256) where request_sha256 is not null;
+create index artifacts_content_age_idx on artifacts (tenant_id, created_at) where content is not null;
 create index model_requests_age_idx on model_requests (tenant_id, created_at);

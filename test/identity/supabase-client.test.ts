@@ -5,7 +5,7 @@
  */
 import { createClient, type SupabaseClient } from '@supabase/supabase-js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../src/identity/sessions.ts';
+import { sha256Hex } from '../../src/lib/hash.ts';
 import { startApp, useApp } from '../helpers/harness.ts';
 import { auth, mcpInitialize } from './helpers.ts';
 

@@ -67,7 +67,7 @@ export async function visibleActivity(tx: Queryable, activityId: string): Promis
 }
 
 /** Check `input` against the activity and the judge's limits (header); throws CalibrationInputError. */
-export function checkExample(input: ExampleInput, activity: { kind: string; rubric: unknown }, allowPrivate: boolean): void {
+function checkExample(input: ExampleInput, activity: { kind: string; rubric: unknown }, allowPrivate: boolean): void {
   const { artifact, expected } = input;
   if (artifact.kind !== activity.kind) throw new CalibrationInputError('artifact.kind', `this activity expects a ${activity.kind}, not a ${artifact.kind}`);
   if (artifact.content === undefined && artifact.ref_url === undefined && artifact.repo_url === undefined) {

@@ -109,7 +109,7 @@ export async function lockGateIfCalibrated(q: Queryable, tenantId: string, activ
 }
 
 /** Whether `report` meets `t` (header). */
-export function meetsThresholds(report: Pick<GatedReport, 'cohen_kappa' | 'false_pass_rate' | 'adversarial'>, t: Thresholds): boolean {
+function meetsThresholds(report: Pick<GatedReport, 'cohen_kappa' | 'false_pass_rate' | 'adversarial'>, t: Thresholds): boolean {
   return (
     report.cohen_kappa !== null &&
     report.cohen_kappa >= t.min_kappa &&

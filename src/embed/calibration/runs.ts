@@ -82,7 +82,8 @@ export async function requestRun(
     `select id from calibration_runs where tenant_id = $1 and activity_id = $2 and status in ('queued', 'running', 'waiting')`,
     [a.tenantId, a.activityId],
   );
-  return { id: open!.id, created: false };
+  // The open run finished between the insert and this read: insert again (now there is none open).
+  return open ? { id: open.id, created: false } : requestRun(tx, a);
 }
 
 /**

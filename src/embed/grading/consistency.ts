@@ -97,7 +97,7 @@ export async function setConsistency(q: Queryable, tenantId: string, s: Consiste
 }
 
 /** Whether `score` lies within `margin` points of `passThreshold` (both ends included; all 0–100). */
-export const isBorderline = (score: number, passThreshold: number, margin: number): boolean => Math.abs(score - passThreshold) <= margin;
+const isBorderline = (score: number, passThreshold: number, margin: number): boolean => Math.abs(score - passThreshold) <= margin;
 
 /**
  * The majority of `runs` out of `repeats`: `decided` once ⌊repeats/2⌋ + 1 runs agree or every

@@ -44,10 +44,11 @@ import OpenAI, { APIError } from 'openai';
 import type { JudgeConfig } from '../../config.ts';
 import { classify, GraderError } from './failures.ts';
 import { injectionFlag, injectionSignals } from './injection/index.ts';
-import { artifactHash, artifactSection, buildMessages, newNonce, PROMPT_VERSION, rubricCriteria, rubricHash, sha256Hex, VERDICT_SCHEMA_NAME, verdictJsonSchema } from './prompt.ts';
+import { artifactHash, artifactSection, buildMessages, newNonce, PROMPT_VERSION, rubricCriteria, rubricHash, VERDICT_SCHEMA_NAME, verdictJsonSchema } from './prompt.ts';
 import { overallScore, readAnswer } from './answer.ts';
 import type { ArtifactView } from '../read/index.ts';
 import type { CallRecord, CallResult, GradedActivity, GradingRequest, SubmittedArtifact, Verdict } from './types.ts';
+import { sha256Hex } from '../../lib/hash.ts';
 import { observeModelCall } from '../../telemetry/instrument.ts';
 
 /** Grades artifacts with the configured model. One instance per app. */

@@ -31,6 +31,7 @@
  */
 import { audit } from '../../audit/index.ts';
 import type { Queryable } from '../../db/index.ts';
+import { moveProgress } from './progress.ts';
 
 /** Why a review or override was refused; the surfaces turn it into their own error. */
 export class ReviewError extends Error {
@@ -135,7 +136,7 @@ export async function lockResult(tx: Queryable, resultId: string): Promise<Locke
 }
 
 /** Whether stored verification `v` is a graded verdict (anything but pending; a held pass is graded). */
-export const isGraded = (v: Record<string, unknown> | null): boolean =>
+const isGraded = (v: Record<string, unknown> | null): boolean =>
   v !== null && (v.status === 'passed' || v.status === 'failed' || v.status === 'not_gradable');
 
 const numberOrNull = (x: unknown): number | null => (typeof x === 'number' ? x : null);
@@ -151,18 +152,6 @@ function modelVerdict(v: Record<string, unknown>): VerdictLine {
 export const holdDecision = (approved: boolean, now: Date) =>
   approved ? { review: 'approved', reviewed_at: now.toISOString() } : { review: 'rejected', status: 'failed', passed: false, reviewed_at: now.toISOString() };
 
-/** Add `delta` (−1, 0, +1) to the learner's progress in the result's program and stamp it (one row per learner and program). */
-export async function moveProgress(tx: Queryable, r: Pick<LockedResult, 'tenant_id' | 'user_id' | 'program_id'>, delta: number): Promise<void> {
-  await tx.query(
-    `insert into progress (tenant_id, user_id, program_id, completed_count, last_activity_at)
-     values ($1, $2, $3, greatest($4::int, 0), now())
-     on conflict (tenant_id, user_id, program_id) do update
-       set completed_count = greatest(progress.completed_count + $4::int, 0),
-           last_activity_at = excluded.last_activity_at,
-           updated_at = clock_timestamp()`,
-    [r.tenant_id, r.user_id, r.program_id, delta],
-  );
-}
 
 /** Apply an override (header). Throws `ReviewError` (not_found, no_verdict, invalid). */
 export async function applyOverride(tx: Queryable, req: OverrideRequest): Promise<OverrideApplied> {

@@ -3,7 +3,8 @@
  * between nonce-carrying delimiter lines, the system message, the user message and the strict
  * structured-output schema; and the hashes that make a verdict auditable (rubric, artifact).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { sha256Hex } from '../../lib/hash.ts';
+import { randomBytes } from 'node:crypto';
 import type { ArtifactView } from '../read/index.ts';
 import type { Criterion, GradedActivity, SubmittedArtifact } from './types.ts';
 
@@ -23,7 +24,6 @@ export const newNonce = () => randomBytes(8).toString('hex');
 /** Name of the structured-output schema sent to the model. */
 export const VERDICT_SCHEMA_NAME = 'rubric_verdict';
 
-export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** sha256 hex of the rubric as graded: the normalised criteria and the pass threshold. */
 export const rubricHash = (criteria: Criterion[], passThreshold: number) => sha256Hex(JSON.stringify({ criteria, pass_threshold: passThreshold }));

@@ -21,7 +21,7 @@ export const criterionResult = z.object({
 export type CriterionResult = z.infer<typeof criterionResult>;
 
 /** The per-criterion results of a stored verification (`criteria` written by model.ts), or undefined. */
-export function criteriaOf(verification: Record<string, unknown> | null | undefined): CriterionResult[] | undefined {
+function criteriaOf(verification: Record<string, unknown> | null | undefined): CriterionResult[] | undefined {
   const list = verification?.criteria;
   if (!Array.isArray(list)) return undefined;
   return list.map((c: Record<string, unknown>) => ({
@@ -113,14 +113,17 @@ export function verdictFields(o: JobOutcome): Omit<AttemptView, 'artifact_id' | 
 }
 
 /** The view of one attempt: artifact `artifactId`, submitted at `submittedAt`, with its stored `verification`. */
-export const attemptOf = (artifactId: string, submittedAt: string, verification: Record<string, unknown> | null): AttemptView => ({
-  artifact_id: artifactId,
-  submitted_at: submittedAt,
-  ...verdictFields(outcomeOf(verification)),
-  ...(typeof verification?.rubric_version === 'number' ? { rubric_version: verification.rubric_version } : {}),
-  ...(calibrationOf(verification) && { calibration: calibrationOf(verification) }),
-  ...(isOverride(verification?.override) && { override: { at: verification.override.at, reason: verification.override.reason } }),
-});
+export function attemptOf(artifactId: string, submittedAt: string, verification: Record<string, unknown> | null): AttemptView {
+  const calibration = calibrationOf(verification);
+  return {
+    artifact_id: artifactId,
+    submitted_at: submittedAt,
+    ...verdictFields(outcomeOf(verification)),
+    ...(typeof verification?.rubric_version === 'number' ? { rubric_version: verification.rubric_version } : {}),
+    ...(calibration && { calibration }),
+    ...(isOverride(verification?.override) && { override: { at: verification.override.at, reason: verification.override.reason } }),
+  };
+}
 
 const isOverride = (o: unknown): o is { at: string; reason: string } =>
   typeof o === 'object' && o !== null && typeof (o as { at?: unknown }).at === 'string' && typeof (o as { reason?: unknown }).reason === 'string';

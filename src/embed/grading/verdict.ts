@@ -23,6 +23,7 @@
  * Every outcome stamps progress' `last_activity_at` except `none`.
  */
 import type { Queryable } from '../../db/index.ts';
+import { moveProgress } from './progress.ts';
 import { fileInjectionReview } from './review.ts';
 
 /** The stored verification of a finished grading: at least these fields (grade-job.ts adds provenance). */
@@ -78,13 +79,5 @@ export async function applyToResult(tx: Queryable, tenantId: string, resultId: s
       [resultId, tenantId, effect.kind === 'pass', effect.score],
     );
   }
-  await tx.query(
-    `insert into progress (tenant_id, user_id, program_id, completed_count, last_activity_at)
-     values ($1, $2, $3, $4, now())
-     on conflict (tenant_id, user_id, program_id) do update
-       set completed_count = progress.completed_count + excluded.completed_count,
-           last_activity_at = excluded.last_activity_at,
-           updated_at = clock_timestamp()`,
-    [tenantId, before.user_id, before.program_id, firstCompletion ? 1 : 0],
-  );
+  await moveProgress(tx, { tenant_id: tenantId, user_id: before.user_id, program_id: before.program_id }, firstCompletion ? 1 : 0);
 }

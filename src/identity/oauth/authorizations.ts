@@ -16,7 +16,7 @@ import type { Queryable } from '../../db/index.ts';
 import type { Deps } from '../../deps.ts';
 import { UUID_RE } from '../../lib/ids.ts';
 import { issuer } from '../jwt.ts';
-import { sha256Hex } from '../sessions.ts';
+import { sha256Hex } from '../../lib/hash.ts';
 import { scopesCover } from './scopes.ts';
 
 export const AUTHORIZATION_TTL_SECONDS = 600;

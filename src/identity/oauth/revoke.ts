@@ -22,7 +22,7 @@
  */
 import type { Deps } from '../../deps.ts';
 import { AUDIENCE, mcpResource, verifyAccessToken } from '../jwt.ts';
-import { sha256Hex } from '../sessions.ts';
+import { sha256Hex } from '../../lib/hash.ts';
 import { knownClient } from './clients.ts';
 import { OAuthError } from './errors.ts';
 
