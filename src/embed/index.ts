@@ -53,4 +53,3 @@ export {
   type Thresholds,
 } from './calibration/index.ts';
 // The outbound guard (SSRF-safe fetch), for the LTI tool's fetches of platform URLs (issue #22, src/lti/).
-export { fetchResource, FetchRefused } from './fetch-page.ts';

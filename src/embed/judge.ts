@@ -44,7 +44,7 @@ import { z } from 'zod';
 import { rerunOnConflict } from '../db/rerun.ts';
 import type { Deps } from '../deps.ts';
 import { archived, invalidRequest, notFound } from './errors.ts';
-import { refuseUrl } from './fetch-page.ts';
+import { refuseUrl } from '../http/outbound.ts';
 import { storedOutcome } from './grading/grade-job.ts';
 import type { IdpVerifier } from './idp.ts';
 import { recall, remember, requestHash } from './idempotency.ts';

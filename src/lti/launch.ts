@@ -36,7 +36,17 @@ export const CLAIM = {
   resourceLink: 'https://purl.imsglobal.org/spec/lti/claim/resource_link',
   custom: 'https://purl.imsglobal.org/spec/lti/claim/custom',
   context: 'https://purl.imsglobal.org/spec/lti/claim/context',
+  /** Assignment and Grade Services 2.0 §3.1: `{scope, lineitems, lineitem}`. */
+  ags: 'https://purl.imsglobal.org/spec/lti-ags/claim/endpoint',
+  /** Names and Role Provisioning Services 2.0 §3.6.1: `{context_memberships_url, service_versions}`. */
+  nrps: 'https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice',
+  /** Deep Linking 2.0 §4.4.1: `{deep_link_return_url, accept_types, accept_multiple, data, …}`. */
+  deepLinkingSettings: 'https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings',
 } as const;
+
+/** The launches the tool handles (LTI Core 1.3 §5.3.1; Deep Linking 2.0 §4.4.1). */
+export const MESSAGE_TYPES = ['LtiResourceLinkRequest', 'LtiDeepLinkingRequest'] as const;
+export type MessageType = (typeof MESSAGE_TYPES)[number];
 
 /**
  * The roles that make a launch an instructor's (Deep Linking 2.0 §1.1 names Instructor,
@@ -118,12 +128,39 @@ export async function verifyIdToken(q: Queryable, keys: PlatformKeys, platform: 
     throw refuse('unknown_deployment', 'This LMS deployment is not registered with the service. Ask the LMS administrator to register its deployment id.');
   }
   if (c[CLAIM.messageType] === undefined) throw refuse('invalid_launch', 'The launch does not say what it is (message_type).');
-  if (c[CLAIM.messageType] !== 'LtiResourceLinkRequest') throw refuse('unsupported_message', `This tool does not handle ${String(c[CLAIM.messageType]).slice(0, 60)} launches yet.`);
+  if (!MESSAGE_TYPES.includes(c[CLAIM.messageType] as MessageType)) throw refuse('unsupported_message', `This tool does not handle ${String(c[CLAIM.messageType]).slice(0, 60)} launches.`);
   if (c[CLAIM.version] !== '1.3.0') throw refuse('invalid_launch', 'The launch is not LTI version 1.3.0.');
   if (!Array.isArray(c[CLAIM.roles]) || !(c[CLAIM.roles] as unknown[]).every((r) => typeof r === 'string')) throw refuse('invalid_launch', 'The launch does not say your role (roles).');
-  const link = c[CLAIM.resourceLink] as { id?: unknown } | undefined;
-  if (!link || typeof link !== 'object' || typeof link.id !== 'string' || !link.id) throw refuse('invalid_launch', 'The launch does not say which link was opened (resource_link).');
+  if (c[CLAIM.messageType] === 'LtiResourceLinkRequest') {
+    const link = c[CLAIM.resourceLink] as { id?: unknown } | undefined;
+    if (!link || typeof link !== 'object' || typeof link.id !== 'string' || !link.id) throw refuse('invalid_launch', 'The launch does not say which link was opened (resource_link).');
+  }
   return c;
+}
+
+/**
+ * A launch that passed every check of `verifyIdToken` and the browser binding, handed to the
+ * handler of its message type (resource-link.ts, deep-linking.ts). `framed` is the
+ * `frame-ancestors` value for its pages; `clearCookie` the Set-Cookie that removes the binding.
+ */
+export interface VerifiedLaunch {
+  platform: Platform;
+  state: LoginState;
+  claims: LaunchClaims;
+  framed: string;
+  clearCookie: string;
+  now: Date;
+}
+
+/**
+ * Use the launch's state and nonce once, in the transaction that stores what the launch makes
+ * (a replay fails there, before anything is kept). Throws `LaunchError` `replayed`.
+ */
+export async function useLaunchOnce(tx: Queryable, launch: VerifiedLaunch, stateSeconds: number): Promise<void> {
+  const { platform, state, claims, now } = launch;
+  const expires = new Date(now.getTime() + (stateSeconds + 120) * 1000);
+  await consumeOnce(tx, platform.tenant_id, 'state', state.id, expires);
+  await consumeOnce(tx, platform.tenant_id, 'nonce', claims.nonce, new Date(Math.max(expires.getTime(), ((claims.exp ?? 0) + 120) * 1000)));
 }
 
 /**

@@ -4,8 +4,9 @@
  * provider_id = the platform's sub)` (learners.ts): one per tenant, so erasing the learner from a
  * tenant deletes that tenant's LTI identities of theirs — with the platform's profile claims (name,
  * email) kept in `identity_data`. It runs before the identity surface, which then deletes the
- * account when nothing is left. LTI's own tables (keys, platforms, deployments, single-use values)
- * name no user.
+ * account when nothing is left. The learner's course memberships (`lti_context_members`, from
+ * launches and rosters) go too. LTI's other tables (keys, platforms, deployments, single-use
+ * values, courses, placements) name no user.
  */
 import type { Queryable } from '../db/index.ts';
 import type { LearnerData, LearnerScope } from '../lib/learner-data.ts';
@@ -16,10 +17,12 @@ export const ltiLearnerData: LearnerData = {
   surface: 'lti',
   tables: {
     'auth.identities': "the learner's LTI identities of the tenant (provider lti:<tenant>:<issuer>) deleted, with the platform's profile claims",
+    lti_context_members: "the learner's course memberships in the tenant (from launches and NRPS rosters) deleted",
   },
   async erase(tx: Queryable, s: LearnerScope) {
     const identities = await tx.query('delete from auth.identities where user_id = $1 and starts_with(provider, $2) returning id', [s.authUserId, ltiProviderPrefix(s.tenantId)]);
-    return { lti_identities: identities.length };
+    const members = await tx.query('delete from lti_context_members where tenant_id = $1 and user_id = $2 returning context', [s.tenantId, s.userId]);
+    return { lti_identities: identities.length, lti_context_members: members.length };
   },
   async export(tx: Queryable, s: LearnerScope) {
     const identities = await tx.query(
@@ -28,6 +31,12 @@ export const ltiLearnerData: LearnerData = {
          from auth.identities where user_id = $1 and starts_with(provider, $2) order by created_at`,
       [s.authUserId, ltiProviderPrefix(s.tenantId)],
     );
-    return { identities };
+    const courses = await tx.query(
+      `select c.context_id, c.title, m.roles, m.source, to_json(m.updated_at) #>> '{}' as updated_at
+         from lti_context_members m join lti_contexts c on c.tenant_id = m.tenant_id and c.id = m.context
+        where m.tenant_id = $1 and m.user_id = $2 order by c.context_id`,
+      [s.tenantId, s.userId],
+    );
+    return { identities, courses };
   },
 };

@@ -1,6 +1,6 @@
 /**
  * A platform's public keys (its JWK set URL), for verifying its id_tokens. Fetched through the
- * service's outbound guard (src/embed `fetchResource`: http(s) only, no private addresses unless
+ * service's outbound guard (src/http/outbound.ts `fetchResource`: http(s) only, no private addresses unless
  * `SVC_FETCH_ALLOW_PRIVATE`, `KEYS_TIMEOUT_MS`, at most `KEYS_MAX_BYTES`), kept per URL for
  * `KEYS_MAX_AGE_MS`; a token whose `kid` is not in the kept set fetches the set again, at most
  * once per `KEYS_COOLDOWN_MS` per URL (platforms rotate; random kids cannot make us hammer one).
@@ -8,7 +8,7 @@
  */
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config.ts';
-import { fetchResource, FetchRefused } from '../embed/index.ts';
+import { fetchResource, FetchRefused } from '../http/outbound.ts';
 
 export const KEYS_TIMEOUT_MS = 5_000;
 export const KEYS_MAX_BYTES = 256 * 1024;

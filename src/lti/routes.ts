@@ -25,18 +25,16 @@
  * `/v1` error body (src/http/api-errors.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
 import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler, sendApiError } from '../http/api-errors.ts';
 import { isDbUnavailable } from '../db/errors.ts';
-import { startSession } from '../identity/index.ts';
-import { MAX_CONTENT_BYTES } from '../embed/index.ts';
-import { playerAssets, playerCsp, playerPage, type PlayerConfig } from '../player/index.ts';
+import { playerAssets } from '../player/index.ts';
 import { safeEqual } from '../lib/safe-equal.ts';
 import { allPlatformAncestors, platformAncestors } from './framing.ts';
 import { publicKeySet } from './keys.ts';
-import { CLAIM, consumeOnce, isInstructorLaunch, LaunchError, verifyIdToken } from './launch.ts';
-import { ltiLearner } from './learners.ts';
+import { CLAIM, LaunchError, verifyIdToken, type VerifiedLaunch } from './launch.ts';
+import { resourceLinkLaunch } from './resource-link.ts';
+import { deepLinkingLaunch } from './deep-linking.ts';
 import { bindingCookie, MAX_HINT_CHARS, readState, sha256, startLogin, STATE_SECONDS, type LoginParams } from './login.ts';
 import { PlatformKeys } from './platform-keys.ts';
 import { findPlatform, type Platform } from './platforms.ts';
@@ -44,7 +42,6 @@ import { sendAutoSubmit, sendErrorPage, sendNewWindowPage, sendStoragePage } fro
 
 /** Largest login or launch form we read, in bytes (an id_token is a few KB; MAX_ID_TOKEN_CHARS is 64 KiB). */
 const FORM_LIMIT = 128 * 1024;
-const uuid = z.uuid();
 /** `lti_storage_target`: `_parent` or the name of a frame of the platform's page. */
 const STORAGE_TARGET = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -191,47 +188,16 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
       if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message, ancestors);
       throw err;
     }
-    const framed = platformAncestors(platform, claims);
-    // The placed activity: `custom.activity_id`, an activity of the registration's tenant.
-    const custom = claims[CLAIM.custom] as Record<string, unknown> | undefined;
-    const activityId = custom?.activity_id;
-    if (typeof activityId !== 'string' || !uuid.safeParse(activityId).success) {
-      return sendErrorPage(reply, 400, 'no_activity', 'No activity is placed here', 'This link does not name an activity of the service (custom parameter activity_id). Ask your instructor to place the activity again.', framed);
-    }
-    const [activity] = await deps.db.query<{ slug: string }>(
-      'select t.slug from activities a join tenants t on t.id = a.tenant_id where a.id = $1 and a.tenant_id = $2',
-      [activityId, platform.tenant_id],
-    );
-    if (!activity) {
-      return sendErrorPage(reply, 403, 'activity_not_available', 'This activity is not available here', 'The activity this link names does not belong to the organisation this LMS is registered with.', framed);
-    }
-    // An instructor's launch: the preview (as learners see it, nothing stored) is not built yet —
-    // say so, and do not make the instructor a learner of the tenant.
-    if (isInstructorLaunch(claims)) {
-      return sendErrorPage(reply, 403, 'instructor_preview', 'Instructor preview is not available yet', 'You opened this activity as an instructor. Previewing activities from the LMS is not built yet: use the "Student view" of your LMS, or the authoring tools. Nothing was recorded.', framed);
-    }
-    // Everything checked: use the state and nonce once, map the learner, hand a session to the page.
-    const expires = new Date(now.getTime() + (STATE_SECONDS + 120) * 1000);
-    const session = await deps.db.transaction(async (tx) => {
-      await consumeOnce(tx, platform.tenant_id, 'state', state.id, expires);
-      await consumeOnce(tx, platform.tenant_id, 'nonce', claims.nonce, new Date(Math.max(expires.getTime(), ((claims.exp ?? 0) + 120) * 1000)));
-      const user = await ltiLearner(tx, platform, claims);
-      return startSession(tx, deps, user, 'lti', platform.tenant_id);
-    });
-    const config: PlayerConfig = {
-      tenant: activity.slug,
-      activity: activityId,
-      host: '',
-      origins: [],
-      anonKey: deps.config.anonKey,
-      maxContentBytes: MAX_CONTENT_BYTES,
-      session: { access_token: session.access_token, refresh_token: session.refresh_token, expires_in: session.expires_in },
+    const launch: VerifiedLaunch = {
+      platform,
+      state,
+      claims,
+      framed: platformAncestors(platform, claims),
+      clearCookie: `${bindingCookie(state.id)}=; Max-Age=0; ${cookieAttributes}`,
+      now,
     };
-    return reply
-      .header('set-cookie', `${bindingCookie(state.id)}=; Max-Age=0; ${cookieAttributes}`)
-      .type('text/html; charset=utf-8')
-      .header('cache-control', 'no-store')
-      .header('content-security-policy', playerCsp(framed))
-      .send(playerPage(config, assets, '/embed/v1/'));
+    if (claims[CLAIM.messageType] === 'LtiDeepLinkingRequest') return deepLinkingLaunch(deps, launch, reply);
+    return resourceLinkLaunch(deps, launch, reply, assets);
   });
 }
+

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { deflateRawSync, gzipSync } from 'node:zlib';
 import tarStream from 'tar-stream';
 import { describe, expect, it } from 'vitest';
-import { isBlockedAddress } from '../../src/embed/fetch-page.ts';
+import { isBlockedAddress } from '../../src/http/outbound.ts';
 import { readArtifact, Unreadable, type ReadOptions } from '../../src/embed/read/index.ts';
 import { makePdf, PNG_1X1 } from './fixtures.ts';
 import { startGitServer, startSite } from './servers.ts';

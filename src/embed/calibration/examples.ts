@@ -5,13 +5,13 @@
  * API keys see none), so a foreign or unknown id is simply not found.
  *
  * An example's artifact obeys the judge's limits (../judge.ts: `kind` equal to the activity's,
- * `content` at most MAX_CONTENT_BYTES UTF-8 bytes, http(s) URLs that ../fetch-page.ts `refuseUrl`
+ * `content` at most MAX_CONTENT_BYTES UTF-8 bytes, http(s) URLs that src/http/outbound.ts `refuseUrl`
  * accepts); its expected criteria name criteria of the activity's rubric (../grading/prompt.ts
  * `rubricCriteria`). `adversarial` work must fail: it is stored with `expected.passed` false.
  * Failures throw `CalibrationInputError` naming the field; nothing is written.
  */
 import type { Queryable } from '../../db/index.ts';
-import { refuseUrl } from '../fetch-page.ts';
+import { refuseUrl } from '../../http/outbound.ts';
 import { MAX_CONTENT_BYTES } from '../judge.ts';
 import { rubricCriteria } from '../grading/prompt.ts';
 

@@ -10,10 +10,10 @@
  * Every given field is read. A field that cannot be read is noted in the section and the rest is
  * graded; when no field can be read, `readArtifact` throws `Unreadable` (the judge records a
  * `not_gradable` outcome with that reason, without calling the model). Downloads are SSRF-guarded
- * (fetch-page.ts), capped at `maxBytes` each and `timeoutMs` in all; the text is cut to the
+ * (src/http/outbound.ts), capped at `maxBytes` each and `timeoutMs` in all; the text is cut to the
  * `inputBytes` budget. Images go to the model as data URLs when `vision` is on.
  */
-import { fetchResource, FetchRefused } from '../fetch-page.ts';
+import { fetchResource, FetchRefused } from '../../http/outbound.ts';
 import { describeDrawio, describeSvg, isDrawio, isSvg, mermaidType } from './diagram.ts';
 import { looksLikeHtml, readHtml } from './html.ts';
 import { pdfText } from './pdf.ts';

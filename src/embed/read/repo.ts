@@ -24,7 +24,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tarStream from 'tar-stream';
-import { fetchResource, FetchRefused, refuseUrl, resolveAllowed } from '../fetch-page.ts';
+import { fetchResource, FetchRefused, refuseUrl, resolveAllowed } from '../../http/outbound.ts';
 import { humanSize, MAX_FILE_BYTES, repoText, type RepoFile } from './repo-files.ts';
 import { fetchBounds, Unreadable, type ReadOptions } from './types.ts';
 

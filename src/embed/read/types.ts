@@ -1,5 +1,5 @@
 /** Shapes shared by the artifact readers (src/embed/read/*). */
-import type { FetchOptions } from '../fetch-page.ts';
+import type { FetchOptions } from '../../http/outbound.ts';
 
 /** An artifact that cannot be read: the message says why, in words fit for the learner. */
 export class Unreadable extends Error {}

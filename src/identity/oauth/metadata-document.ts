@@ -2,7 +2,7 @@
  * Client ID Metadata Documents (MCP authorization 2025-11-25; draft-ietf-oauth-client-id-
  * metadata-document): a client whose `client_id` is an https URL publishes its metadata there.
  *
- * Fetched through the outbound-fetch guard (src/embed/fetch-page.ts: no private addresses unless
+ * Fetched through the outbound-fetch guard (src/http/outbound.ts: no private addresses unless
  * `SVC_FETCH_ALLOW_PRIVATE`, the connection pinned to the checked address), with no redirects,
  * at most 5 KiB (the draft's advice), within 5 s, JSON only. The document must name itself
  * (`client_id` equal to the URL, character for character), be a public client (no secret;
@@ -14,7 +14,7 @@
  * `no-store`/`no-cache` → 60 s). A revoked URL is never fetched again.
  */
 import type { Deps } from '../../deps.ts';
-import { fetchResource, FetchRefused } from '../../embed/fetch-page.ts';
+import { fetchResource, FetchRefused } from '../../http/outbound.ts';
 import { checkClientMetadata, type OAuthClient } from './clients.ts';
 import { OAuthError } from './errors.ts';
 

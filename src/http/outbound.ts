@@ -1,6 +1,7 @@
 /**
- * SSRF-guarded fetch of a learner's page (DESIGN §5 "Outbound fetches"), for the judge to read
- * the `ref_url` of a submitted artifact.
+ * The service's outbound guard (DESIGN §5 "Outbound fetches"): every request the service makes to
+ * a URL it did not choose itself — a learner's `ref_url` for the judge, an OAuth client's metadata
+ * document, an LTI platform's JWK set, token endpoint, line items and rosters.
  *
  * - http(s) only, no credentials in the URL;
  * - the host's addresses are resolved first and the request is refused when any of them is
@@ -20,7 +21,16 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
-export class FetchRefused extends Error {}
+/**
+ * A refused or failed outbound request; the message is short and safe to show. `status` is the
+ * HTTP status when the other side answered one outside 2xx (so callers can tell a 4xx refusal
+ * from a 5xx outage), else undefined (network error, timeout, rule refusal).
+ */
+export class FetchRefused extends Error {
+  constructor(message: string, readonly status?: number) {
+    super(message);
+  }
+}
 
 const blocked = new BlockList();
 for (const [net, prefix] of [
@@ -100,6 +110,12 @@ export interface FetchOptions {
   signal?: AbortSignal;
   /** Extra trusted CA certificates, PEM (`Config.fetchCa`, tests only). */
   ca?: string;
+  /** HTTP method (default GET). Redirects are followed for GET only; another method's 3xx is a failure. */
+  method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Request body (for POST/PUT), sent with `content-length`. */
+  body?: string | Buffer;
+  /** Extra request headers (for example `authorization`, `content-type`). */
+  headers?: Record<string, string>;
 }
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|xhtml\+xml|ld\+json|javascript)|image\/svg\+xml)/i;
@@ -128,12 +144,12 @@ export async function fetchResource(
     const target = await resolveAllowed(url, options);
     let res: http.IncomingMessage;
     try {
-      res = await get(url, target, signal, options.acceptHeader, options.ca);
+      res = await send(url, target, signal, options);
     } catch (err) {
       throw new FetchRefused(signal.aborted ? 'the page did not answer in time' : `the page could not be reached (${(err as NodeJS.ErrnoException).code ?? 'network error'})`);
     }
     const status = res.statusCode ?? 0;
-    if (status >= 300 && status < 400 && res.headers.location) {
+    if (status >= 300 && status < 400 && res.headers.location && (options.method ?? 'GET') === 'GET') {
       res.resume();
       if (hop >= maxRedirects) throw new FetchRefused('too many redirects');
       if (!URL.canParse(res.headers.location, url)) throw new FetchRefused('the page redirects to a malformed URL');
@@ -142,7 +158,7 @@ export async function fetchResource(
     }
     if (status < 200 || status >= 300) {
       res.resume();
-      throw new FetchRefused(`the page answered HTTP ${status}`);
+      throw new FetchRefused(`the page answered HTTP ${status}`, status);
     }
     const contentType = String(res.headers['content-type'] ?? '');
     if (!options.accept(contentType)) {
@@ -194,7 +210,13 @@ export async function resolveAllowed(url: URL, options: FetchOptions): Promise<{
   return addresses[0]!;
 }
 
-function get(url: URL, target: { address: string; family: number }, signal: AbortSignal, accept?: string, ca?: string): Promise<http.IncomingMessage> {
+function send(
+  url: URL,
+  target: { address: string; family: number },
+  signal: AbortSignal,
+  options: FetchOptions & { acceptHeader?: string },
+): Promise<http.IncomingMessage> {
+  const { ca, body } = options;
   // Connect to the checked address only, whatever DNS would say now.
   const lookup = ((_host: string, opts: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     if (opts?.all) callback(null, [target]);
@@ -203,15 +225,20 @@ function get(url: URL, target: { address: string; family: number }, signal: Abor
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const req = client.request(url, {
-      method: 'GET',
+      method: options.method ?? 'GET',
       agent: false,
       lookup,
       signal,
       ...(ca && url.protocol === 'https:' && { ca: [...tls.rootCertificates, ca] }),
-      headers: { accept: accept ?? 'text/html, text/*;q=0.9, application/json;q=0.8, */*;q=0.1', 'user-agent': 'svc-judge/1' },
+      headers: {
+        accept: options.acceptHeader ?? 'text/html, text/*;q=0.9, application/json;q=0.8, */*;q=0.1',
+        'user-agent': 'svc/1',
+        ...(body !== undefined && { 'content-length': String(Buffer.byteLength(body)) }),
+        ...options.headers,
+      },
     });
     req.on('response', resolve);
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }

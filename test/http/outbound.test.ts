@@ -1,8 +1,7 @@
-/** The judge's SSRF guard: address classification and the guarded fetch. */
+/** The outbound guard: address classification and the guarded fetch (GET and POST). */
 import { describe, expect, it } from 'vitest';
-import { fetchPage, FetchRefused, isBlockedAddress, refuseUrl } from '../../src/embed/fetch-page.ts';
-import {  } from './fixtures.ts';
-import { startSite } from './servers.ts';
+import { fetchPage, fetchResource, FetchRefused, isBlockedAddress, refuseUrl } from '../../src/http/outbound.ts';
+import { startSite } from '../embed/servers.ts';
 import { useServer } from '../helpers/harness.ts';
 
 const site = useServer(() =>
@@ -13,6 +12,13 @@ const site = useServer(() =>
     '/redirect-loop': { redirect: '/redirect-loop' },
     '/binary': { type: 'application/octet-stream', body: 'x' },
     '/big': { type: 'text/plain', body: 'a'.repeat(5000) },
+    '/echo': (req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c));
+      req.on('end', () => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ method: req.method, type: req.headers['content-type'], auth: req.headers.authorization, body })));
+    },
+    '/post-redirect': { redirect: '/echo', status: 303 },
+    '/unavailable': { type: 'text/plain', body: 'down', status: 503 },
   }),
 );
 
@@ -35,6 +41,21 @@ describe('refuseUrl', () => {
     }
     expect(refuseUrl(new URL('https://example.com/page'), false)).toBeUndefined();
     expect(refuseUrl(new URL('http://127.0.0.1/'), true)).toBeUndefined();
+  });
+});
+
+describe('fetchResource with a method and a body', () => {
+  const json = { allowPrivate: true, timeoutMs: 2000, accept: (t: string) => t.startsWith('application/json') };
+
+  it('sends the body and headers, and reads the answer', async () => {
+    const r = await fetchResource(`${site.url}/echo`, { ...json, method: 'POST', body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Bearer t' } });
+    expect(r.status).toBe(201);
+    expect(JSON.parse(r.body.toString())).toEqual({ method: 'POST', type: 'application/x-www-form-urlencoded', auth: 'Bearer t', body: 'a=1' });
+  });
+
+  it('does not follow a redirect of a POST, and reports the status of a failed answer', async () => {
+    await expect(fetchResource(`${site.url}/post-redirect`, { ...json, method: 'POST', body: '' })).rejects.toMatchObject({ status: 303 });
+    await expect(fetchResource(`${site.url}/unavailable`, { ...json, method: 'POST', body: '' })).rejects.toMatchObject({ status: 503 });
   });
 });
 
