@@ -10,6 +10,9 @@
  *   GET  /jwks                            its public keys; `keysMode` makes it answer garbage, slowly
  *                                         or not at all
  *
+ * Other endpoints (AGS token/line items/scores, NRPS memberships, dynamic registration) are added
+ * by their own modules with `route(path, handler)`; the handler gets the parsed URL.
+ *
  * `idToken(claims, header)` signs a token as the LMS does, for HTTP-level tests; `launchClaims`
  * are the claims of a learner's resource-link launch, to override per test.
  */
@@ -43,8 +46,13 @@ export interface TestLms {
   tamper?: (claims: JWTPayload) => JWTPayload;
   publicJwk: JWK;
   kid: string;
+  /** Serve `path` (exact pathname) with `handler`, replacing an earlier one. */
+  route(path: string, handler: LmsHandler): void;
   close(): Promise<void>;
 }
+
+/** An extra LMS endpoint (see `TestLms.route`). */
+export type LmsHandler = (req: http.IncomingMessage, res: http.ServerResponse, url: URL) => void | Promise<void>;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
@@ -53,6 +61,7 @@ export async function startTestLms(): Promise<TestLms> {
   const kid = `lms-${randomUUID().slice(0, 8)}`;
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
   const launches = new Map<string, { activity: string; sub: string }>();
+  const extra = new Map<string, LmsHandler>();
   let lms!: TestLms;
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', lms.origin);
@@ -86,6 +95,8 @@ export async function startTestLms(): Promise<TestLms> {
           `<script>document.forms[0].submit()</script></body></html>`,
       );
     }
+    const handler = extra.get(url.pathname);
+    if (handler) return handler(req, res, url);
     res.statusCode = 404;
     res.end('not found');
   });
@@ -141,6 +152,7 @@ export async function startTestLms(): Promise<TestLms> {
         : '';
       return `<!doctype html><html lang="en"><head><title>Course</title>${platformStorage}</head><body><main><h1>Systems design</h1><iframe title="Activity" src="${esc(login.toString())}" style="width:860px;height:1400px;border:0" allow="clipboard-write"></iframe></main></body></html>`;
     },
+    route: (path, handler) => void extra.set(path, handler),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
   return lms;
