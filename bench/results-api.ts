@@ -31,7 +31,7 @@ import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { migrate, openDb } from '../src/db/index.ts';
-import { DEFAULT_POOL_SIZE } from '../src/db/postgres.ts';
+import { DEFAULT_POOL_SIZE } from '../src/config/db-defaults.ts';
 import { arrayLiteral } from '../test/helpers/plans.ts';
 import { loadResults } from '../test/helpers/results-load.ts';
 import { createApiKey } from '../src/results/api-keys.ts';

@@ -26,7 +26,7 @@ import { resultsDocs } from './results/openapi.ts';
 import { errorBody } from './http/api-errors.ts';
 import { clientErrorHandler } from './http/client-errors.ts';
 import { addReadiness, probeRoutes } from './http/probes.ts';
-import { jsonRpcError } from './authoring/auth.ts';
+import { jsonRpcError } from './authoring/jsonrpc.ts';
 import { createJudgeServices, embedRoutes, GRADING_QUEUE } from './embed/index.ts';
 import playerRoutes from './player/routes.ts';
 import { ltiRoutes } from './lti/index.ts';

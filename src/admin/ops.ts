@@ -56,6 +56,7 @@ import { retentionOf, runRetention, setRetention, type Days } from './retention.
 import { eraseEveryTenant, eraseLearnerData, exportLearnerData, isLearnerOf, learnerScope } from './learner-data.ts';
 import { listAuditEvents } from '../audit/index.ts';
 import { addPlatform, listKeys, listPlatforms, PlatformTaken, removePlatform, rotateKey, toolConfig, type PlatformInput } from '../lti/index.ts';
+import { setRole } from '../lib/memberships.ts';
 
 export class AdminError extends Error {
   constructor(
@@ -183,11 +184,7 @@ export const ops = {
       // The email grant also covers IdP sign-ins into the tenant whose token carries the address verified.
       await grantByEmail(q, id, mail);
       if (user) {
-        await q.query(
-          `insert into memberships (tenant_id, user_id, role) values ($1, $2, 'author')
-           on conflict (tenant_id, user_id) do update set role = 'author'`,
-          [id, user.svc_user_id],
-        );
+        await setRole(q, id, user.svc_user_id, 'author');
       }
       return { tenant: a.tenant, email: mail, svc_user_id: user?.svc_user_id ?? null, role: 'author' };
     },

@@ -16,11 +16,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { AUDIENCE, AuthError, DEFAULT_SCOPE, mcpResource, SUPPORTED_SCOPES, TokenError, verifySession, type VerifiedSession } from '../identity/index.ts';
 import { bearerToken } from '../http/bearer.ts';
+import { JSONRPC, jsonRpcError } from './jsonrpc.ts';
 
-export const UNAUTHORIZED = -32001;
 
 /** A JSON-RPC error response not tied to a request (`id: null`). */
-export const jsonRpcError = (code: number, message: string) => ({ jsonrpc: '2.0' as const, error: { code, message }, id: null });
 
 const baseUrl = (deps: Deps) => deps.config.baseUrl.replace(/\/+$/, '');
 
@@ -50,7 +49,7 @@ export async function authenticate(deps: Deps, req: FastifyRequest, reply: Fasti
     reply
       .code(401)
       .header('www-authenticate', `Bearer resource_metadata="${resourceMetadataUrl(deps)}", scope="${DEFAULT_SCOPE}"`)
-      .send(jsonRpcError(UNAUTHORIZED, 'Unauthorized: an Authorization: Bearer <access token> header is required'));
+      .send(jsonRpcError(JSONRPC.UNAUTHORIZED, 'Unauthorized: an Authorization: Bearer <access token> header is required'));
     return undefined;
   }
   let session: VerifiedSession;
@@ -64,14 +63,14 @@ export async function authenticate(deps: Deps, req: FastifyRequest, reply: Fasti
         'www-authenticate',
         `Bearer error="invalid_token", error_description="${quote(err.message)}", resource_metadata="${resourceMetadataUrl(deps)}"`,
       )
-      .send(jsonRpcError(UNAUTHORIZED, `Unauthorized: ${err.message}`));
+      .send(jsonRpcError(JSONRPC.UNAUTHORIZED, `Unauthorized: ${err.message}`));
     return undefined;
   }
   if (session.claims.client_id !== undefined && !(session.claims.scope ?? '').split(' ').includes(DEFAULT_SCOPE)) {
     reply
       .code(403)
       .header('www-authenticate', `Bearer error="insufficient_scope", scope="${DEFAULT_SCOPE}", resource_metadata="${resourceMetadataUrl(deps)}"`)
-      .send(jsonRpcError(UNAUTHORIZED, `Forbidden: the token lacks the ${DEFAULT_SCOPE} scope`));
+      .send(jsonRpcError(JSONRPC.UNAUTHORIZED, `Forbidden: the token lacks the ${DEFAULT_SCOPE} scope`));
     return undefined;
   }
   return session;

@@ -18,9 +18,9 @@
  * process with one grades it, as it grades learners' submissions.
  */
 import { z } from 'zod';
+import { ARTIFACT_KINDS } from '../lib/artifact-kinds.ts';
 import {
   addExample,
-  ARTIFACT_KINDS,
   awaitRun,
   CalibrationInputError,
   CalibrationNotFound,

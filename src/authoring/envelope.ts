@@ -14,9 +14,8 @@
  */
 import { ClientRequestSchema, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { ZodType } from 'zod';
+import { JSONRPC } from './jsonrpc.ts';
 
-export const INVALID_REQUEST = -32600;
-const INVALID_PARAMS = -32602;
 
 /** Each MCP request method a client may send, with the schema of its request (method and params). */
 const REQUESTS: ReadonlyMap<string, ZodType> = new Map(ClientRequestSchema.options.map((schema) => [schema.shape.method.value, schema as ZodType]));
@@ -46,7 +45,7 @@ export function envelopeError(body: unknown): EnvelopeError | undefined {
         jsonrpc: '2.0',
         id: null,
         error: {
-          code: INVALID_REQUEST,
+          code: JSONRPC.INVALID_REQUEST,
           message: 'Invalid Request: the body is JSON but not a JSON-RPC 2.0 message (an object with "jsonrpc": "2.0", a "method" and, for a request, an "id")',
         },
       },
@@ -61,5 +60,5 @@ export function envelopeError(body: unknown): EnvelopeError | undefined {
     .slice(0, MAX_ISSUES)
     .map((issue) => `${issue.path.join('.') || 'params'}: ${issue.message}`)
     .join('; ');
-  return { status: 200, body: { jsonrpc: '2.0', id: request.id, error: { code: INVALID_PARAMS, message: `Invalid params for ${request.method}: ${fields}` } } };
+  return { status: 200, body: { jsonrpc: '2.0', id: request.id, error: { code: JSONRPC.INVALID_PARAMS, message: `Invalid params for ${request.method}: ${fields}` } } };
 }

@@ -43,8 +43,6 @@ export class ProtocolError extends Error {
   }
 }
 
-export const INVALID_PARAMS = -32602;
-
 /** A failure of the domain, reported to the caller as an `isError` result with this message. */
 export class ToolFailure extends Error {}
 

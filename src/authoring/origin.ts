@@ -20,9 +20,8 @@
 import { isIPv4 } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { jsonRpcError } from './auth.ts';
+import { JSONRPC, jsonRpcError } from './jsonrpc.ts';
 
-const FORBIDDEN = -32000;
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** A loopback address or name: localhost, ::1 / [::1], or an IPv4 literal in 127.0.0.0/8 (not a name like 127.evil.example). */
@@ -76,6 +75,6 @@ export function rebindingRefusal(config: Pick<Config, 'baseUrl' | 'host' | 'mcpA
 export function originGuard(config: Config) {
   return async (req: FastifyRequest, reply: FastifyReply) => {
     const refusal = rebindingRefusal(config, req.headers.origin, req.headers.host);
-    if (refusal) return reply.code(403).send(jsonRpcError(FORBIDDEN, refusal));
+    if (refusal) return reply.code(403).send(jsonRpcError(JSONRPC.SERVER_REFUSED, refusal));
   };
 }

@@ -14,7 +14,7 @@
 import { McpError, type GetPromptResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { INVALID_PARAMS } from './errors.ts';
+import { JSONRPC } from './jsonrpc.ts';
 import { activityUri, programUri, readActivity, readProgram } from './resources.ts';
 import type { ToolContext } from './tool.ts';
 
@@ -44,7 +44,7 @@ async function aboutRecord(
 ): Promise<GetPromptResult> {
   const { uri, read } = EMBEDDABLE[record];
   const json = await read(ctx, id);
-  if (json === undefined) throw new McpError(INVALID_PARAMS, `${record}_id: ${record} ${id} not found`);
+  if (json === undefined) throw new McpError(JSONRPC.INVALID_PARAMS, `${record}_id: ${record} ${id} not found`);
   return { description, messages: [resourceMessage(uri(id), JSON.stringify(json)), userText(instruction)] };
 }
 

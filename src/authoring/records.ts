@@ -19,6 +19,7 @@ import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
 import { explainDbError, invalidArguments, NOT_ALLOWED, notFound, tenantNotFound, ToolFailure, type Subject } from './errors.ts';
 import { slugSchema } from '../lib/ids.ts';
+import { ARTIFACT_KINDS } from '../lib/artifact-kinds.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Input field schemas (each tool adds its own `.describe()` where the meaning differs)
@@ -57,8 +58,7 @@ export const externalId = (scope: string) =>
     .min(1)
     .max(200)
     .describe(`Your own id for this record (1–200 characters), unique ${scope}; set once at creation, returned on reads`);
-export const KINDS = ['diagram', 'document', 'site', 'repo'] as const;
-export const kind = z.enum(KINDS).describe('The kind of artifact the learner hands in: diagram, document, site or repo');
+export const kind = z.enum(ARTIFACT_KINDS).describe('The kind of artifact the learner hands in: diagram, document, site or repo');
 export const rubric = z
   .array(
     z.strictObject({

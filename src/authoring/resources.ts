@@ -17,19 +17,19 @@ import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/serv
 import { ListResourcesRequestSchema, McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import { asUser } from '../db/index.ts';
 import { UUID_RE } from '../lib/ids.ts';
-import { INVALID_PARAMS, NotFound, ToolFailure } from './errors.ts';
+import { NotFound, ToolFailure } from './errors.ts';
+import { JSONRPC } from './jsonrpc.ts';
 import { listPrograms } from './programs.ts';
 import { getProgram } from './reads.ts';
 import { findRecord } from './records.ts';
 import type { ToolContext } from './tool.ts';
 import type { Json } from './tree.ts';
 
-const RESOURCE_NOT_FOUND = -32002;
 const JSON_TYPE = 'application/json';
 export const programUri = (id: string) => `svc://programs/${id}`;
 export const activityUri = (id: string) => `svc://activities/${id}`;
 
-const notFound = (uri: string) => new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri });
+const notFound = (uri: string) => new McpError(JSONRPC.RESOURCE_NOT_FOUND, `Resource not found: ${uri}`, { uri });
 
 /** The variable `id` of a matched template, when it is a uuid. */
 function idOf(uri: URL, variables: Record<string, string | string[]>): string {
@@ -48,7 +48,7 @@ export async function readProgram(ctx: ToolContext, id: string): Promise<Json | 
     return (await asUser(ctx.deps.db, ctx.session.claims, (tx) => getProgram.run({ id, depth: 'outline' }, tx, ctx))).structured;
   } catch (err) {
     if (err instanceof NotFound) return undefined;
-    throw err instanceof ToolFailure ? new McpError(INVALID_PARAMS, err.message) : err;
+    throw err instanceof ToolFailure ? new McpError(JSONRPC.INVALID_PARAMS, err.message) : err;
   }
 }
 
@@ -94,7 +94,7 @@ export function registerResources(server: McpServer, ctx: ToolContext): void {
     try {
       page = await asUser(ctx.deps.db, ctx.session.claims, (tx) => listPrograms.run({ cursor }, tx, ctx));
     } catch (err) {
-      throw err instanceof ToolFailure ? new McpError(INVALID_PARAMS, err.message) : err;
+      throw err instanceof ToolFailure ? new McpError(JSONRPC.INVALID_PARAMS, err.message) : err;
     }
     const { programs, next_cursor } = page.structured as { programs: Json[]; next_cursor: string | null };
     return {

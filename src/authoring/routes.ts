@@ -25,17 +25,15 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { Deps } from '../deps.ts';
 import type { VerifiedSession } from '../identity/index.ts';
 import type { JudgeServices } from '../embed/index.ts';
-import { authenticate, jsonRpcError, protectedResourceDocument } from './auth.ts';
+import { authenticate, protectedResourceDocument } from './auth.ts';
 import { originGuard } from './origin.ts';
 import { wantsProgress } from './progress.ts';
 import { buildMcpServer } from './server.ts';
 import { DB_RETRY_AFTER_SECONDS, isDbUnavailable } from '../db/errors.ts';
 import { UNAVAILABLE_MESSAGE } from './errors.ts';
-import { envelopeError, INVALID_REQUEST } from './envelope.ts';
+import { envelopeError } from './envelope.ts';
+import { JSONRPC, jsonRpcError } from './jsonrpc.ts';
 
-const PARSE_ERROR = -32700;
-const INTERNAL_ERROR = -32603;
-const METHOD_NOT_ALLOWED = -32000;
 /** Body limit of POST /mcp unless configured (SVC_MCP_BODY_LIMIT): room for import_program. */
 export const DEFAULT_MCP_BODY_LIMIT = 16 * 1024 * 1024;
 
@@ -48,15 +46,15 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (isDbUnavailable(err)) {
       req.log.warn({ reason: String(err.cause) }, 'authoring: database unavailable');
-      return reply.code(503).header('retry-after', String(DB_RETRY_AFTER_SECONDS)).send(jsonRpcError(INTERNAL_ERROR, UNAVAILABLE_MESSAGE));
+      return reply.code(503).header('retry-after', String(DB_RETRY_AFTER_SECONDS)).send(jsonRpcError(JSONRPC.INTERNAL_ERROR, UNAVAILABLE_MESSAGE));
     }
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status === 500) {
       req.log.error({ err }, 'authoring request failed');
-      return reply.code(500).send(jsonRpcError(INTERNAL_ERROR, 'Internal error'));
+      return reply.code(500).send(jsonRpcError(JSONRPC.INTERNAL_ERROR, 'Internal error'));
     }
     const parse = err instanceof SyntaxError || /JSON/.test(err.code ?? '');
-    return reply.code(status).send(jsonRpcError(parse ? PARSE_ERROR : INVALID_REQUEST, parse ? 'Parse error: the body is not valid JSON' : err.message));
+    return reply.code(status).send(jsonRpcError(parse ? JSONRPC.PARSE_ERROR : JSONRPC.INVALID_REQUEST, parse ? 'Parse error: the body is not valid JSON' : err.message));
   });
 
   app.post('/', {
@@ -68,7 +66,7 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
     },
     handler: async (req, reply) => {
       if (Array.isArray(req.body)) {
-        return reply.code(400).send(jsonRpcError(INVALID_REQUEST, 'Invalid Request: JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per request'));
+        return reply.code(400).send(jsonRpcError(JSONRPC.INVALID_REQUEST, 'Invalid Request: JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per request'));
       }
       const refused = envelopeError(req.body);
       if (refused) return reply.code(refused.status).send(refused.body);
@@ -87,7 +85,7 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
         req.log.error({ err }, 'mcp transport failed');
         if (!reply.raw.headersSent) {
           reply.raw.writeHead(500, { 'content-type': 'application/json' });
-          reply.raw.end(JSON.stringify(jsonRpcError(INTERNAL_ERROR, 'Internal error')));
+          reply.raw.end(JSON.stringify(jsonRpcError(JSONRPC.INTERNAL_ERROR, 'Internal error')));
         }
       }
     },
@@ -100,7 +98,7 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
       reply
         .code(405)
         .header('allow', 'POST')
-        .send(jsonRpcError(METHOD_NOT_ALLOWED, 'Method not allowed: this MCP server is stateless; send requests with POST')),
+        .send(jsonRpcError(JSONRPC.SERVER_REFUSED, 'Method not allowed: this MCP server is stateless; send requests with POST')),
   });
 }
 

@@ -19,9 +19,9 @@ import { rerunOnConflict } from '../db/rerun.ts';
 import type { Deps } from '../deps.ts';
 import type { VerifiedSession } from '../identity/index.ts';
 import type { JudgeServices } from '../embed/index.ts';
-import { failureResult, INVALID_PARAMS, ProtocolError } from './errors.ts';
+import { failureResult, ProtocolError } from './errors.ts';
+import { JSONRPC } from './jsonrpc.ts';
 
-const INTERNAL_ERROR = -32603;
 
 /**
  * Tells the client how far a long call has got (`notifications/progress`): `done` of `total`
@@ -91,7 +91,7 @@ export async function invoke(tool: AnyTool, ctx: ToolContext, args: Record<strin
   const checked = tool.output.safeParse(answer.structured);
   if (!checked.success) {
     ctx.log.error({ tool: tool.name, issues: checked.error.issues }, 'authoring tool output does not match its schema');
-    throw new ProtocolError(INTERNAL_ERROR, `internal error: tool ${tool.name} produced an invalid result`);
+    throw new ProtocolError(JSONRPC.INTERNAL_ERROR, `internal error: tool ${tool.name} produced an invalid result`);
   }
   return toolResult(answer);
 }
@@ -118,7 +118,7 @@ export async function callTool(
   params: { name: string; arguments?: Record<string, unknown> },
 ): Promise<CallToolResult> {
   const tool = tools.get(params.name);
-  if (!tool) throw new ProtocolError(INVALID_PARAMS, `Tool ${params.name} not found`);
+  if (!tool) throw new ProtocolError(JSONRPC.INVALID_PARAMS, `Tool ${params.name} not found`);
   const parsed = tool.input.safeParse(params.arguments ?? {});
   if (!parsed.success) {
     return { isError: true, content: [{ type: 'text', text: `Invalid arguments for tool ${tool.name}: ${z.prettifyError(parsed.error)}` }] };

@@ -7,13 +7,7 @@ import { SLUG_RE } from '../lib/ids.ts';
 import { decodeCursor, DEFAULT_LIMIT, NEXT_CURSOR, page, pageInput } from './cursor.ts';
 import { defineTool, READ, type AnyTool } from './tool.ts';
 
-const MEMBERSHIPS_SQL = `
-  select t.id, t.slug, t.name, m.role
-    from memberships m join tenants t on t.id = m.tenant_id
-   where m.user_id = public.current_itera_user_id()
-   order by t.slug`;
-
-/** One page of the caller's tenants, by slug after $1 (null: from the start), $2 rows. */
+/** The caller's tenants by slug after $1 (null: from the start), at most $2 rows (null: all). */
 const TENANTS_PAGE_SQL = `
   select t.id, t.slug, t.name, m.role
     from memberships m join tenants t on t.id = m.tenant_id
@@ -46,7 +40,7 @@ const whoami = defineTool({
   annotations: READ,
   run: async (_args, tx, ctx) => {
     const [me] = await tx.query<{ svc_user_id: string | null }>('select public.current_itera_user_id() as svc_user_id');
-    const rows = await tx.query<{ id: string; slug: string; role: string }>(MEMBERSHIPS_SQL);
+    const rows = await tx.query<{ id: string; slug: string; role: string }>(TENANTS_PAGE_SQL, [null, null]);
     const { user } = ctx.session;
     return {
       structured: {

@@ -6,7 +6,7 @@
  * Throws `ConfigError` with a message naming the variable when a value is invalid.
  */
 import { z } from 'zod';
-import { DEFAULT_ACQUIRE_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from '../db/postgres.ts';
+import { DEFAULT_ACQUIRE_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from './db-defaults.ts';
 
 /** An invalid configuration; the message names the variable. */
 export class ConfigError extends Error {}

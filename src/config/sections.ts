@@ -4,7 +4,7 @@
  * config an empty environment gives, from which the test config is derived (test/helpers/harness.ts).
  */
 import { resolve } from 'node:path';
-import { DEFAULT_POOL_SIZE } from '../db/postgres.ts';
+import { DEFAULT_POOL_SIZE } from './db-defaults.ts';
 import { originList, parseEnv, parseTrustProxy, type Env } from './parse.ts';
 import type { Secrets } from './secrets.ts';
 

@@ -25,22 +25,11 @@
  * emit it to no listener and crash the process).
  */
 import { createHash } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import pg from 'pg';
+import { DEFAULT_ACQUIRE_TIMEOUT_MS, DEFAULT_POOL_SIZE, DEFAULT_STATEMENT_TIMEOUT_MS } from '../config/db-defaults.ts';
 import { asUnavailable, DbUnavailableError } from './errors.ts';
 import { listen } from './listener.ts';
 import type { Db, Queryable } from './types.ts';
-
-/**
- * Default pool size: twice the CPU cores, at least 4 (the PostgreSQL wiki's rule of thumb for
- * active connections). More busy backends than that only time-slice against each other and
- * against the server: the results API's p99 on 2 cores was 6–9× worse with 10 (bench/README.md).
- */
-export const DEFAULT_POOL_SIZE = Math.max(4, 2 * availableParallelism());
-/** Default wait for a pooled connection, in milliseconds (`SVC_DB_ACQUIRE_TIMEOUT`). */
-export const DEFAULT_ACQUIRE_TIMEOUT_MS = 5000;
-/** Default statement timeout, in milliseconds (`SVC_DB_STATEMENT_TIMEOUT`). */
-export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
 export interface PostgresOptions {
   max?: number;

@@ -14,14 +14,23 @@
  * - the caller says the answer is stale (`stale.result` / `stale.error`): a feed page that would
  *   end before the cursor it continues, an object not there yet (404).
  *
- * Each such fallback is counted in `svc_db_replica_fallbacks_total{reason}` (src/telemetry/metrics.ts):
- * the service stays up on the primary alone, and the metric is how an operator sees it doing so.
+ * Each such fallback is published on the diagnostics channel `REPLICA_FALLBACK_CHANNEL` as
+ * `{reason}`; telemetry counts it in `svc_db_replica_fallbacks_total{reason}` (src/telemetry/metrics.ts
+ * subscribes, so the database layer does not depend on telemetry): the service stays up on the
+ * primary alone, and the metric is how an operator sees it doing so.
  * Everything else the replica throws is the caller's, as from the primary. Writes, API-key and
  * session checks (revocation must hold at once) never come here: they use `deps.db`.
  */
+import { channel } from 'node:diagnostics_channel';
 import { isDbUnavailable, sqlState } from './errors.ts';
 import type { Db } from './types.ts';
-import { replicaFallbacks } from '../telemetry/metrics.ts';
+
+/** The diagnostics channel (node:diagnostics_channel) a replica fallback is published on: `{reason}`. */
+export const REPLICA_FALLBACK_CHANNEL = 'svc:db:replica-fallback';
+const fallbackChannel = channel(REPLICA_FALLBACK_CHANNEL);
+
+/** Why a replica read went to the primary. */
+export type FallbackReason = 'unavailable' | 'behind' | 'stale';
 
 /** SQLSTATEs of a replica that is behind the primary: undefined_function, serialization_failure. */
 const BEHIND = new Set(['42883', '40001']);
@@ -56,8 +65,8 @@ export async function fromReplica<T>(
   return stale.result?.(value) ? onPrimary(target.db, read, 'stale') : value;
 }
 
-/** The primary's run of a replica read, counted by why (`svc_db_replica_fallbacks_total`). */
-function onPrimary<T>(db: Db, read: (db: Db) => Promise<T>, reason: 'unavailable' | 'behind' | 'stale'): Promise<T> {
-  replicaFallbacks.inc({ reason });
+/** The primary's run of a replica read, published with why on `REPLICA_FALLBACK_CHANNEL`. */
+function onPrimary<T>(db: Db, read: (db: Db) => Promise<T>, reason: FallbackReason): Promise<T> {
+  fallbackChannel.publish({ reason } satisfies { reason: FallbackReason });
   return read(db);
 }

@@ -16,16 +16,11 @@
 import type { Queryable } from '../db/index.ts';
 import { normaliseEmail } from '../identity/index.ts';
 import type { IdpClaims } from './idp.ts';
+import { setRole } from '../lib/memberships.ts';
 
 /** `auth.identities.provider` of an IdP (the same rule as learner.ts). */
 const provider = (issuer: string) => `idp:${issuer}`;
 
-const setRole = (q: Queryable, tenantId: string, userId: string, role: 'author' | 'learner') =>
-  q.query(
-    `insert into memberships (tenant_id, user_id, role) values ($1, $2, $3)
-     on conflict (tenant_id, user_id) do update set role = excluded.role`,
-    [tenantId, userId, role],
-  );
 
 /** The svc user of an IdP subject, or undefined when it never signed in. */
 async function subjectUser(q: Queryable, issuer: string, subject: string): Promise<string | undefined> {

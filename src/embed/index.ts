@@ -45,7 +45,6 @@ export {
   setGradingMode,
   setThresholds,
   thresholdsOf,
-  ARTIFACT_KINDS,
   type CalibrationReport,
   type Example,
   type ExampleInput,

@@ -52,10 +52,10 @@ import { identifyCaller, sessionTenantId } from './learner.ts';
 import type { GradingQueue, JobOutcome } from './queue/index.ts';
 import { tenantSlug } from './session.ts';
 import { criterionResult, verdictFields } from './grading/verdict-view.ts';
+import { ARTIFACT_KINDS } from '../lib/artifact-kinds.ts';
 
 /** Largest `artifact.content`, in UTF-8 bytes. */
 export const MAX_CONTENT_BYTES = 256 * 1024;
-const KINDS = ['diagram', 'document', 'site', 'repo'] as const;
 
 const httpUrl = z
   .string()
@@ -68,7 +68,7 @@ export const judgeBody = z.object({
   activity_id: z.uuid().describe('The activity, which must belong to the tenant.'),
   artifact: z
     .object({
-      kind: z.enum(KINDS).describe("The kind of work; must equal the activity's kind."),
+      kind: z.enum(ARTIFACT_KINDS).describe("The kind of work; must equal the activity's kind."),
       ref_url: httpUrl.optional().describe('Where the work can be seen (fetched for grading).'),
       repo_url: httpUrl.optional().describe('The repository of the work: a git URL (cloned over http(s)) or a .tar.gz / .tar archive.'),
       content: z

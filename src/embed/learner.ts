@@ -20,6 +20,7 @@ import { AuthError, createUser, findUserById, TokenError, verifySession, type Us
 import { applyGrants } from './author-grants.ts';
 import { forbidden, unauthorized } from './errors.ts';
 import { findTenantIdp, type IdpClaims, type IdpVerifier, type TenantIdp } from './idp.ts';
+import { addLearner } from '../lib/memberships.ts';
 
 /** Namespace (first key) of the advisory locks taken on first sight of an IdP subject. */
 const IDENTITY_LOCK_NAMESPACE = 7310;
@@ -70,10 +71,7 @@ export async function findOrCreateIdpLearner(
       where provider = $1 and provider_id = $2`,
     [provider, claims.sub, JSON.stringify(identityData(idp.issuer, claims))],
   );
-  await tx.query(
-    `insert into memberships (tenant_id, user_id, role) values ($1, $2, 'learner') on conflict do nothing`,
-    [idp.tenantId, user.svc_user_id],
-  );
+  await addLearner(tx, idp.tenantId, user.svc_user_id);
   await applyGrants(tx, idp.tenantId, idp.issuer, claims, user.svc_user_id);
   return user;
 }

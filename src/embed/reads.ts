@@ -37,6 +37,7 @@ import { trySessionToken } from './learner.ts';
 import { markdownToSafeHtml } from './markdown.ts';
 import { attemptOf, attemptView } from './grading/verdict-view.ts';
 import { appealOf, appealView } from './appeal.ts';
+import { ARTIFACT_KINDS } from '../lib/artifact-kinds.ts';
 
 /** Attempts listed with a result, newest first. */
 export const MAX_ATTEMPTS = 20;
@@ -57,7 +58,7 @@ export type ResultView = z.infer<typeof resultView>;
 export const activityView = z.object({
   id: z.uuid(),
   title: z.string(),
-  kind: z.enum(['diagram', 'document', 'site', 'repo']).describe('The kind of artifact the activity expects.'),
+  kind: z.enum(ARTIFACT_KINDS).describe('The kind of artifact the activity expects.'),
   spec: z.string().describe('What to do, in Markdown.'),
   spec_html: z.string().describe('The spec rendered to sanitised HTML.'),
   rubric: z.array(z.object({ id: z.string(), criterion: z.string(), weight: z.number() })).describe('The criteria the work is graded on.'),

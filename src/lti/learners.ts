@@ -15,6 +15,7 @@ import type { Queryable } from '../db/index.ts';
 import { createUser, findUserById, type UserRow } from '../identity/index.ts';
 import type { LaunchClaims } from './launch.ts';
 import type { Platform } from './platforms.ts';
+import { addLearner } from '../lib/memberships.ts';
 
 /** Namespace (first key) of the advisory locks taken on first sight of an LTI user. */
 const LTI_IDENTITY_LOCK = 7311;
@@ -38,6 +39,6 @@ export async function ltiLearner(tx: Queryable, platform: Platform, claims: Laun
     'update auth.identities set identity_data = $3::text::jsonb, last_sign_in_at = now(), updated_at = now() where provider = $1 and provider_id = $2',
     [provider, claims.sub, JSON.stringify(data)],
   );
-  await tx.query(`insert into memberships (tenant_id, user_id, role) values ($1, $2, 'learner') on conflict do nothing`, [platform.tenant_id, user!.svc_user_id]);
+  await addLearner(tx, platform.tenant_id, user!.svc_user_id);
   return user!;
 }

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { CANONICAL_UUID_RE, UUID_RE } from '../lib/ids.ts';
 import type { Endpoint } from './cursor.ts';
 import { normalizeTimestamp } from './timestamps.ts';
+import { ARTIFACT_KINDS } from '../lib/artifact-kinds.ts';
 
 /** Rows per page when `limit` is not given, and the largest `limit` accepted. */
 export const DEFAULT_LIMIT = 50;
@@ -224,7 +225,7 @@ componentRegistry.add(Progress, { id: 'Progress', description: 'A learner’s pr
 export const Artifact = z.strictObject({
   id: uuid(),
   result_id: uuid(),
-  kind: z.enum(['diagram', 'document', 'site', 'repo']),
+  kind: z.enum(ARTIFACT_KINDS),
   ref_url: z.string().nullable(),
   repo_url: z.string().nullable(),
   verification: doc(z.unknown(), 'The grader’s verdict as stored (JSON), or null.'),
@@ -261,7 +262,7 @@ const contentFields = {
 
 export const OutlineActivity = z.strictObject({
   ...contentFields,
-  kind: z.enum(['diagram', 'document', 'site', 'repo']),
+  kind: z.enum(ARTIFACT_KINDS),
   pass_threshold: doc(z.number().int().min(0).max(100), 'Score at or above which a submission passes.'),
   rubric: doc(z.array(z.strictObject({ criterion: z.string(), weight: z.number().optional() })), 'Grading criteria with weights.'),
   spec: doc(z.string().optional(), 'What the learner must produce (markdown); only with `include=spec`.'),

@@ -23,7 +23,9 @@
 import client from '@prometheus-io/client';
 import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyMetricsModule, { type IMetricsPluginOptions } from 'fastify-metrics';
+import { subscribe } from 'node:diagnostics_channel';
 import type { Db } from '../db/index.ts';
+import { REPLICA_FALLBACK_CHANNEL, type FallbackReason } from '../db/replica.ts';
 
 // fastify-metrics is CommonJS with `exports.default`: under Node's ESM interop the plugin is `.default`.
 const fastifyMetrics = (fastifyMetricsModule as unknown as { default: FastifyPluginCallback<Partial<IMetricsPluginOptions>> }).default;
@@ -59,6 +61,7 @@ export const toolCalls = counter('svc_mcp_tool_calls_total', 'MCP tools/call req
 export const replicaFallbacks = counter('svc_db_replica_fallbacks_total', 'Replica reads answered by the primary instead, by reason (unavailable, behind, stale).', [
   'reason',
 ]);
+subscribe(REPLICA_FALLBACK_CHANNEL, (message) => replicaFallbacks.inc({ reason: (message as { reason: FallbackReason }).reason }));
 export const toolCallDuration = new client.Histogram<'tool'>({
   name: 'svc_mcp_tool_call_duration_seconds',
   help: 'Duration of MCP tool calls, in seconds.',

@@ -5,7 +5,7 @@
  * The ready answer of a server process, and its 503 while shutting down, are in shutdown.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_POOL_SIZE } from '../../src/db/postgres.ts';
+import { DEFAULT_POOL_SIZE } from '../../src/config/db-defaults.ts';
 import { backend, startApp } from '../helpers/harness.ts';
 import { freePort } from '../helpers/pg-cluster.ts';
 import { killAll, serverDatabase, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';

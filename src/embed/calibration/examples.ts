@@ -14,6 +14,7 @@ import type { Queryable } from '../../db/index.ts';
 import { refuseUrl } from '../../http/outbound.ts';
 import { MAX_CONTENT_BYTES } from '../judge.ts';
 import { rubricCriteria } from '../grading/prompt.ts';
+import type { ArtifactKind } from '../../lib/artifact-kinds.ts';
 
 /** Bad input for a calibration tool: `field` is the argument at fault (`artifact.content`, `expected.criteria[0].id`, …). */
 export class CalibrationInputError extends Error {
@@ -28,11 +29,10 @@ export class CalibrationInputError extends Error {
 /** An unknown (or another tenant's, or invisible) activity, example or report. */
 export class CalibrationNotFound extends Error {}
 
-export const ARTIFACT_KINDS = ['diagram', 'document', 'site', 'repo'] as const;
 
 export interface ExampleInput {
   activity_id: string;
-  artifact: { kind: (typeof ARTIFACT_KINDS)[number]; content?: string; ref_url?: string; repo_url?: string };
+  artifact: { kind: ArtifactKind; content?: string; ref_url?: string; repo_url?: string };
   expected: { passed: boolean; score?: number; criteria?: { id: string; met: boolean }[] };
   adversarial?: boolean;
   note?: string;

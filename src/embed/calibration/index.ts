@@ -17,7 +17,7 @@ import { gateState } from './gate.ts';
 import { releaseHeld } from './release.ts';
 import { runProgress, type RunProgress } from './runs.ts';
 
-export { addExample, CalibrationInputError, CalibrationNotFound, deleteExample, listExamples, ARTIFACT_KINDS, type Example, type ExampleInput } from './examples.ts';
+export { addExample, CalibrationInputError, CalibrationNotFound, deleteExample, listExamples, type Example, type ExampleInput } from './examples.ts';
 export { calibrationReport, checkReportAccess, type CalibrationReport } from './report.ts';
 export { requestRun, runProgress, type RunProgress } from './runs.ts';
 export { DEFAULT_THRESHOLDS, setThresholds, thresholdsOf, type Calibration, type Thresholds } from './gate.ts';
