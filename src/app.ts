@@ -14,7 +14,6 @@
  * sent back on every response, and is the access log's `reqId` and the trace's `svc.request_id`. Once shutdown has begun (src/http/shutdown.ts) every response says
  * `Connection: close`, so keep-alive clients move to another process instead of holding this one.
  */
-import { auditContextHook } from './audit/index.ts';
 import './admin/retention.ts'; // declares the retention sweep's job queue
 import { Jobs } from './jobs/index.ts';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
@@ -89,8 +88,9 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   const jobs = new Jobs(deps, app.log.child({ surface: 'jobs' }), { maintenanceIntervalSeconds: deps.config.embed.judgeLeaseSeconds / 3 });
   app.addHook('onReady', () => jobs.start());
   app.addHook('onClose', () => jobs.stop());
-  // Every request runs in an audit context carrying its request id (issue #23, src/audit).
-  app.addHook('onRequest', auditContextHook);
+  // Requests of the doors that record privileged acts run in an audit context carrying their
+  // request id (issue #23, src/audit): /admin/v1, /auth/v1/admin, the OAuth grant revocation and
+  // /mcp register `auditContextHook` themselves; the hot paths (/v1, embed, player) do not pay for it.
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
     if (app.readiness.shuttingDown) reply.header('connection', 'close');
