@@ -145,6 +145,7 @@ export const RETENTION_CRON = '0 * * * *';
 export const retentionQueue = defineQueue<{ tenant_id?: string }>({
   name: RETENTION_QUEUE,
   schedule: { cron: RETENTION_CRON },
+  pollSeconds: 10, // an hourly job: a few seconds late costs nothing, fewer idle queries
   options: { policy: 'stately', retryLimit: 2, retryDelay: 60, expireInSeconds: 3600, retentionDays: 7 },
   handler: async (job, { deps, log }) => {
     const counts = await runRetention(deps.db, { tenantId: job.data.tenant_id, now: deps.now() });

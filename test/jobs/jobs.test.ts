@@ -62,17 +62,17 @@ describe('the retention sweep, a scheduled job', () => {
     expect(queue!.policy).toBe('stately');
   });
 
-  it("a job runs the sweep with the process's clock", async () => {
+  it("a job runs the sweep with the process's clock", { timeout: 90_000 }, async () => {
     const { id: tenant } = await t.op('tenant.create', { slug: 'sweep-job' });
     await t.db.query(`insert into deletions (tenant_id, id, resource, deleted_at) values ($1, gen_random_uuid(), 'artifact', now())`, [tenant]);
     // today nothing is past the 30-day window of tombstones
     const first = await t.db.transaction((tx) => retentionQueue.enqueue(tx, {}));
-    await expect.poll(async () => (await t.db.query<{ state: string }>('select state from pgboss.job where id = $1', [first]))[0]?.state, { timeout: 15_000 }).toBe('completed');
+    await expect.poll(async () => (await t.db.query<{ state: string }>('select state from pgboss.job where id = $1', [first]))[0]?.state, { timeout: 30_000 }).toBe('completed');
     expect(await countRows(t, 'deletions', 'tenant_id = $1', [tenant])).toBe(1);
     // 31 days later the tombstone goes
     offsetDays = 31;
     const second = await t.db.transaction((tx) => retentionQueue.enqueue(tx, {}));
-    await expect.poll(async () => (await t.db.query<{ state: string }>('select state from pgboss.job where id = $1', [second]))[0]?.state, { timeout: 15_000 }).toBe('completed');
+    await expect.poll(async () => (await t.db.query<{ state: string }>('select state from pgboss.job where id = $1', [second]))[0]?.state, { timeout: 30_000 }).toBe('completed');
     expect(await countRows(t, 'deletions', 'tenant_id = $1', [tenant])).toBe(0);
     offsetDays = 0;
   });
