@@ -16,8 +16,11 @@
  *    `service_role`);
  * 4. else `cli` (the `svc` command on its own connection).
  *
- * The request id: `event.requestId`, else the ambient context's (every HTTP request enters one:
- * app.ts hooks `auditContextHook`), else null (the CLI).
+ * The request id: `event.requestId`, else the ambient context's, else null (the CLI). A door
+ * that records acts enters the context per request with `auditContextHook` (or
+ * `serviceRoleHook`) as an `onRequest` hook of its plugin or route — /admin/v1, /auth/v1/admin,
+ * `DELETE /auth/v1/user/oauth/grants`, /mcp — so requests that never audit (the results API, the
+ * embed and player hot paths) pay nothing for it.
  *
  * Nothing personal goes in: targets and details are ids and settings, never an email or a
  * learner's text (GoTrue's `auth.audit_log_entries` is the anchor for the shape).
@@ -92,9 +95,9 @@ export function auditContextHook(req: FastifyRequest, _reply: FastifyReply, done
   context.run({ requestId: req.id }, done);
 }
 
-/** Fastify `onRequest` hook of a door whose every act is the service role's (the admin ops door). */
-export function serviceRoleHook(_req: FastifyRequest, _reply: FastifyReply, done: () => void): void {
-  context.run({ ...context.getStore(), actor: { kind: 'service_role' } }, done);
+/** Fastify `onRequest` hook of a door whose every act is the service role's (the admin ops door); carries the request id too. */
+export function serviceRoleHook(req: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  context.run({ requestId: req.id, actor: { kind: 'service_role' } }, done);
 }
 
 /** Append `event` (see the header); resolves to the row's id. Throws what the database throws. */

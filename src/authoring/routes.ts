@@ -20,6 +20,7 @@
  * `protectedResourceMetadata` serves the RFC 9728 document outside the prefix; app.ts registers
  * it at the root.
  */
+import { auditContextHook } from '../audit/index.ts';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Deps } from '../deps.ts';
@@ -42,6 +43,8 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
   const { judge } = options;
   const sessions = new WeakMap<FastifyRequest, VerifiedSession>();
   app.addHook('onRequest', originGuard(deps.config));
+  // Tool calls record acts (overrides, review decisions, grading modes) with the request id (src/audit).
+  app.addHook('onRequest', auditContextHook);
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (isDbUnavailable(err)) {

@@ -44,7 +44,7 @@ export interface IdentityConfig {
     signInPerIp: number;
     signInPerEmail: number;
     refreshPerIp: number;
-    /** OAuth dynamic client registrations (POST /oauth/clients/register) per IP and window. */
+    /** OAuth dynamic client registrations (POST /oauth/clients/register) per IP and minute (a fixed 60-second window; issue #23). */
     registerPerIp: number;
     /** OAuth authorization requests (GET /oauth/authorize) per IP and minute (a fixed 60-second window). */
     authorizePerIpPerMinute: number;

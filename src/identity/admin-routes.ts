@@ -11,7 +11,7 @@
  *   user_metadata?, ban_duration?}` → the user (200, as GoTrue).
  * - `GET /admin/users/{id}` → the user; `PUT` → the updated user; `DELETE` → `{}`.
  */
-import { audit } from '../audit/index.ts';
+import { audit, auditContextHook } from '../audit/index.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
@@ -58,6 +58,8 @@ function linkTarget(req: FastifyRequest, overrides: Record<string, string>): str
 }
 
 export function adminRoutes(app: FastifyInstance, deps: Deps) {
+  // Its acts are audited with the request id (src/audit).
+  app.addHook('onRequest', auditContextHook);
   app.addHook('onRequest', async (req) => {
     if (req.method !== 'OPTIONS') requireServiceRole(deps, req);
   });

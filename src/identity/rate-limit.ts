@@ -1,7 +1,7 @@
 /**
  * Sign-in and refresh rate limits of `/auth/v1/token`, checked before any password hashing.
  *
- * Three fixed-window counters (`@fastify/rate-limit`'s stores: in memory, or Redis when
+ * Fixed-window counters (`@fastify/rate-limit`'s stores: in memory, or Redis when
  * `REDIS_URL` is set so that every process shares them):
  *
  * | counter | key | checked in | default |
@@ -9,7 +9,7 @@
  * | sign-in per IP | client address (IPv6 by /64) | `onRequest`, before the body is read | 30 / 5 min (GoTrue's `RATE_LIMIT_SIGN_IN_SIGN_UPS`) |
  * | sign-in per email | the normalised email of the body | `preHandler`, after JSON parsing, before the handler | 10 / 5 min |
  * | refresh per IP | client address | `onRequest`; also both grants of `POST /oauth/token` | 150 / 5 min (GoTrue's `RATE_LIMIT_TOKEN_REFRESH`) |
- * | client registrations per IP | client address | `POST /oauth/clients/register` | 20 / 5 min (`SVC_OAUTH_REGISTER_PER_IP`) |
+ * | client registrations per IP | client address | `onRequest` of `POST /oauth/clients/register`, before the body is read or a row stored | 60 / 1 min, its own fixed window (`SVC_OAUTH_REGISTER_PER_IP`; issue #23) |
  * | authorization requests per IP | client address | `onRequest` of `GET /oauth/authorize`, before a client metadata document is fetched or an authorization row stored | 60 / 1 min, its own fixed window (`SVC_OAUTH_AUTHORIZE_PER_IP`; issue #23) |
  *
  * The OAuth sign-in page (oauth/pages) counts against the same sign-in counters as the password
@@ -46,7 +46,7 @@ export interface TokenLimits {
   signIn(req: FastifyRequest, reply: FastifyReply, email: string): Promise<void>;
   /** The refresh counter, for `POST /oauth/token` (both of its grants). */
   oauthToken(req: FastifyRequest, reply: FastifyReply): Promise<void>;
-  /** OAuth dynamic client registrations per IP. */
+  /** OAuth dynamic client registrations per IP and minute. */
   register(req: FastifyRequest, reply: FastifyReply): Promise<void>;
   /** OAuth authorization requests (`GET /oauth/authorize`) per IP and minute. */
   authorize(req: FastifyRequest, reply: FastifyReply): Promise<void>;
@@ -77,7 +77,7 @@ export async function tokenRateLimits(app: FastifyInstance, appConfig: Pick<Conf
   const ip = (req: FastifyRequest) => normalizeIP(req.ip);
   const signInIp = make('signin-ip', config.signInPerIp, ip);
   const refreshIp = make('refresh-ip', config.refreshPerIp, ip);
-  const registerIp = make('register-ip', config.registerPerIp, ip);
+  const registerIp = make('register-ip', config.registerPerIp, ip, 60_000);
   const authorizeIp = make('authorize-ip', config.authorizePerIpPerMinute, ip, 60_000);
   // The OAuth sign-in form names its email in a form body: `signIn` records it for the key.
   const signInEmailOf = new WeakMap<FastifyRequest, string>();

@@ -6,7 +6,8 @@
  *    a new table nobody declared fails here.
  * 2. A learner seeded through every path that stores their data — an IdP session (email, subject),
  *    submissions of every artifact kind graded by the loopback model, an idempotent retry, a pass held
- *    for review (prompt injection), an appeal — each carrying a unique marker, is exported, then
+ *    for review (prompt injection), an appeal, an LTI launch (another account: the platform's sub,
+ *    name and email) — each carrying a unique marker, is exported, then
  *    erased; the whole database is dumped (`pg_dump --data-only` on PostgreSQL; every table's rows on
  *    PGlite) and holds no marker, no email, no external subject. Another learner is intact; the
  *    partner sees tombstones; the acts are audited.
@@ -21,6 +22,7 @@ import { startTestModel } from '../helpers/test-model.ts';
 import { countRows, PNG_1X1, post, seedActivity, useAppWithIdp, type SeededActivity } from '../embed/fixtures.ts';
 import { startGitServer, startSite } from '../embed/servers.ts';
 import { getJson } from '../results/fixtures.ts';
+import { startTestLms } from '../lti/lms.ts';
 
 const MARK = `mk${randomBytes(6).toString('hex')}`;
 const OTHER = `ot${randomBytes(6).toString('hex')}`;
@@ -29,6 +31,7 @@ const git = useServer(() => startGitServer({ 'README.md': `# ${MARK}-repo\nMy sh
 const site = useServer(() =>
   startSite({ [`/${MARK}-site`]: { type: 'text/html', body: `<html><body><h1>${MARK}-page</h1></body></html>` }, [`/${MARK}.png`]: { type: 'image/png', body: PNG_1X1 } }),
 );
+const lms = useServer(startTestLms);
 const { t, idp } = useAppWithIdp({ acme: {}, globex: {} }, () => startApp({ judge: testJudge(model.baseUrl) }));
 const activities: Record<string, SeededActivity> = {};
 beforeAll(async () => {
@@ -85,6 +88,24 @@ describe('svc learner export, then svc learner delete', () => {
   let token = '';
   let otherToken = '';
   let svcUserId = '';
+  let ltiUserId = '';
+  const lti = { sub: `${MARK}-lti-sub`, name: `${MARK} Lti Learner`, given_name: `${MARK}-given`, family_name: `${MARK}-family`, email: `${MARK}-lti@school.example` };
+
+  /** A learner's resource-link launch from the loopback LMS over HTTP (test/lti/launch.test.ts), with the markers of `lti` as its claims. */
+  async function ltiLaunch() {
+    const params = new URLSearchParams({ iss: lms.issuer, login_hint: lti.sub, target_link_uri: `${t.url}/lti/v1/launch`, client_id: lms.clientId, lti_deployment_id: lms.registration.deployments[0]! });
+    const login = await fetch(`${t.url}/lti/v1/login?${params}`, { redirect: 'manual' });
+    expect(login.status).toBe(302);
+    const auth = new URL(login.headers.get('location')!);
+    const claims = { ...lms.launchClaims({ activity: activities.document!.activityId, sub: lti.sub, nonce: auth.searchParams.get('nonce')! }), ...lti };
+    const res = await fetch(`${t.url}/lti/v1/launch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: login.headers.get('set-cookie')!.split(';')[0]! },
+      body: new URLSearchParams({ id_token: await lms.idToken(claims), state: auth.searchParams.get('state')! }),
+      redirect: 'manual',
+    });
+    expect(res.status, await res.text()).toBe(200);
+  }
   const judge = (tok: string, kind: string, artifact: Record<string, unknown>, headers: Record<string, string> = {}) =>
     post(t, '/v1/embed/judge', { tenant: 'acme', activity_id: activities[kind]!.activityId, artifact: { kind: kind === 'held' ? 'document' : kind, ...artifact } }, { authorization: `Bearer ${tok}`, ...headers });
 
@@ -109,13 +130,19 @@ describe('svc learner export, then svc learner delete', () => {
     const appeal = await post(t, `/v1/embed/results/${doc.body.result_id}/appeal`, { message: `Please look again ${MARK}-appeal.` }, { authorization: `Bearer ${(session.body as { access_token: string }).access_token}` });
     expect(appeal.status).toBe(201);
 
+    // An LTI launch: another account of the tenant, named by the platform's sub, with its name and email.
+    await t.op('lti.platforms.add', { tenant: 'acme', ...lms.registration });
+    await ltiLaunch();
+    ltiUserId = (await t.db.query<{ id: string }>(`select u.id from users u join auth.identities i on i.user_id = u.auth_user_id where i.provider_id = $1`, [lti.sub]))[0]!.id;
+    expect(await countRows(t, 'lti_context_members', 'user_id = $1', [ltiUserId])).toBe(1);
+
     // Another learner of the same tenant, whose data must survive.
     expect((await judge(otherToken, 'document', { content: `Other essay ${OTHER}-doc.` })).status).toBe(200);
   }, 120_000);
 
   it('seeding put the markers in the ledger, the artifacts, the reviews and the identities', async () => {
     const dump = await dumpTables();
-    for (const m of [`${MARK}-doc`, `${MARK}-repo`, `${MARK}-page`, `${MARK}-held`, `${MARK}-appeal`, email, subject]) expect(dump, m).toContain(m);
+    for (const m of [`${MARK}-doc`, `${MARK}-repo`, `${MARK}-page`, `${MARK}-held`, `${MARK}-appeal`, email, subject, lti.sub, lti.name, lti.email]) expect(dump, m).toContain(m);
     expect(await countRows(t, 'model_requests', `body::text like '%${MARK}-doc%'`)).toBeGreaterThan(0);
   });
 
@@ -154,13 +181,17 @@ describe('svc learner export, then svc learner delete', () => {
     // then from globex: nothing left, the IdP-only account goes
     const fromGlobex = await t.op('learner.delete', { tenant: 'globex', svc_user_id: svcUserId });
     expect(fromGlobex.deleted.account).toBe(true);
+    // the LTI learner: their identity (sub, name, email), course membership and account go
+    const fromLti = await t.op('learner.delete', { tenant: 'acme', svc_user_id: ltiUserId });
+    expect(fromLti.erased.lti).toMatchObject({ lti_identities: 1, lti_context_members: 1 });
+    expect(fromLti.deleted.account).toBe(true);
 
     const dump = await dumpDatabase();
     const where = (m: string) => {
       let table = '';
       return dump.split('\n').flatMap((line) => (line.startsWith('-- ') || line.startsWith('COPY ') ? ((table = line.slice(0, 80)), []) : line.includes(m) ? [`${table}: ${line.slice(0, 200)}`] : []));
     };
-    for (const m of [MARK, email, subject]) expect(where(m), m).toEqual([]);
+    for (const m of [MARK, email, subject, lti.sub, lti.name, lti.email]) expect(where(m), m).toEqual([]);
     // the other learner is intact
     expect(dump).toContain(`${OTHER}-doc`);
     expect(dump).toContain(`${OTHER}-subject`);

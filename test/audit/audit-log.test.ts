@@ -8,7 +8,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { post } from '../embed/fixtures.ts';
 import { auth } from '../identity/helpers.ts';
 import { expectError, getJson, walk } from '../results/fixtures.ts';
-import { fails, ok } from '../authoring/helpers.ts';
+import { fails, ok, signIn } from '../authoring/helpers.ts';
+import { asUser } from '../../src/db/index.ts';
+import { rawFlow } from '../identity/oauth/helpers.ts';
 import { learnerSession, submit, importTree, useLifecycleWorld } from '../authoring/lifecycle-world.ts';
 
 const x = useLifecycleWorld();
@@ -137,6 +139,23 @@ describe('admin acts (svc, as the CLI runs them)', () => {
   });
 });
 
+describe('a user ending an OAuth grant (DELETE /auth/v1/user/oauth/grants)', () => {
+  it('one row: the user as actor, the client by id, the request id; an unknown grant leaves none', async () => {
+    const flow = await rawFlow(t(), 'author@acme.test', 'correct horse battery');
+    const session = (await (await auth(t(), '/token?grant_type=password', { method: 'POST', body: { email: 'author@acme.test', password: 'correct horse battery' } })).json()) as { access_token: string };
+    await fresh();
+    const revoke = (clientId: string) => auth(t(), `/user/oauth/grants?client_id=${clientId}`, { method: 'DELETE', bearer: session.access_token });
+    const res = await revoke(flow.clientId);
+    expect(res.status).toBeLessThan(300);
+    const me = await svcIdOf('author@acme.test');
+    expect(await fresh()).toMatchObject([
+      { action: 'oauth.grant.revoke', actor_kind: 'user', actor_id: me, tenant_id: NIL, target_type: 'user', target_id: me, detail: { client_id: flow.clientId }, request_id: res.headers.get('x-request-id') },
+    ]);
+    expect((await revoke(flow.clientId)).status).toBe(404);
+    expect(await fresh()).toEqual([]);
+  });
+});
+
 describe('authors’ acts through MCP: the author is the actor (set by the database from the claims)', () => {
   it('override_verdict, resolve_review (uphold an appeal), set_grading: one row each; refusals none', async () => {
     const tree = await importTree(x.author, 'acme', 1, 1, 2);
@@ -207,6 +226,22 @@ describe('append-only', () => {
       }
     }
     expect(await count()).toBe(n);
+  });
+});
+
+describe('svc.audit as an author (authenticated, RLS on)', () => {
+  it('appends only to a tenant the caller is an author of: another tenant, or none, is refused (42501), nothing stored', async () => {
+    // author@globex.test is an author of globex only
+    const token = await signIn(t(), 'author@globex.test', 'correct horse battery');
+    const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+    const [acme, globex] = [await tenantIdOf('acme'), await tenantIdOf('globex')];
+    const append = (tenant: string | null) =>
+      asUser(t().db, claims, (tx) => tx.query(`select svc.audit($1, 'cli', null, 'grading.mode.set', 'activity', 'forged', null, '{}'::jsonb)`, [tenant]));
+    await fresh();
+    for (const tenant of [acme, null]) await expect(append(tenant), String(tenant)).rejects.toMatchObject({ code: '42501' });
+    expect(await fresh()).toEqual([]);
+    await append(globex);
+    expect(await fresh()).toMatchObject([{ tenant_id: globex, actor_kind: 'user', action: 'grading.mode.set', target_id: 'forged' }]);
   });
 });
 

@@ -13,11 +13,14 @@
  * revoked the same way: it is stateless (a JWT bound to its `session_id`), so ending its session is
  * the only way to stop it.
  *
- * Answers: 200 with an empty body whether or not the token was known, expired, already revoked,
- * or issued to another client (RFC 7009 §2.2: "invalid tokens do not cause an error response";
- * a token of another client is left alone and answered the same, so the endpoint never tells a
- * caller whether someone else's token exists). Errors in OAuth's shape (errors.ts):
+ * Answers: 200 with an empty body whether or not the token was known, expired or already revoked
+ * (RFC 7009 §2.2: "invalid tokens do not cause an error response"). A token issued to another
+ * client (another OAuth client, or a first-party session) is refused and stays valid: RFC 7009
+ * §2.1 ("verifies whether the token was issued to the client making the revocation request. If
+ * this validation fails, the request is refused and the client is informed of the error"), with
+ * RFC 6749 §5.2's code for a grant "issued to another client". Errors in OAuth's shape (errors.ts):
  * 400 `invalid_request` (no `token`, a parameter that is not one string),
+ * 400 `invalid_grant` (the token was issued to another client; nothing revoked),
  * 401 `invalid_client` (no `client_id`, or an unknown or revoked client).
  */
 import type { Deps } from '../../deps.ts';
@@ -46,30 +49,37 @@ export async function revokeToken(deps: Deps, body: Record<string, unknown>): Pr
   if (!(await knownClient(deps.db, clientId))) throw new OAuthError(401, 'invalid_client', 'unknown or revoked client');
   if (token.length > 4096) return undefined;
 
-  const asRefresh = () => refreshSession(deps, token, clientId);
-  const asAccess = () => accessSession(deps, token, clientId);
-  const sessionId = hint === 'access_token' ? ((await asAccess()) ?? (await asRefresh())) : ((await asRefresh()) ?? (await asAccess()));
-  if (!sessionId) return undefined;
-  await deps.db.query('delete from auth.sessions where id = $1 and oauth_client_id = $2', [sessionId, clientId]);
-  return sessionId;
+  const asRefresh = () => refreshSession(deps, token);
+  const asAccess = () => accessSession(deps, token);
+  const found = hint === 'access_token' ? ((await asAccess()) ?? (await asRefresh())) : ((await asRefresh()) ?? (await asAccess()));
+  if (!found) return undefined;
+  if (found.clientId !== clientId) throw new OAuthError(400, 'invalid_grant', 'the token was issued to another client');
+  await deps.db.query('delete from auth.sessions where id = $1 and oauth_client_id = $2', [found.sessionId, clientId]);
+  return found.sessionId;
 }
 
-/** The session of a refresh token issued to `clientId` (live or already rotated), if any. */
-async function refreshSession(deps: Deps, token: string, clientId: string): Promise<string | undefined> {
+/** A token's session and the OAuth client it was issued to (null: a first-party session). */
+interface TokenOwner {
+  sessionId: string;
+  clientId: string | null;
+}
+
+/** The session of a refresh token (live or already rotated) and its client, if any. */
+async function refreshSession(deps: Deps, token: string): Promise<TokenOwner | undefined> {
   if (token.length < 16 || token.length > 512) return undefined;
-  const [row] = await deps.db.query<{ session_id: string }>(
-    `select rt.session_id from auth.refresh_tokens rt join auth.sessions s on s.id = rt.session_id
-      where rt.token_hash = $1 and s.oauth_client_id = $2`,
-    [sha256Hex(token), clientId],
+  const [row] = await deps.db.query<{ session_id: string; client_id: string | null }>(
+    `select rt.session_id, s.oauth_client_id::text as client_id from auth.refresh_tokens rt join auth.sessions s on s.id = rt.session_id
+      where rt.token_hash = $1`,
+    [sha256Hex(token)],
   );
-  return row?.session_id;
+  return row && { sessionId: row.session_id, clientId: row.client_id };
 }
 
-/** The session of a valid (signed, unexpired) access token issued to `clientId`, if any. */
-async function accessSession(deps: Deps, token: string, clientId: string): Promise<string | undefined> {
+/** The session of a valid (signed, unexpired) access token and its client, if any. */
+async function accessSession(deps: Deps, token: string): Promise<TokenOwner | undefined> {
   try {
     const claims = await verifyAccessToken(deps, token, [AUDIENCE, mcpResource(deps)]);
-    return claims.client_id === clientId ? claims.session_id : undefined;
+    return claims.session_id ? { sessionId: claims.session_id, clientId: typeof claims.client_id === 'string' ? claims.client_id : null } : undefined;
   } catch {
     return undefined;
   }

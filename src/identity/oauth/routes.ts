@@ -20,7 +20,7 @@
  * `application/x-www-form-urlencoded`; a parameter given twice is refused (RFC 6749 §3.1).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { audit } from '../../audit/index.ts';
+import { audit, auditContextHook } from '../../audit/index.ts';
 import { DB_RETRY_AFTER_SECONDS, isDbUnavailable } from '../../db/errors.ts';
 import type { Deps } from '../../deps.ts';
 import { AuthError, sendAuthError, unavailable } from '../errors.ts';
@@ -240,7 +240,7 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
 
   app.get('/user/oauth/grants', { config: { surface: 'gotrue' } }, async (req) => listGrants(deps.db, (await requireSession(deps, req)).user.id));
 
-  app.delete('/user/oauth/grants', { config: { surface: 'gotrue' } }, async (req, reply) => {
+  app.delete('/user/oauth/grants', { config: { surface: 'gotrue' }, onRequest: auditContextHook }, async (req, reply) => {
     const { user } = await requireSession(deps, req);
     const clientId = (req.query as Record<string, unknown>).client_id;
     if (typeof clientId !== 'string' || !clientId || clientId.length > 2048) throw new AuthError(400, 'validation_failed', 'client_id is required');

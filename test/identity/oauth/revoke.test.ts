@@ -2,11 +2,11 @@
  * Issue #23: RFC 7009 token revocation at `POST /auth/v1/oauth/revoke`, with plain HTTP as a host
  * sends it. Revoking a refresh token ends its session at once (the refresh token and the session's
  * access tokens stop working); an access token is revoked the same way; an unknown token answers
- * 200 (RFC 7009 §2.2); a token of another client is left alone; errors are OAuth's shape.
+ * 200 (RFC 7009 §2.2); a token of another client is refused and stays valid (§2.1); errors are OAuth's shape.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { seedAuthor, useApp } from '../../helpers/harness.ts';
-import { mcpInitialize } from '../helpers.ts';
+import { auth, mcpInitialize } from '../helpers.ts';
 import { rawFlow, register, token } from './helpers.ts';
 
 const author = { email: 'ada@revoke.test', password: 'correct horse battery' };
@@ -74,15 +74,25 @@ describe('POST /auth/v1/oauth/revoke', () => {
     expect(await mcpStatus(String(flow.body.access_token))).toBe(200);
   });
 
-  it('another client’s token is left alone (answered 200, nothing revealed)', async () => {
+  it('another client’s token is refused (RFC 7009 §2.1: 400 invalid_grant) and stays valid', async () => {
     const flow = await rawFlow(t, author.email, author.password);
     const other = await register(t);
     for (const tok of [String(flow.body.refresh_token), String(flow.body.access_token)]) {
-      expect((await revoke({ token: tok, client_id: other })).status).toBe(200);
+      for (const hint of ['refresh_token', 'access_token']) {
+        const res = await revoke({ token: tok, client_id: other, token_type_hint: hint });
+        expect(res.status).toBe(400);
+        expect(Object.keys(res.body ?? {}).sort()).toEqual(['error', 'error_description']);
+        expect(res.body?.error).toBe('invalid_grant');
+      }
     }
+    expect(await sessionsOf(flow.clientId)).toBe(1);
     expect(await mcpStatus(String(flow.body.access_token))).toBe(200);
     const refreshed = await token(t, { grant_type: 'refresh_token', refresh_token: String(flow.body.refresh_token), client_id: flow.clientId });
     expect(refreshed.status).toBe(200);
+    // a first-party session's refresh token was issued to no OAuth client: refused too, and it still refreshes
+    const firstParty = (await (await auth(t, '/token?grant_type=password', { method: 'POST', body: author })).json()) as { refresh_token: string };
+    expect((await revoke({ token: firstParty.refresh_token, client_id: other })).body?.error).toBe('invalid_grant');
+    expect((await auth(t, '/token?grant_type=refresh_token', { method: 'POST', body: { refresh_token: firstParty.refresh_token } })).status).toBe(200);
   });
 
   it('bad requests: OAuth error shape, nothing revoked', async () => {
