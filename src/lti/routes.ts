@@ -9,6 +9,10 @@
  *                        and sets the browser-binding cookie. With `lti_storage_target`, a page
  *                        that first puts the binding value in the platform's storage
  *                        (`lti.put_data`), then submits the authentication request (GET form).
+ *   GET /register/<code> LTI Dynamic Registration 1.0 (registration/): the platform opens the URL
+ *                        `svc lti registration-url` printed, with `openid_configuration` and
+ *                        `registration_token`; the tool registers itself there and stores the
+ *                        registration in the code's tenant; a page that closes the platform's dialog.
  *   POST /launch         the platform's form post of `id_token` + `state` (launch.ts): verified,
  *                        the learner mapped (learners.ts), then the player page (src/player, the
  *                        same as /embed/v1/play) with a session bound to the tenant handed to it — no
@@ -38,6 +42,7 @@ import { resourceLinkLaunch } from './resource-link.ts';
 import { deepLinkingLaunch } from './deep-linking.ts';
 import { bindingCookie, MAX_HINT_CHARS, readState, sha256, startLogin, STATE_SECONDS, type LoginParams } from './login.ts';
 import { PlatformKeys } from './platform-keys.ts';
+import { registerWithCode } from './registration/index.ts';
 import { findPlatform, hasDeployment, platformById } from './platforms.ts';
 import { sendAutoSubmit, sendErrorPage, sendNewWindowPage, sendStoragePage } from './pages.ts';
 
@@ -123,6 +128,9 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
       .header('cross-origin-resource-policy', 'cross-origin')
       .send(await toolKeys.get()),
   );
+
+  // LTI Dynamic Registration 1.0 (registration/): the platform opens the URL `svc lti registration-url` printed.
+  app.get<{ Params: { code: string } }>('/register/:code', async (req, reply) => registerWithCode(deps, req.params.code, formOf(req.query), reply));
 
   /** Refusal before the platform is known (login): framed by any registered platform. */
   const refuseLogin = (message: string, code = 'invalid_login') => new LaunchError(400, code, 'This activity could not be opened', message);
