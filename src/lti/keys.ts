@@ -123,12 +123,13 @@ export const PUBLISHED_SET_MAX_AGE_MS = 60_000;
 
 /**
  * The published set of one app (`GET /lti/v1/jwks`, public, fetched by every platform that checks
- * a token of ours): read from the database at most once per `maxAgeMs`, by one request at a time,
- * and dropped at once when a rotation is notified on `LTI_KEYS_CHANNEL` (any process).
+ * a token of ours): read from the database at most once per `maxAgeMs` (and no longer than until
+ * the soonest retired key leaves the set), by one request at a time, and dropped at once when a
+ * rotation is notified on `LTI_KEYS_CHANNEL` (any process).
  */
 export class PublishedKeys {
   private kept: { set: { keys: PublicJwk[] }; at: number } | undefined;
-  private pending: Promise<{ keys: PublicJwk[] }> | undefined;
+  private pending: Promise<{ set: { keys: PublicJwk[] }; ms: number | null }> | undefined;
   private generation = 0;
   constructor(
     private readonly db: Pick<Db, 'transaction' | 'listen'>,
@@ -154,10 +155,19 @@ export class PublishedKeys {
   async get(): Promise<{ keys: PublicJwk[] }> {
     if (this.kept && Date.now() - this.kept.at < this.maxAgeMs) return this.kept.set;
     const generation = this.generation;
-    const read = (this.pending ??= this.db.transaction((tx) => publicKeySet(tx)));
+    const read = (this.pending ??= this.db.transaction(async (tx) => {
+      const set = await publicKeySet(tx);
+      // Kept no longer than until the soonest retired key leaves the set.
+      const [row] = await tx.query<{ ms: number | null }>(
+        `select (extract(epoch from min(retired_at) + make_interval(secs => $1) - now()) * 1000)::float8 as ms from lti_keys where retired_at is not null`,
+        [RETIRED_KEY_SECONDS],
+      );
+      return { set, ms: row?.ms ?? null };
+    }));
     try {
-      const set = await read;
-      if (generation === this.generation) this.kept = { set, at: Date.now() };
+      const { set, ms } = await read;
+      const maxAge = ms === null ? this.maxAgeMs : Math.max(0, Math.min(this.maxAgeMs, ms));
+      if (generation === this.generation) this.kept = { set, at: Date.now() - (this.maxAgeMs - maxAge) };
       return set;
     } finally {
       if (this.pending === read) this.pending = undefined;
