@@ -89,3 +89,21 @@ describe('dynamic registration in the browser', () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe('the LTI player when its session ends', () => {
+  it('tells the learner to open the activity again from the LMS', async () => {
+    await t.op('lti.platforms.add', { tenant: 'acme', ...lms.registration });
+    const page = await newPage(browser);
+    await page.clock.install();
+    await page.goto(`${lms.origin}/course?${new URLSearchParams({ activity: world.acme.activityId, sub: 'sleepy', tool: asLocalhost(t.url) })}`);
+    const frame = await (await page.waitForSelector('iframe[title="Activity"]', { state: 'attached' })).contentFrame();
+    await frame!.waitForURL(/\/lti\/v1\/launch$/, { waitUntil: 'domcontentloaded', timeout: 20_000 });
+    await frame!.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
+    // The session ends on the server (signed out, expired): the page's refresh is refused.
+    await t.db.query(`delete from auth.sessions where user_id = (select user_id from auth.identities where provider like 'lti:%' and provider_id = 'sleepy')`);
+    await page.clock.runFor(2 * 3600 * 1000);
+    await frame!.getByRole('alert').getByText(/Your session has ended\. To go on, open the activity again from your course in the LMS/).waitFor({ timeout: 10_000 });
+    await expectAccessible(page, 'lti-session-ended');
+    await page.context().close();
+  }, 60_000);
+});
