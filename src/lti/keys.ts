@@ -14,6 +14,10 @@
  * of a token we sign (`TOKEN_LIFETIME_SECONDS`) plus the clock skew a platform may allow
  * (`CLOCK_SKEW_SECONDS`) — so every token signed before the rotation still verifies until it has
  * expired; after that the row is deleted at the next rotation.
+ *
+ * Costs: a private key is imported once per process (by kid); `GET /lti/v1/jwks` serves a set kept
+ * in memory (`PublishedKeys`: at most 60 s, never past the soonest retired key's removal, dropped
+ * at once on the NOTIFY a rotation sends on `LTI_KEYS_CHANNEL`).
  */
 import { randomBytes } from 'node:crypto';
 import { exportJWK, exportPKCS8, generateKeyPair, importPKCS8, type CryptoKey, type JWK } from 'jose';
