@@ -148,6 +148,7 @@ describe('dynamic registration', () => {
 
   it('refuses an expired code (the clock moved 24 h), an unknown or malformed code, a request without openid_configuration', async () => {
     const minted = await mint();
+    const hits = world.reg.configHits;
     clockOffsetMs = 24 * 3_600_000 + 1000;
     expectRefused(await open(minted.url), 410, 'code_expired');
     clockOffsetMs = 0;
@@ -158,7 +159,7 @@ describe('dynamic registration', () => {
     const notHttp = await fetch(`${minted.url}?openid_configuration=javascript:alert(1)`);
     expectRefused({ res: notHttp, html: await notHttp.text() }, 400, 'invalid_request');
     expect(await platforms()).toEqual([]);
-    expect(world.reg.configHits).toBeGreaterThanOrEqual(0);
+    expect(world.reg.configHits).toBe(hits); // a refused code never reaches out to the LMS
   });
 
   it('refuses a code held by a running registration', async () => {
