@@ -89,6 +89,13 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
     action: 'lti.platform.remove',
     target: { type: 'lti_platform', id: `${String(args.issuer)} ${String(args.client_id)}` },
   }),
+  // A registration URL is named by its code's id (the code itself is never stored or logged).
+  'lti.registration_url': async (_q, _a, out) => ({
+    tenantId: await tenantIdOf(_q, out.tenant),
+    action: 'lti.registration_url.create',
+    target: { type: 'lti_registration_code', id: String(out.id) },
+    detail: { expires_at: String(out.expires_at) },
+  }),
   'lti.keys.rotate': async (_q, _a, out) => ({ tenantId: null, action: 'lti.keys.rotate', target: { type: 'lti_key', id: String(out.kid) } }),
 };
 

@@ -55,7 +55,7 @@ import { auditOp } from './audited.ts';
 import { retentionOf, runRetention, setRetention, type Days } from './retention.ts';
 import { eraseEveryTenant, eraseLearnerData, exportLearnerData, isLearnerOf, learnerScope } from './learner-data.ts';
 import { listAuditEvents } from '../audit/index.ts';
-import { addPlatform, listKeys, listPlatforms, PlatformTaken, removePlatform, rotateKey, toolConfig, type PlatformInput } from '../lti/index.ts';
+import { addPlatform, listKeys, listPlatforms, mintRegistrationUrl, PlatformTaken, removePlatform, rotateKey, toolConfig, type PlatformInput } from '../lti/index.ts';
 import { setRole } from '../lib/memberships.ts';
 
 export class AdminError extends Error {
@@ -351,6 +351,11 @@ export const ops = {
       }
       return { tenant: a.tenant, issuer: a.issuer, client_id: a.client_id, removed: true };
     },
+  },
+  // svc lti registration-url: a single-use LTI Dynamic Registration URL for a tenant (24 h; src/lti/registration/).
+  'lti.registration_url': {
+    args: z.object({ tenant: slug, base_url: url }),
+    run: async (q: Queryable, a: { tenant: string; base_url: string }) => mintRegistrationUrl(q, await tenantId(q, a.tenant), a.tenant, a.base_url),
   },
   'lti.config': { args: z.object({ base_url: url }), run: async (_q: Queryable, a: { base_url: string }) => toolConfig(a.base_url) },
   'lti.keys.list': { args: z.object({}), run: (q: Queryable) => listKeys(q) },

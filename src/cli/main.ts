@@ -315,7 +315,7 @@ const platformText = (p: Record<string, unknown>) =>
     `  auth ${p.auth_url}`,
     `  token ${p.token_url}${p.token_audience ? ` (audience ${p.token_audience})` : ''}`,
     `  jwks ${p.jwks_url}`,
-    `  deployments ${(p.deployments as string[]).join(', ') || '(none: launches are refused until one is added)'}`,
+    `  deployments ${p.any_deployment ? `any (dynamic registration without a deployment id)${(p.deployments as string[]).length ? `; ${(p.deployments as string[]).join(', ')}` : ''}` : (p.deployments as string[]).join(', ') || '(none: launches are refused until one is added)'}`,
   ].join('\n');
 opCommand(platforms, 'add <tenant-slug>', "register an LMS for a tenant (again with the same issuer and client id: update its URLs, add deployments)", 'lti.platforms.add', ([t], o) => ({
   tenant: t,
@@ -358,6 +358,18 @@ lti
           `domain:                             ${c.domain}`,
           `scopes:                             ${c.scopes.join(' ')}`,
         ].join('\n'),
+    });
+  });
+lti
+  .command('registration-url <tenant-slug>')
+  .description('mint a single-use LTI Dynamic Registration URL for a tenant (valid 24 h): give it to the LMS ("register a tool by URL")')
+  .addOption(json)
+  .action(async (tenant: string, options: { json?: boolean }) => {
+    const config = loadConfig(process.env, { requireSecrets: false });
+    const result = await (await resolveTarget(config)).run('lti.registration_url', { tenant, base_url: config.baseUrl });
+    print(result, {
+      json: Boolean(options.json),
+      printer: (r) => `${r.url}\n(single use, for ${r.tenant}; expires ${r.expires_at})`,
     });
   });
 const ltiKeys = lti.command('keys').description("the tool's RS256 signing keys (published at /lti/v1/jwks)");

@@ -29,8 +29,45 @@ export function platformAncestors(platform: Pick<Platform, 'issuer' | 'auth_url'
   return ancestorsOf([originOf(platform.issuer), originOf(platform.auth_url), originOf(presentation?.return_url), originOf(toolPlatform?.url)]);
 }
 
-/** Every registered platform's origins (a page shown before the platform is known). */
+/** Most registrations whose origins an error page lists (the query is capped to them, newest first). */
+export const MAX_ANCESTOR_PLATFORMS = 200;
+
+/** Every registered platform's origins (a page shown before the platform is known), at most `MAX_ANCESTOR_PLATFORMS` registrations. */
 export async function allPlatformAncestors(q: Queryable): Promise<string> {
-  const rows = await q.query<{ issuer: string; auth_url: string }>('select issuer, auth_url from lti_platforms order by created_at limit 200');
+  const rows = await q.query<{ issuer: string; auth_url: string }>('select issuer, auth_url from lti_platforms order by created_at desc limit $1', [MAX_ANCESTOR_PLATFORMS]);
   return ancestorsOf(rows.flatMap((r) => [originOf(r.issuer), originOf(r.auth_url)]));
+}
+
+/**
+ * `allPlatformAncestors` for the error pages of one app, read at most once per `maxAgeMs` (a
+ * burst of refused logins makes one query, not one each). `last()` is the value of the latest
+ * read without a query (`'none'` before any): what a page shows while the database is down.
+ */
+export class AllPlatformAncestors {
+  private value = "'none'";
+  private at = 0;
+  private pending: Promise<string> | undefined;
+  constructor(
+    private readonly q: Queryable,
+    private readonly maxAgeMs = 30_000,
+  ) {}
+
+  last(): string {
+    return this.value;
+  }
+
+  async get(): Promise<string> {
+    if (Date.now() - this.at < this.maxAgeMs) return this.value;
+    this.pending ??= allPlatformAncestors(this.q)
+      .then((v) => {
+        this.value = v;
+        this.at = Date.now();
+        return v;
+      })
+      .catch(() => this.value)
+      .finally(() => {
+        this.pending = undefined;
+      });
+    return this.pending;
+  }
 }

@@ -6,10 +6,12 @@
  * - the plugin `ltiRoutes` (`/lti/v1`);
  * - the tool's keys (`svc lti keys list|rotate`, `GET /lti/v1/jwks`);
  * - platform registrations (`svc lti platforms add|list|remove`);
- * - the registration values (`svc lti config`).
+ * - the registration values (`svc lti config`);
+ * - dynamic registration URLs (`svc lti registration-url`).
  */
 export { default as ltiRoutes } from './routes.ts';
 export { currentKey, listKeys, publicKeySet, rotateKey, RETIRED_KEY_SECONDS, TOKEN_LIFETIME_SECONDS, type KeyInfo, type PublicJwk } from './keys.ts';
 export { addPlatform, findPlatform, listPlatforms, PlatformTaken, removePlatform, type Platform, type PlatformInput } from './platforms.ts';
 export { toolConfig, TOOL_SCOPES, type ToolConfig } from './config.ts';
 export { ltiLearnerData } from './learner-data.ts';
+export { mintRegistrationUrl, CODE_TTL_HOURS, type MintedCode } from './registration/index.ts';

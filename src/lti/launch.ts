@@ -9,8 +9,8 @@
  * 3. the id_token is a compact JWS of at most `MAX_ID_TOKEN_CHARS`, `alg` RS256 only (none, HS256
  *    — e.g. signed with the platform's public key — and every other algorithm are refused), with a
  *    `kid` found in the registration's JWK set (platform-keys.ts); signature;
- * 4. `iss` = the registration's issuer; `aud` = its client id, or an array holding it, and then
- *    `azp` (required when there are several audiences) = the client id;
+ * 4. `iss` = the registration's issuer; `aud` = its client id, or an array holding it; `azp`
+ *    required when there are several audiences, and when present (whatever `aud` is) = the client id;
  * 5. `exp` in the future and `iat` not in the future, each with `CLOCK_SKEW_SECONDS` of leeway;
  * 6. `nonce` = the state's nonce; the nonce and the state are then each used once
  *    (`lti_used_values`, in the launch's transaction: `replayed`);
@@ -79,10 +79,11 @@ const refuse = (code: string, message: string, status = 400) => new LaunchError(
 export type LaunchClaims = JWTPayload & { sub: string; nonce: string } & Record<string, unknown>;
 
 /**
- * Verify `idToken` for `platform` and `state` (rules 3–7 but single use, which `consumeOnce`
- * does in the launch's transaction). Throws `LaunchError`.
+ * Verify `idToken` for `platform` (read with its deployments: rule 7 makes no query) and `state`
+ * (rules 3–7 but single use, which `useLaunchOnce` does in the launch's transaction). Throws
+ * `LaunchError`.
  */
-export async function verifyIdToken(q: Queryable, keys: PlatformKeys, platform: Platform, state: LoginState, idToken: string, now: Date): Promise<LaunchClaims> {
+export async function verifyIdToken(keys: PlatformKeys, platform: Platform, state: LoginState, idToken: string, now: Date): Promise<LaunchClaims> {
   if (idToken.length > MAX_ID_TOKEN_CHARS) throw refuse('invalid_id_token', 'The sign-in token from the LMS is too long.');
   if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(idToken)) throw refuse('invalid_id_token', 'The sign-in token from the LMS is not a JWT.');
   let header;
@@ -118,13 +119,17 @@ export async function verifyIdToken(q: Queryable, keys: PlatformKeys, platform: 
   }
   const c = payload as LaunchClaims;
   if (typeof c.iat !== 'number' || c.iat > now.getTime() / 1000 + CLOCK_SKEW_SECONDS) throw refuse('invalid_id_token', 'The sign-in token from the LMS is issued in the future; check the LMS clock.');
-  if (Array.isArray(c.aud) && (c.aud.length > 1 || c.azp !== undefined) && c.azp !== platform.client_id) {
+  // OpenID Connect Core §3.1.3.7 (6, 7): several audiences need `azp`; an `azp`, whatever `aud` is, must be us.
+  if (Array.isArray(c.aud) && c.aud.length > 1 && c.azp === undefined) {
     throw refuse('invalid_id_token', 'The sign-in token from the LMS has several audiences and does not name this tool as its authorized party (azp).');
+  }
+  if (c.azp !== undefined && c.azp !== platform.client_id) {
+    throw refuse('invalid_id_token', 'The sign-in token from the LMS names another authorized party (azp) than this tool.');
   }
   if (c.nonce !== state.nonce) throw refuse('invalid_id_token', 'The sign-in token from the LMS does not answer this sign-in (nonce).');
   if (typeof c.sub !== 'string' || !c.sub.trim() || c.sub.length > 255) throw refuse('invalid_id_token', 'The LMS did not say who you are (sub is empty).');
   const deployment = c[CLAIM.deploymentId];
-  if (typeof deployment !== 'string' || !(await hasDeployment(q, platform, deployment))) {
+  if (typeof deployment !== 'string' || !hasDeployment(platform, deployment)) {
     throw refuse('unknown_deployment', 'This LMS deployment is not registered with the service. Ask the LMS administrator to register its deployment id.');
   }
   if (c[CLAIM.messageType] === undefined) throw refuse('invalid_launch', 'The launch does not say what it is (message_type).');
@@ -159,16 +164,17 @@ export interface VerifiedLaunch {
 export async function useLaunchOnce(tx: Queryable, launch: VerifiedLaunch, stateSeconds: number): Promise<void> {
   const { platform, state, claims, now } = launch;
   const expires = new Date(now.getTime() + (stateSeconds + 120) * 1000);
+  await tx.query('delete from lti_used_values where tenant_id = $1 and expires_at < now()', [platform.tenant_id]);
   await consumeOnce(tx, platform.tenant_id, 'state', state.id, expires);
   await consumeOnce(tx, platform.tenant_id, 'nonce', claims.nonce, new Date(Math.max(expires.getTime(), ((claims.exp ?? 0) + 120) * 1000)));
 }
 
 /**
  * Record `value` (a state id or a nonce) of `kind` as used in tenant `tenantId` until
- * `expiresAt`; throws `LaunchError` `replayed` when it was used before. Sweeps expired rows.
+ * `expiresAt`; throws `LaunchError` `replayed` when it was used before. (`useLaunchOnce` sweeps
+ * the expired rows, once per launch.)
  */
 export async function consumeOnce(q: Queryable, tenantId: string, kind: 'state' | 'nonce', value: string, expiresAt: Date): Promise<void> {
-  await q.query('delete from lti_used_values where tenant_id = $1 and expires_at < now()', [tenantId]);
   const rows = await q.query(
     'insert into lti_used_values (tenant_id, kind, value, expires_at) values ($1, $2, $3, $4) on conflict do nothing returning value',
     [tenantId, kind, value, expiresAt.toISOString()],

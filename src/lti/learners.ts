@@ -13,7 +13,7 @@
  */
 import type { Queryable } from '../db/index.ts';
 import { createUser, findUserById, type UserRow } from '../identity/index.ts';
-import type { LaunchClaims } from './launch.ts';
+import { LaunchError, type LaunchClaims } from './launch.ts';
 import type { Platform } from './platforms.ts';
 import { addLearner } from '../lib/memberships.ts';
 
@@ -27,12 +27,19 @@ export const ltiProviderPrefix = (tenantId: string) => `lti:${tenantId}:`;
 /** `auth.identities.provider` of an LTI user of `platform`'s tenant and issuer. */
 export const ltiProvider = (p: Pick<Platform, 'tenant_id' | 'issuer'>) => `${ltiProviderPrefix(p.tenant_id)}${p.issuer}`;
 
-/** The user of the launch's `sub` (made on first launch), a member of the registration's tenant. */
-export async function ltiLearner(tx: Queryable, platform: Platform, claims: LaunchClaims): Promise<UserRow> {
+/**
+ * The user of the launch's `sub` (made on first launch), a member of the registration's tenant.
+ * Throws `LaunchError` `user_banned` (403) when the account is banned (`banned_until` after `now`).
+ */
+export async function ltiLearner(tx: Queryable, platform: Platform, claims: LaunchClaims, now = new Date()): Promise<UserRow> {
   const provider = ltiProvider(platform);
   await tx.query('select pg_advisory_xact_lock($1::int, hashtext($2::text))', [LTI_IDENTITY_LOCK, `${provider}\n${claims.sub}`]);
   const [identity] = await tx.query<{ user_id: string }>('select user_id from auth.identities where provider = $1 and provider_id = $2', [provider, claims.sub]);
   const user = identity ? await findUserById(tx, identity.user_id) : await createUser(tx, { provider, providerId: claims.sub });
+  // A banned account gets no session here either (as at /auth/v1/token): the launch's transaction rolls back.
+  if (user?.banned_until && new Date(user.banned_until) > now) {
+    throw new LaunchError(403, 'user_banned', 'Your account is blocked', 'Your account on this service is blocked, so the activity cannot be opened. Nothing was recorded. Ask your instructor or the LMS administrator.');
+  }
   const data: Record<string, unknown> = { iss: platform.issuer, sub: claims.sub, source: 'lti' };
   for (const name of PROFILE) if (typeof claims[name] === 'string' && (claims[name] as string).length <= 500) data[name] = claims[name];
   await tx.query(

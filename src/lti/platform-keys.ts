@@ -4,7 +4,8 @@
  * `SVC_FETCH_ALLOW_PRIVATE`, `KEYS_TIMEOUT_MS`, at most `KEYS_MAX_BYTES`), kept per URL for
  * `KEYS_MAX_AGE_MS`; a token whose `kid` is not in the kept set fetches the set again, at most
  * once per `KEYS_COOLDOWN_MS` per URL (platforms rotate; random kids cannot make us hammer one).
- * A set that is not JSON with a `keys` array, too big, slow or unreachable throws `PlatformKeysError`.
+ * Concurrent requests for a URL that must be fetched share one fetch (single flight). A set that
+ * is not JSON with a `keys` array, too big, slow or unreachable throws `PlatformKeysError`.
  */
 import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config.ts';
@@ -26,6 +27,7 @@ interface Kept {
 /** Per-app cache of platform key sets (one per JWK set URL). */
 export class PlatformKeys {
   private readonly kept = new Map<string, Kept>();
+  private readonly inflight = new Map<string, Promise<Kept>>();
   constructor(private readonly config: Pick<Config, 'fetchAllowPrivate' | 'fetchCa'>) {}
 
   /** jose's key resolver for `url`, with a set that holds `kid` when the platform has it. */
@@ -33,10 +35,19 @@ export class PlatformKeys {
     const now = Date.now();
     const kept = this.kept.get(url);
     if (kept && now - kept.at < KEYS_MAX_AGE_MS && (kept.kids.has(kid) || now - kept.at < KEYS_COOLDOWN_MS)) return kept.getKey;
-    const fresh = await this.fetch(url);
-    this.kept.set(url, fresh);
-    if (this.kept.size > 1000) this.kept.delete(this.kept.keys().next().value!);
-    return fresh.getKey;
+    // One fetch per URL at a time: concurrent launches with a cold cache share it.
+    let pending = this.inflight.get(url);
+    if (!pending) {
+      pending = this.fetch(url)
+        .then((fresh) => {
+          this.kept.set(url, fresh);
+          if (this.kept.size > 1000) this.kept.delete(this.kept.keys().next().value!);
+          return fresh;
+        })
+        .finally(() => this.inflight.delete(url));
+      this.inflight.set(url, pending);
+    }
+    return (await pending).getKey;
   }
 
   private async fetch(url: string): Promise<Kept> {

@@ -26,6 +26,11 @@ export interface Platform {
   token_audience: string | null;
   /** Registered deployment ids, sorted. */
   deployments: string[];
+  /**
+   * True for a dynamic registration whose platform named no deployment id (Canvas): any deployment
+   * id the platform signs is accepted (migration 0154). Absent on rows read before 0154.
+   */
+  any_deployment?: boolean;
   created_at: string;
 }
 
@@ -38,11 +43,13 @@ export interface PlatformInput {
   jwks_url: string;
   token_audience?: string;
   deployments: string[];
+  /** Accept any deployment id (dynamic registration without one); kept true once set. */
+  any_deployment?: boolean;
 }
 
 const SELECT = `
   select p.id, p.tenant_id, t.slug as tenant, p.issuer, p.client_id, p.auth_url, p.token_url, p.jwks_url,
-         p.token_audience, to_json(p.created_at) #>> '{}' as created_at,
+         p.token_audience, p.any_deployment, to_json(p.created_at) #>> '{}' as created_at,
          coalesce((select array_agg(d.deployment_id order by d.deployment_id) from lti_deployments d
                     where d.tenant_id = p.tenant_id and d.platform_id = p.id), '{}') as deployments
     from lti_platforms p join tenants t on t.id = p.tenant_id`;
@@ -61,15 +68,15 @@ export async function addPlatform(q: Queryable, tenantId: string, input: Platfor
     [input.issuer, input.client_id],
   );
   if (existing && existing.tenant_id !== tenantId) throw new PlatformTaken(`${input.issuer} client ${input.client_id} is registered to another tenant`);
-  const values = [input.auth_url, input.token_url, input.jwks_url, input.token_audience ?? null];
+  const values = [input.auth_url, input.token_url, input.jwks_url, input.token_audience ?? null, input.any_deployment ?? false];
   const [row] = existing
     ? await q.query<{ id: string }>(
-        'update lti_platforms set auth_url = $3, token_url = $4, jwks_url = $5, token_audience = $6 where tenant_id = $1 and id = $2 returning id',
+        'update lti_platforms set auth_url = $3, token_url = $4, jwks_url = $5, token_audience = $6, any_deployment = any_deployment or $7 where tenant_id = $1 and id = $2 returning id',
         [tenantId, existing.id, ...values],
       )
     : await q.query<{ id: string }>(
-        `insert into lti_platforms (tenant_id, issuer, client_id, auth_url, token_url, jwks_url, token_audience)
-         values ($1, $2, $3, $4, $5, $6, $7) returning id`,
+        `insert into lti_platforms (tenant_id, issuer, client_id, auth_url, token_url, jwks_url, token_audience, any_deployment)
+         values ($1, $2, $3, $4, $5, $6, $7, $8) returning id`,
         [tenantId, input.issuer, input.client_id, ...values],
       );
   for (const deployment of new Set(input.deployments)) {
@@ -105,8 +112,16 @@ export async function findPlatform(q: Queryable, issuer: string, clientId: strin
   return rows.length === 1 ? rows[0] : undefined;
 }
 
-/** Whether `deploymentId` is registered for `platform`. */
-export async function hasDeployment(q: Queryable, platform: Pick<Platform, 'tenant_id' | 'id'>, deploymentId: string): Promise<boolean> {
-  const rows = await q.query('select 1 from lti_deployments where tenant_id = $1 and platform_id = $2 and deployment_id = $3', [platform.tenant_id, platform.id, deploymentId]);
-  return rows.length > 0;
+/** Tenant `tenantId`'s registration `id` with its deployments (a launch's one read of it), or undefined. */
+export async function platformById(q: Queryable, tenantId: string, id: string): Promise<Platform | undefined> {
+  const [row] = await q.query<Platform>(`${SELECT} where p.tenant_id = $1 and p.id = $2`, [tenantId, id]);
+  return row;
+}
+
+/**
+ * Whether `deploymentId` is accepted for `platform` (as read with its deployments: no query) —
+ * registered, or any deployment id for a dynamic registration without one (`any_deployment`).
+ */
+export function hasDeployment(platform: Pick<Platform, 'deployments' | 'any_deployment'>, deploymentId: string): boolean {
+  return platform.any_deployment === true || platform.deployments.includes(deploymentId);
 }

@@ -9,14 +9,19 @@
  *                        and sets the browser-binding cookie. With `lti_storage_target`, a page
  *                        that first puts the binding value in the platform's storage
  *                        (`lti.put_data`), then submits the authentication request (GET form).
+ *   GET /register/<code> LTI Dynamic Registration 1.0 (registration/): the platform opens the URL
+ *                        `svc lti registration-url` printed, with `openid_configuration` and
+ *                        `registration_token`; the tool registers itself there and stores the
+ *                        registration in the code's tenant; a page that closes the platform's dialog.
  *   POST /launch         the platform's form post of `id_token` + `state` (launch.ts): verified,
  *                        the learner mapped (learners.ts), then the player page (src/player, the
  *                        same as /embed/v1/play) with a session bound to the tenant handed to it — no
  *                        cookie is needed after the launch. No cookie but a storage target: a
  *                        page that gets the value back (`lti.get_data`) and posts the launch again
- *                        with `lti_storage_binding` — accepted only from a frame (`Sec-Fetch-Dest:
- *                        iframe`, set by the browser; the page may be framed by the platform only),
- *                        so a forged top-level post carrying a known value is refused. Neither: a
+ *                        with `lti_storage_binding` — accepted only from our own page in a frame
+ *                        (`Sec-Fetch-Dest: iframe` and `Sec-Fetch-Site: same-origin`, set by the
+ *                        browser; the page may be framed by the platform only), so a forged
+ *                        top-level or cross-site post carrying a known value is refused. Neither: a
  *                        page offering to open the activity in a new window (401), never an accept.
  *
  * Login and launch answer errors with a readable HTML page (pages.ts), 4xx, never a stack trace,
@@ -30,14 +35,15 @@ import { ApiError, apiErrorHandler, sendApiError } from '../http/api-errors.ts';
 import { isDbUnavailable } from '../db/errors.ts';
 import { playerAssets } from '../player/index.ts';
 import { safeEqual } from '../lib/safe-equal.ts';
-import { allPlatformAncestors, platformAncestors } from './framing.ts';
-import { publicKeySet } from './keys.ts';
+import { AllPlatformAncestors, platformAncestors } from './framing.ts';
+import { PublishedKeys } from './keys.ts';
 import { CLAIM, LaunchError, verifyIdToken, type VerifiedLaunch } from './launch.ts';
 import { resourceLinkLaunch } from './resource-link.ts';
 import { deepLinkingLaunch } from './deep-linking.ts';
 import { bindingCookie, MAX_HINT_CHARS, readState, sha256, startLogin, STATE_SECONDS, type LoginParams } from './login.ts';
 import { PlatformKeys } from './platform-keys.ts';
-import { findPlatform, type Platform } from './platforms.ts';
+import { registerWithCode } from './registration/index.ts';
+import { findPlatform, hasDeployment, platformById } from './platforms.ts';
 import { sendAutoSubmit, sendErrorPage, sendNewWindowPage, sendStoragePage } from './pages.ts';
 
 /** Largest login or launch form we read, in bytes (an id_token is a few KB; MAX_ID_TOKEN_CHARS is 64 KiB). */
@@ -73,11 +79,23 @@ function cookieOf(req: FastifyRequest, name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether the browser says this request is our own page posting inside a frame: `Sec-Fetch-Dest:
+ * iframe` and `Sec-Fetch-Site: same-origin` (Fetch Metadata; set by the browser, not by a page).
+ * The storage page that posts `lti_storage_binding` is ours and runs in the platform's frame; a
+ * form another site posts into a frame it controls says `cross-site`.
+ */
+const fromOurFrame = (req: FastifyRequest) => req.headers['sec-fetch-dest'] === 'iframe' && req.headers['sec-fetch-site'] === 'same-origin';
+
 const cookieAttributes = 'Path=/lti/v1/; HttpOnly; Secure; SameSite=None; Partitioned';
 
 export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
   const assets = await playerAssets();
   const keys = new PlatformKeys(deps.config);
+  const everyPlatform = new AllPlatformAncestors(deps.db);
+  const toolKeys = new PublishedKeys(deps.db);
+  const stopKeys = await toolKeys.start();
+  app.addHook('onClose', async () => stopKeys());
   const base = () => deps.config.baseUrl.replace(/\/$/, '');
 
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) => done(null, body));
@@ -89,13 +107,14 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
   app.setErrorHandler(async (err: Error & { statusCode?: number }, req, reply) => {
     const path = req.url.split('?')[0]!;
     if (!path.endsWith('/login') && !path.endsWith('/launch')) return apiErrors(err, req, reply);
-    const ancestors = await allPlatformAncestors(deps.db).catch(() => "'none'");
+    // The database is down: say so at once, framed by the platforms known before (no query).
+    if (isDbUnavailable(err)) return sendErrorPage(reply.header('retry-after', '5'), 503, 'unavailable', 'The service is busy', 'The service cannot open activities right now. Try again in a few seconds.', everyPlatform.last());
+    const ancestors = await everyPlatform.get();
     if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message, ancestors);
     if (err.statusCode === 413) return sendErrorPage(reply, 413, 'too_large', 'This activity could not be opened', 'The LMS sent more data than a launch holds.', ancestors);
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return sendErrorPage(reply, 400, 'invalid_request', 'This activity could not be opened', 'The request from the LMS is malformed.', ancestors);
     }
-    if (isDbUnavailable(err)) return sendErrorPage(reply.header('retry-after', '5'), 503, 'unavailable', 'The service is busy', 'The service cannot open activities right now. Try again in a few seconds.', ancestors);
     req.log.error({ err }, 'lti: unexpected error');
     return sendErrorPage(reply, 500, 'internal_error', 'Something went wrong', 'The activity could not be opened because of an error on our side.', ancestors);
   });
@@ -107,8 +126,11 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
       .header('cache-control', 'public, max-age=300')
       .header('access-control-allow-origin', '*')
       .header('cross-origin-resource-policy', 'cross-origin')
-      .send(await deps.db.transaction((tx) => publicKeySet(tx))),
+      .send(await toolKeys.get()),
   );
+
+  // LTI Dynamic Registration 1.0 (registration/): the platform opens the URL `svc lti registration-url` printed.
+  app.get<{ Params: { code: string } }>('/register/:code', async (req, reply) => registerWithCode(deps, req.params.code, formOf(req.query), reply));
 
   /** Refusal before the platform is known (login): framed by any registered platform. */
   const refuseLogin = (message: string, code = 'invalid_login') => new LaunchError(400, code, 'This activity could not be opened', message);
@@ -124,7 +146,7 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     }
     const platform = await findPlatform(deps.db, form.iss!, form.client_id);
     if (!platform) throw refuseLogin('This LMS (issuer and client id) is not registered with the service. Ask the LMS administrator to register the tool.', 'unknown_platform');
-    if (form.lti_deployment_id !== undefined && !platform.deployments.includes(form.lti_deployment_id)) {
+    if (form.lti_deployment_id !== undefined && !hasDeployment(platform, form.lti_deployment_id)) {
       throw refuseLogin('This LMS deployment is not registered with the service. Ask the LMS administrator to register its deployment id.', 'unknown_deployment');
     }
     const params: LoginParams = {
@@ -159,16 +181,13 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     // 1. Our state, unexpired.
     const state = await readState(deps.config, form.state);
     if (!state) throw refuseLogin('This sign-in is not valid or has expired. Open the activity again from the LMS.', 'invalid_state');
-    const [platform] = await deps.db.query<Platform>(
-      `select p.*, '{}'::text[] as deployments, '' as tenant from lti_platforms p where p.tenant_id = $1 and p.id = $2`,
-      [state.tenantId, state.platformId],
-    );
+    const platform = await platformById(deps.db, state.tenantId, state.platformId);
     if (!platform) throw refuseLogin('This LMS is no longer registered with the service.', 'unknown_platform');
     const ancestors = platformAncestors(platform);
     // 2. The browser that started the login: the cookie, or (when the login named a storage
     //    target) the value our page got back from the platform's storage inside the platform's frame.
     const target = state.login.lti_storage_target;
-    const fromStorage = target !== undefined && req.headers['sec-fetch-dest'] === 'iframe' ? form.lti_storage_binding : undefined;
+    const fromStorage = target !== undefined && fromOurFrame(req) ? form.lti_storage_binding : undefined;
     const binding = cookieOf(req, bindingCookie(state.id)) ?? fromStorage;
     if (!binding && target !== undefined && form.lti_storage_binding === undefined) {
       const step = { subject: 'lti.get_data', target, origin: new URL(platform.auth_url).origin, key: bindingCookie(state.id) } as const;
@@ -183,7 +202,7 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     const now = deps.now();
     let claims;
     try {
-      claims = await verifyIdToken(deps.db, keys, platform, state, form.id_token, now);
+      claims = await verifyIdToken(keys, platform, state, form.id_token, now);
     } catch (err) {
       if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message, ancestors);
       throw err;

@@ -1,7 +1,7 @@
 /**
  * `svc lti …` as an admin types it (issue #22): the real `bin/svc.js` process on the suite's
- * backend — registering a platform, listing it, the registration values as text and JSON, the
- * tool's keys and their rotation.
+ * backend — registering a platform, listing it, the registration values as text and JSON, a
+ * dynamic registration URL, the tool's keys and their rotation.
  */
 import { describe, expect, it } from 'vitest';
 import { useSvc } from '../embed/fixtures.ts';
@@ -38,6 +38,15 @@ describe('svc lti', () => {
     const rotated = await svc('lti', 'keys', 'rotate', '--json');
     const second = await svc('lti', 'keys', 'rotate');
     expect(second.out).toContain(`${JSON.parse(rotated.out).kid} stays in /lti/v1/jwks for 360 s`);
+
+    // A single-use dynamic registration URL under BASE_URL, as text and JSON.
+    const minted = await svc('lti', 'registration-url', 'acme');
+    expect(minted.code).toBe(0);
+    expect(minted.out).toMatch(/^https?:\/\/\S+\/lti\/v1\/register\/[A-Za-z0-9_-]{43}\n\(single use, for acme; expires \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)/);
+    const mintedJson = JSON.parse((await svc('lti', 'registration-url', 'acme', '--json')).out);
+    expect(mintedJson).toMatchObject({ tenant: 'acme', url: expect.stringMatching(/\/lti\/v1\/register\/[A-Za-z0-9_-]{43}$/), expires_at: expect.any(String) });
+    expect(mintedJson.url).not.toBe(minted.out.split('\n')[0]);
+    expect((await svc('lti', 'registration-url', 'nope')).code).not.toBe(0);
 
     const removed = await svc('lti', 'platforms', 'remove', 'acme', 'https://moodle.example.edu', 'abc123');
     expect(removed.out).toContain('removed https://moodle.example.edu client abc123 from acme');

@@ -233,6 +233,10 @@ describe('every launch check', () => {
     await learnerless(launch((c) => ({ ...c, aud: 'another-tool' })), 400, 'invalid_id_token');
     await learnerless(launch((c) => ({ ...c, aud: [lms.clientId, 'another-tool'] })), 400, 'invalid_id_token');
     await learnerless(launch((c) => ({ ...c, aud: [lms.clientId, 'another-tool'], azp: 'another-tool' })), 400, 'invalid_id_token');
+    // An azp that is not the tool, whatever aud is (a string, or an array of one).
+    await learnerless(launch((c) => ({ ...c, azp: 'another-tool' })), 400, 'invalid_id_token');
+    await learnerless(launch((c) => ({ ...c, aud: [lms.clientId], azp: 'another-tool' })), 400, 'invalid_id_token');
+    expect((await launch((c) => ({ ...c, azp: lms.clientId }))).res.status).toBe(200);
     expect((await launch((c) => ({ ...c, aud: [lms.clientId, 'another-tool'], azp: lms.clientId }))).res.status).toBe(200);
     expect((await launch((c) => ({ ...c, aud: [lms.clientId] }))).res.status).toBe(200);
   });
@@ -282,6 +286,16 @@ describe('every launch check', () => {
     expect((await launch(roles([`${m}Instructor`, `${m}Learner`]), { sub: 'ta' })).res.status).toBe(200);
     expect((await launch(roles([]), { sub: 'nobody-in-particular' })).res.status).toBe(200);
   });
+  it('a banned account: a page, no session', async () => {
+    expect((await launch(undefined, { sub: 'banned-bob' })).res.status).toBe(200);
+    await t.db.query(
+      `update auth.users set banned_until = now() + interval '1 day' where id = (select user_id from auth.identities where provider like 'lti:%' and provider_id = 'banned-bob')`,
+    );
+    await learnerless(launch(undefined, { sub: 'banned-bob' }), 403, 'user_banned');
+    // The ban over: launches again.
+    await t.db.query(`update auth.users set banned_until = now() - interval '1 second' where id = (select user_id from auth.identities where provider like 'lti:%' and provider_id = 'banned-bob')`);
+    expect((await launch(undefined, { sub: 'banned-bob' })).res.status).toBe(200);
+  });
   it('no activity placed', async () => {
     await learnerless(launch((c) => ({ ...c, [lti('custom')]: {} })), 400, 'no_activity');
   });
@@ -298,8 +312,13 @@ describe('platform storage (lti_storage_target)', () => {
     const state = /name="state" value="([^"]+)"/.exec(html)![1]!;
     const nonce = /name="nonce" value="([^"]+)"/.exec(html)![1]!;
     const token = await lms.idToken(lms.launchClaims({ activity: world.acme.activityId, sub: 'dorothy', nonce }));
-    const send = (form: Record<string, string>, dest?: string) =>
-      fetch(`${t.url}/lti/v1/launch`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(dest && { 'sec-fetch-dest': dest }) }, body: new URLSearchParams(form) });
+    // As a browser marks it: our own page in the platform's frame posts `iframe` + `same-origin`.
+    const send = (form: Record<string, string>, dest?: string, site = 'same-origin') =>
+      fetch(`${t.url}/lti/v1/launch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(dest && { 'sec-fetch-dest': dest }), ...(site && { 'sec-fetch-site': site }) },
+        body: new URLSearchParams(form),
+      });
 
     // No cookie came back: a page that asks the platform's storage, then posts again.
     const asking = await send({ id_token: token, state }, 'iframe');
@@ -311,6 +330,12 @@ describe('platform storage (lti_storage_target)', () => {
     for (const dest of [undefined, 'document']) {
       const forged = await send({ id_token: token, state, lti_storage_binding: step.value }, dest);
       expect(forged.status).toBe(401);
+      expect(await forged.text()).toContain('Open the activity in a new window');
+    }
+    // Posted into a frame by another site (a page of the attacker's framing us), or with no Sec-Fetch-Site: refused.
+    for (const site of ['cross-site', 'same-site', '']) {
+      const forged = await send({ id_token: token, state, lti_storage_binding: step.value }, 'iframe', site);
+      expect(forged.status, site).toBe(401);
       expect(await forged.text()).toContain('Open the activity in a new window');
     }
     // The storage did not answer (empty value): refused.

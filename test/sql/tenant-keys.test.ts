@@ -17,6 +17,7 @@ import type { Db } from '../../src/db/index.ts';
 const REFERENCE: Record<string, string> = {
   'public.api_keys': 'a key is looked up by its prefix before its tenant is known (unique prefix and key_hash)',
   'public.lti_platforms': 'an LTI launch finds its registration by issuer + client id before its tenant is known (unique issuer, client_id)',
+  'public.lti_registration_codes': 'the platform opens /lti/v1/register/<code>: the code is found by its hash before its tenant is known (unique code_sha256)',
 };
 
 /** Tables whose tenant_id may be null (so it cannot be in their primary key), and why. */

@@ -8,7 +8,9 @@
  *    is one of the tenant's allowed origins. Exchange the IdP token at `/v1/embed/session`; the
  *    session lives in memory only (no cookies, no storage). It is refreshed with its refresh token
  *    a minute before it expires; when that fails, or the IdP token is refused, the host is asked
- *    for a new one (`svc:auth-expiring`) — at most `MAX_REAUTH` times in a row.
+ *    for a new one (`svc:auth-expiring`) — at most `MAX_REAUTH` times in a row. A session handed
+ *    by an LTI launch has no host to ask: when it cannot be refreshed, the player says the session
+ *    ended and that the learner reopens the activity from the LMS.
  * 3. Show the activity (`GET /v1/embed/activities/{id}`) — breadcrumb, spec, rubric, threshold,
  *    the form for its kind, attempt history — and progress (`GET /v1/embed/progress`).
  * 4. Submit to `/v1/embed/judge` (with an Idempotency-Key); "Grading…" until a verdict: a pending
@@ -128,6 +130,7 @@ async function api<T>(path: string, init: RequestInit = {}, retry = true): Promi
   const body = await res.json().catch(() => undefined);
   if (res.ok) return body as T;
   if (res.status === 401 && retry && session && (await refreshSession())) return api<T>(path, init, false);
+  if (res.status === 401 && config.session) throw new PlayerError('session_expired', SESSION_ENDED, 401);
   const message = (body as { error?: { message?: string } })?.error?.message ?? `The service answered ${res.status}.`;
   const code = (body as { error?: { code?: string } })?.error?.code ?? 'http_error';
   throw new PlayerError(code, explain(code, message), res.status);
@@ -167,8 +170,16 @@ async function refreshSession(): Promise<boolean> {
   } catch {
     // fall through: a new IdP token from the host
   }
-  askForToken();
+  if (config.session) sessionEnded();
+  else askForToken();
   return false;
+}
+
+/** The LTI session handed to the page ended and cannot be renewed here (no host to ask): say what to do. */
+const SESSION_ENDED = 'Your session has ended. To go on, open the activity again from your course in the LMS (reloading this page does not sign you in again). Work you already submitted is saved.';
+function sessionEnded() {
+  session = undefined;
+  showError(new PlayerError('session_expired', SESSION_ENDED));
 }
 
 function askForToken() {
