@@ -6,7 +6,8 @@
  * state, nonce and picker token is stored by a deep link, and a preview makes nobody a learner.
  */
 import { describe, expect, it } from 'vitest';
-import type { JWTPayload } from 'jose';
+import { createHash } from 'node:crypto';
+import { SignJWT, type JWTPayload } from 'jose';
 import { startApp, useApp, useFixture, useServer } from '../helpers/harness.ts';
 import { seedActivity } from '../embed/fixtures.ts';
 import { DEPLOYMENT_ID, startTestLms } from './lms.ts';
@@ -240,6 +241,45 @@ describe('the response', () => {
     expectRefused(await respond('', [world.acme.activityId]), 400, 'invalid_request');
     expectRefused(await respond(token, []), 400, 'no_pick');
     expectRefused(await respond(token, ['1 or 1=1']), 400, 'invalid_request');
+  });
+
+  it('refuses more than 50 picks, and a token naming a registration that is not the tenant\'s (forged with our key)', async () => {
+    const r = await deepLink(settings({ accept_multiple: true }));
+    const many = Array.from({ length: 51 }, (_, i) => `0190a5a6-0000-7000-8000-${String(i).padStart(12, '0')}`);
+    expectRefused(await respond(tokenOf(r.html), many), 400, 'too_many');
+    // Signed with the real key: a token binding acme's registration to globex's tenant finds no registration.
+    const claims = JSON.parse(Buffer.from(tokenOf(r.html).split('.')[1]!, 'base64url').toString());
+    const key = createHash('sha256').update(`lti-picker\n${t.deps.config.jwtSecret}`).digest();
+    const [globex] = await t.db.query<{ id: string }>(`select id from tenants where slug = 'globex'`);
+    const forged = await new SignJWT({ ...claims, tid: globex!.id }).setProtectedHeader({ alg: 'HS256' }).sign(key);
+    expectRefused(await respond(forged, [world.globex.activityId]), 400, 'unknown_platform');
+  });
+
+  it('a replayed deep-linking launch is refused', async () => {
+    const l = await login('prof');
+    const claims = lms.dl.deepLinkClaims(lms.launchClaims({ activity: world.acme.activityId, sub: 'prof', nonce: l.nonce }), settings());
+    const form = { id_token: await lms.idToken(claims), state: l.state };
+    const post = () => fetch(`${t.url}/lti/v1/launch`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: l.cookie }, body: new URLSearchParams(form) });
+    expect((await post()).status).toBe(200);
+    const again = await post();
+    expectRefused({ res: again, html: await again.text() }, 400, 'replayed');
+  });
+
+  it('bad input: JSON, another media type, a body too large, the token twice — a readable page, 4xx', async () => {
+    const r = await deepLink(settings());
+    const token = tokenOf(r.html);
+    const raw = (body: string, type: string) =>
+      fetch(`${t.url}/lti/v1/deep-linking/response`, { method: 'POST', headers: { 'content-type': type, 'sec-fetch-site': 'same-origin' }, body });
+    const cases: Array<[Promise<Response>, number, string]> = [
+      [raw(JSON.stringify({ picker_token: token, activity: world.acme.activityId }), 'application/json'), 400, 'invalid_request'],
+      [raw(`picker_token=${token}`, 'text/plain'), 400, 'invalid_request'],
+      [raw(`picker_token=${token}&activity=${'a'.repeat(200_000)}`, 'application/x-www-form-urlencoded'), 413, 'too_large'],
+      [raw(`picker_token=${token}&picker_token=${token}&activity=${world.acme.activityId}`, 'application/x-www-form-urlencoded'), 400, 'invalid_request'],
+    ];
+    for (const [pending, status, code] of cases) {
+      const res = await pending;
+      expectRefused({ res, html: await res.text() }, status, code);
+    }
   });
 
   it('refuses a form posted from another site (CSRF)', async () => {

@@ -135,8 +135,8 @@ export function deepLinkingRoutes(app: FastifyInstance, deps: Deps) {
       const refuse = (status: number, code: string, message: string, ancestors = "'none'") => sendErrorPage(reply, status, code, refusedTitle, message, ancestors);
       // 1. From our picker page, with its token.
       if (!fromOurPage(req, base())) return refuse(403, 'forbidden', 'This form can only be sent from the activity picker.');
-      const form = pickerForm(req.body);
-      if (!form) return refuse(400, 'invalid_request', 'The form is malformed (it must carry one picker token).');
+      const form = /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '') ? pickerForm(req.body) : undefined;
+      if (!form) return refuse(400, 'invalid_request', 'The form is malformed (a form post carrying one picker token).');
       const now = deps.now();
       const picker = await readPickerToken(deps.config, form.token, now);
       if (picker === 'expired') return refuse(400, 'picker_expired', 'This picker has expired. Open the activity picker again from the LMS.');
