@@ -222,7 +222,9 @@ describe('the response', () => {
     const r = await deepLink(settings());
     skew = 31 * 60 * 1000;
     try {
-      expectRefused(await respond(tokenOf(r.html), [world.acme.activityId]), 400, 'picker_expired');
+      const expired = await respond(tokenOf(r.html), [world.acme.activityId]);
+      expectRefused(expired, 400, 'picker_expired');
+      expect(expired.res.headers.get('content-security-policy')).toMatch(new RegExp(`frame-ancestors ${lms.origin}$`)); // shown in the LMS frame
     } finally {
       skew = 0;
     }

@@ -19,12 +19,14 @@
  *    transaction, the token is used once (`replayed`, 400, on a second submission) and the
  *    response is signed (token.ts) and auto-submitted to `deep_link_return_url` (page.ts).
  *
- * Every refusal is a readable HTML page (pages.ts `sendErrorPage`), framed like the picker.
+ * Every refusal is a readable HTML page (pages.ts `sendErrorPage`), framed like the picker once the
+ * token is read (an expired one's signature still verifies), before that by any registered platform.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Deps } from '../../deps.ts';
 import { isDbUnavailable } from '../../db/errors.ts';
+import { allPlatformAncestors } from '../framing.ts';
 import { currentKey } from '../keys.ts';
 import { CLAIM, consumeOnce, isInstructorLaunch, LaunchError, useLaunchOnce, type VerifiedLaunch } from '../launch.ts';
 import { STATE_SECONDS } from '../login.ts';
@@ -123,24 +125,27 @@ export function deepLinkingRoutes(app: FastifyInstance, deps: Deps) {
   const base = () => deps.config.baseUrl.replace(/\/$/, '');
   app.register(async (scope) => {
     scope.setErrorHandler(async (err: Error & { statusCode?: number }, req, reply) => {
-      if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message);
-      if (err.statusCode === 413) return sendErrorPage(reply, 413, 'too_large', refusedTitle, 'The form sent more data than a picker holds.');
-      if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return sendErrorPage(reply, 400, 'invalid_request', refusedTitle, 'The form is malformed.');
-      if (isDbUnavailable(err)) return sendErrorPage(reply.header('retry-after', '5'), 503, 'unavailable', 'The service is busy', 'The service cannot place activities right now. Try again in a few seconds.');
+      const ancestors = await allPlatformAncestors(deps.db).catch(() => "'none'");
+      if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message, ancestors);
+      if (err.statusCode === 413) return sendErrorPage(reply, 413, 'too_large', refusedTitle, 'The form sent more data than a picker holds.', ancestors);
+      if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return sendErrorPage(reply, 400, 'invalid_request', refusedTitle, 'The form is malformed.', ancestors);
+      if (isDbUnavailable(err)) return sendErrorPage(reply.header('retry-after', '5'), 503, 'unavailable', 'The service is busy', 'The service cannot place activities right now. Try again in a few seconds.', ancestors);
       req.log.error({ err }, 'lti deep linking: unexpected error');
-      return sendErrorPage(reply, 500, 'internal_error', 'Something went wrong', 'The activity could not be placed because of an error on our side.');
+      return sendErrorPage(reply, 500, 'internal_error', 'Something went wrong', 'The activity could not be placed because of an error on our side.', ancestors);
     });
 
     scope.post(RESPONSE_PATH, async (req, reply) => {
-      const refuse = (status: number, code: string, message: string, ancestors = "'none'") => sendErrorPage(reply, status, code, refusedTitle, message, ancestors);
+      const refuse = (status: number, code: string, message: string, ancestors: string) => sendErrorPage(reply, status, code, refusedTitle, message, ancestors);
+      // Before the token is read, who frames the page is unknown: any registered platform (as at login).
+      const anyPlatform = () => allPlatformAncestors(deps.db).catch(() => "'none'");
       // 1. From our picker page, with its token.
-      if (!fromOurPage(req, base())) return refuse(403, 'forbidden', 'This form can only be sent from the activity picker.');
+      if (!fromOurPage(req, base())) return refuse(403, 'forbidden', 'This form can only be sent from the activity picker.', await anyPlatform());
       const form = /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '') ? pickerForm(req.body) : undefined;
-      if (!form) return refuse(400, 'invalid_request', 'The form is malformed (a form post carrying one picker token).');
+      if (!form) return refuse(400, 'invalid_request', 'The form is malformed (a form post carrying one picker token).', await anyPlatform());
       const now = deps.now();
       const picker = await readPickerToken(deps.config, form.token, now);
-      if (picker === 'expired') return refuse(400, 'picker_expired', 'This picker has expired. Open the activity picker again from the LMS.');
-      if (picker === 'invalid') return refuse(400, 'invalid_picker', 'This picker is not valid. Open the activity picker again from the LMS.');
+      if (picker === 'invalid') return refuse(400, 'invalid_picker', 'This picker is not valid. Open the activity picker again from the LMS.', await anyPlatform());
+      if ('expired' in picker) return refuse(400, 'picker_expired', 'This picker has expired. Open the activity picker again from the LMS.', picker.ancestors);
       const framed = picker.ancestors;
       // 2. The picks.
       if (!form.picks.length) return refuse(400, 'no_pick', 'No activity was chosen. Go back and choose one.', framed);

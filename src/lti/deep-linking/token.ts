@@ -16,7 +16,7 @@
  *   unaltered when the request had it, and the `ltiResourceLink` content items (§3.1).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import { decodeJwt, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type { Config } from '../../config.ts';
 import { epochSeconds } from '../../deps.ts';
 import { TOKEN_LIFETIME_SECONDS, type SigningKey } from '../keys.ts';
@@ -66,10 +66,14 @@ export function signPickerToken(config: Pick<Config, 'jwtSecret'>, binding: Pick
     .sign(pickerKey(config));
 }
 
-/** Why a picker token was refused: not ours or altered, or expired. */
-export type PickerTokenProblem = 'invalid' | 'expired';
+/**
+ * Why a picker token was refused: not ours, altered or malformed; or expired — then its signature
+ * did verify (jose checks the claims after the signature), so its `frame-ancestors` can be trusted
+ * for the refusal page, which shows in the platform's frame.
+ */
+export type PickerTokenProblem = 'invalid' | { expired: true; ancestors: string };
 
-/** The picker token's content, or the problem (`invalid`: not ours, altered, malformed; `expired`). */
+/** The picker token's content, or the problem. */
 export async function readPickerToken(config: Pick<Config, 'jwtSecret'>, token: string, now: Date): Promise<PickerToken | PickerTokenProblem> {
   if (token.length > 16 * 1024) return 'invalid';
   try {
@@ -94,7 +98,9 @@ export async function readPickerToken(config: Pick<Config, 'jwtSecret'>, token: 
       ancestors: anc,
     };
   } catch (err) {
-    return err instanceof joseErrors.JWTExpired ? 'expired' : 'invalid';
+    if (!(err instanceof joseErrors.JWTExpired)) return 'invalid';
+    const anc = decodeJwt(token).anc;
+    return { expired: true, ancestors: typeof anc === 'string' ? anc : "'none'" };
   }
 }
 
