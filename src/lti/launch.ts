@@ -170,11 +170,11 @@ export async function useLaunchOnce(tx: Queryable, launch: VerifiedLaunch, state
 }
 
 /**
- * Record `value` (a state id or a nonce) of `kind` as used in tenant `tenantId` until
- * `expiresAt`; throws `LaunchError` `replayed` when it was used before. (`useLaunchOnce` sweeps
- * the expired rows, once per launch.)
+ * Record `value` (a state id, a nonce, or a deep-linking picker token's id) of `kind` as used in
+ * tenant `tenantId` until `expiresAt`; throws `LaunchError` `replayed` when it was used before.
+ * (`useLaunchOnce` sweeps the expired rows, once per launch.)
  */
-export async function consumeOnce(q: Queryable, tenantId: string, kind: 'state' | 'nonce', value: string, expiresAt: Date): Promise<void> {
+export async function consumeOnce(q: Queryable, tenantId: string, kind: 'state' | 'nonce' | 'picker', value: string, expiresAt: Date): Promise<void> {
   const rows = await q.query(
     'insert into lti_used_values (tenant_id, kind, value, expires_at) values ($1, $2, $3, $4) on conflict do nothing returning value',
     [tenantId, kind, value, expiresAt.toISOString()],

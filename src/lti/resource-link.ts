@@ -6,7 +6,7 @@
  * and nonce once, maps the learner (learners.ts), records the course, the membership and the
  * placement with its AGS endpoint (contexts.ts) and starts the session.
  *
- * An instructor's launch (isInstructorLaunch) stores nothing and makes nobody a learner.
+ * An instructor's launch (isInstructorLaunch) gets the preview (preview.ts) and makes nobody a learner.
  */
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
@@ -19,6 +19,7 @@ import { CLAIM, isInstructorLaunch, useLaunchOnce, type VerifiedLaunch } from '.
 import { ltiLearner } from './learners.ts';
 import { STATE_SECONDS } from './login.ts';
 import { sendErrorPage } from './pages.ts';
+import { instructorPreview } from './preview.ts';
 
 const uuid = z.uuid();
 
@@ -37,11 +38,9 @@ export async function resourceLinkLaunch(deps: Deps, launch: VerifiedLaunch, rep
   if (!activity) {
     return sendErrorPage(reply, 403, 'activity_not_available', 'This activity is not available here', 'The activity this link names does not belong to the organisation this LMS is registered with.', framed);
   }
-  // An instructor's launch: the preview (as learners see it, nothing stored) is not built yet —
-  // say so, and do not make the instructor a learner of the tenant.
-  if (isInstructorLaunch(claims)) {
-    return sendErrorPage(reply, 403, 'instructor_preview', 'Instructor preview is not available yet', 'You opened this activity as an instructor. Previewing activities from the LMS is not built yet: use the "Student view" of your LMS, or the authoring tools. Nothing was recorded.', framed);
-  }
+  // An instructor's launch: the preview (preview.ts) — as learners see it, with the course's
+  // learners' results; no learner made, nothing submitted, nothing sent to the gradebook.
+  if (isInstructorLaunch(claims)) return instructorPreview(deps, launch, reply, assets, activityId, activity.slug);
   const session = await deps.db.transaction(async (tx) => {
     await useLaunchOnce(tx, launch, STATE_SECONDS);
     const user = await ltiLearner(tx, platform, claims);

@@ -23,6 +23,8 @@
  *                        browser; the page may be framed by the platform only), so a forged
  *                        top-level or cross-site post carrying a known value is refused. Neither: a
  *                        page offering to open the activity in a new window (401), never an accept.
+ *   POST /deep-linking/response   the deep-linking picker's form (deep-linking/index.ts): the
+ *                        signed LtiDeepLinkingResponse auto-submitted to the platform.
  *
  * Login and launch answer errors with a readable HTML page (pages.ts), 4xx, never a stack trace,
  * and store nothing before every check has passed (the single-use records, the learner and the
@@ -39,7 +41,7 @@ import { AllPlatformAncestors, platformAncestors } from './framing.ts';
 import { PublishedKeys } from './keys.ts';
 import { CLAIM, LaunchError, verifyIdToken, type VerifiedLaunch } from './launch.ts';
 import { resourceLinkLaunch } from './resource-link.ts';
-import { deepLinkingLaunch } from './deep-linking.ts';
+import { deepLinkingLaunch, deepLinkingRoutes } from './deep-linking/index.ts';
 import { bindingCookie, MAX_HINT_CHARS, readState, sha256, startLogin, STATE_SECONDS, type LoginParams } from './login.ts';
 import { PlatformKeys } from './platform-keys.ts';
 import { registerWithCode } from './registration/index.ts';
@@ -118,6 +120,7 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     req.log.error({ err }, 'lti: unexpected error');
     return sendErrorPage(reply, 500, 'internal_error', 'Something went wrong', 'The activity could not be opened because of an error on our side.', ancestors);
   });
+  deepLinkingRoutes(app, deps);
   app.setNotFoundHandler((req, reply) => sendApiError(reply, new ApiError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
 
   app.get('/jwks', async (_req, reply) =>

@@ -6,4 +6,4 @@
  */
 export { playerAssets, type PlayerAssets } from './build.ts';
 export { playerCsp, playerPage } from './page.ts';
-export type { PlayerConfig } from './protocol.ts';
+export type { PlayerConfig, PlayerPreview, PreviewLearner } from './protocol.ts';

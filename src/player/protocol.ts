@@ -54,4 +54,35 @@ export interface PlayerConfig {
    * it instead of waiting for `svc:auth`, and talks to no host window. Kept in memory like any session.
    */
   session?: { access_token: string; refresh_token: string; expires_in: number };
+  /**
+   * An instructor's preview (an LTI instructor launch, src/lti/preview.ts): the player shows the
+   * activity handed here as learners see it, marked "Preview", with submitting off, and the
+   * course's learners' latest results under it. It talks to no API and no host window.
+   */
+  preview?: PlayerPreview;
+}
+
+/** What an instructor's preview shows (`PlayerConfig.preview`). */
+export interface PlayerPreview {
+  /** The activity as `GET /v1/embed/activities/{id}` returns it to a learner (with `result` null), or null when learners cannot open it. */
+  activity: Record<string, unknown> | null;
+  /** Why learners cannot open it (archived), when `activity` is null. */
+  unavailable?: string;
+  /** The course's title, when the platform sent one. */
+  course?: string;
+  /** The course's learners (LTI context members with the Learner role) and their latest result, by name. */
+  learners: PreviewLearner[];
+  /** Learners not listed (past the page's limit). */
+  more: number;
+}
+
+/** One learner's latest result on the previewed activity. */
+export interface PreviewLearner {
+  name: string;
+  /** not_started: no submission; grading: the latest attempt is being graded; review: held for an instructor's review. */
+  status: 'not_started' | 'in_progress' | 'grading' | 'review' | 'passed' | 'failed' | 'not_gradable';
+  /** The result's best graded score, 0–100, or null. */
+  score: number | null;
+  /** RFC 3339: the latest submission, or null. */
+  at: string | null;
 }

@@ -276,11 +276,16 @@ describe('every launch check', () => {
   it('an empty sub', async () => {
     await learnerless(launch((c) => ({ ...c, sub: '' })), 400, 'invalid_id_token');
   });
-  it("an instructor's launch: a page saying the preview is not built; the instructor is not made a learner", async () => {
+  it("an instructor's launch: the preview (deep-linking.test.ts); the instructor is not made a learner", async () => {
     const roles = (list: string[]) => (c: JWTPayload) => ({ ...c, [lti('roles')]: list });
     const m = 'http://purl.imsglobal.org/vocab/lis/v2/membership#';
     for (const list of [[`${m}Instructor`], [`${m}ContentDeveloper`], ['Instructor'], ['http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator']]) {
-      await learnerless(launch(roles(list), { sub: 'prof' }), 403, 'instructor_preview');
+      const before = [await ltiUsers(), await sessions()];
+      const r = await launch(roles(list), { sub: 'prof' });
+      expect(r.res.status).toBe(200);
+      expect(r.html).toContain('"preview":{');
+      expect(r.html).not.toContain('"session":');
+      expect([await ltiUsers(), await sessions()]).toEqual(before);
     }
     // A teaching assistant who is also a learner, or no role at all: a learner launch.
     expect((await launch(roles([`${m}Instructor`, `${m}Learner`]), { sub: 'ta' })).res.status).toBe(200);

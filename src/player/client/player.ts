@@ -20,11 +20,14 @@
  *    the request is open the player shows "Review requested" and polls the result; when an
  *    instructor resolves it — or overrode the verdict — it shows "Reviewed by your instructor" with
  *    the reason, and tells the host `svc:verdict` again (with `review`).
+ * 6. Preview (an instructor's LTI launch, `config.preview`): the activity handed by the server,
+ *    rendered as above under a "Preview" banner, submitting off, and the course's learners'
+ *    latest results in a table. No session, no API call, no host.
  * Every state change is announced in a live region; every refusal is shown in words and sent as
  * `svc:error`. The page's height is sent as `svc:resize` whenever it changes.
  */
 import { allows } from '../../embed/origins.ts';
-import { isProtocolMessage, PROTOCOL_VERSION, type PlayerConfig, type PlayerMessage } from '../protocol.ts';
+import { isProtocolMessage, PROTOCOL_VERSION, type PlayerConfig, type PlayerMessage, type PlayerPreview, type PreviewLearner } from '../protocol.ts';
 
 /** Consecutive requests for a new IdP token before the player gives up. */
 const MAX_REAUTH = 2;
@@ -598,12 +601,59 @@ async function followReview(resultId: string, delay = POLL_FIRST_MS) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Preview: an instructor's LTI launch (no session; nothing can be submitted)
+
+const PREVIEW_STATUS: Record<PreviewLearner['status'], string> = {
+  not_started: 'Not started', in_progress: 'In progress', grading: 'Being graded', review: 'Held for review',
+  passed: 'Passed', failed: 'Not passed', not_gradable: 'Could not be graded',
+};
+
+function renderPreview(p: PlayerPreview) {
+  const banner = h('p', { class: 'preview-banner' }, h('strong', {}, 'Preview'),
+    ' — you see this activity as learners see it. Nothing you do here is stored or sent to the gradebook.');
+  if (p.activity) {
+    activity = p.activity as unknown as Activity;
+    render();
+    app.prepend(banner);
+    const button = document.getElementById('submit') as HTMLButtonElement;
+    button.disabled = true;
+    button.setAttribute('aria-describedby', 'preview-off');
+    button.after(h('p', { id: 'preview-off', class: 'hint' }, 'Submitting is off in the preview; learners can submit here.'));
+  } else {
+    app.setAttribute('aria-busy', 'false');
+    fill(app, banner, h('h1', {}, 'This activity is not available to learners'), h('p', {}, p.unavailable ?? ''));
+  }
+  app.append(learnerResults(p));
+  announce(p.activity ? `Preview of ${activity!.title}` : 'This activity is not available to learners');
+}
+
+/** The course's learners and their latest result on the activity. */
+function learnerResults(p: PlayerPreview) {
+  const title = p.course ? `Learners' results in ${p.course}` : "Learners' results";
+  const when = (at: string | null) => (at ? h('time', { datetime: at }, new Date(at).toLocaleString('en', { dateStyle: 'medium', timeStyle: 'short' })) : 'Never');
+  return h('section', { id: 'learners', 'aria-labelledby': 'learners-h' },
+    h('h2', { id: 'learners-h' }, title),
+    p.learners.length === 0
+      ? h('p', {}, 'No learner of this course is known yet: learners are listed here once they open an activity of the course from the LMS, or once the LMS shares the class list.')
+      : h('table', { class: 'learners' },
+          h('caption', { class: 'visually-hidden' }, `${title}: status, best score and latest submission`),
+          h('thead', {}, h('tr', {}, ...['Learner', 'Status', 'Score', 'Latest submission'].map((c) => h('th', { scope: 'col' }, c)))),
+          h('tbody', {}, ...p.learners.map((l) => h('tr', {},
+            h('th', { scope: 'row' }, l.name),
+            h('td', { class: `status ${l.status}` }, PREVIEW_STATUS[l.status]),
+            h('td', {}, l.score === null ? 'No score' : `${l.score} / 100`),
+            h('td', {}, when(l.at)))))),
+    p.more ? h('p', { class: 'hint' }, `${p.more} more learners are not listed.`) : null);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Boot
 
 function boot() {
   // The body's own height: the document's never drops below the frame's, so it could not shrink.
   new ResizeObserver(() => post({ type: 'svc:resize', v: PROTOCOL_VERSION, height: Math.ceil(document.body.getBoundingClientRect().height) })).observe(document.body);
   if (config.error) return showError(new PlayerError(config.error.code, config.error.message));
+  if (config.preview) return renderPreview(config.preview);
   if (config.session) {
     // Handed by the server (an LTI launch): signed in already, no host to talk to.
     keepSession(config.session);
