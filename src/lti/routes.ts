@@ -32,7 +32,7 @@ import { playerAssets } from '../player/index.ts';
 import { safeEqual } from '../lib/safe-equal.ts';
 import { allPlatformAncestors, platformAncestors } from './framing.ts';
 import { publicKeySet } from './keys.ts';
-import { CLAIM, LaunchError, verifyIdToken, type VerifiedLaunch } from './launch.ts';
+import { CLAIM, LaunchError, verifyIdToken, type LaunchClaims, type VerifiedLaunch } from './launch.ts';
 import { resourceLinkLaunch } from './resource-link.ts';
 import { deepLinkingLaunch } from './deep-linking.ts';
 import { bindingCookie, MAX_HINT_CHARS, readState, sha256, startLogin, STATE_SECONDS, type LoginParams } from './login.ts';
@@ -181,7 +181,7 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     }
     // 3–7. The id_token.
     const now = deps.now();
-    let claims;
+    let claims: LaunchClaims;
     try {
       claims = await verifyIdToken(deps.db, keys, platform, state, form.id_token, now);
     } catch (err) {

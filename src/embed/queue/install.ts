@@ -2,7 +2,7 @@
  * The grading queue's pg-boss: its `db` adapter over our `Db`, the one set of job options every
  * job is created with, and the install (schema + queue) at start. See index.ts for the design.
  */
-import PgBoss from 'pg-boss';
+import type PgBoss from 'pg-boss';
 import type { Db, Queryable } from '../../db/index.ts';
 
 export const GRADING_QUEUE = 'embed-grading';
@@ -35,7 +35,7 @@ function bindable(value: unknown): unknown {
  * pg-boss's `db` adapter over a `Queryable`: statements with parameters go to `query`; scripts
  * (pg-boss's `BEGIN; …; COMMIT;` blocks) run in a transaction of `db` (see index.ts).
  */
-export function bossDb(q: Queryable, db: Db): { executeSql(text: string, values?: unknown[]): Promise<{ rows: any[] }> } {
+export function bossDb(q: Queryable, db: Db): { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } {
   return {
     async executeSql(text, values) {
       if ((!values || values.length === 0) && /^\s*BEGIN\s*;/i.test(text)) {
