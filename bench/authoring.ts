@@ -35,10 +35,11 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
   const { db } = bench;
   try {
     const client = await bench.connect('bench-authoring');
-    const call = async (name: string, args: Record<string, unknown>) => {
+    /** A tool's structured answer, of the shape the caller names (`T`; records have an `id`). */
+    const call = async <T = { id: string }>(name: string, args: Record<string, unknown>): Promise<T> => {
       const result = await client.callTool({ name, arguments: args });
       if (result.isError) throw new Error(`${name}: ${JSON.stringify(result.content)}`);
-      return result.structuredContent as Record<string, any>;
+      return result.structuredContent as T;
     };
 
     // 1. bulk import
@@ -53,8 +54,8 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
     }
 
     // 2. create_activity, appending to one lesson of the imported program
-    const tree = await call('get_program', { id: programId });
-    const lessonId = tree.units[0].lessons[0].id as string;
+    const tree = await call<{ units: { lessons: { id: string }[] }[] }>('get_program', { id: programId });
+    const lessonId = tree.units[0].lessons[0].id;
     const activity = (i: number) => ({
       lesson_id: lessonId,
       title: `Bench activity ${i}`,
@@ -70,7 +71,7 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
     const createCpu = (cpu.user + cpu.system) / 1000 / CALLS;
 
     // 3. get_program of the full-stack tree (another imported copy: without the extra activities)
-    const fullStack = (await call('list_programs', { tenant: 'bench', limit: 1 })).programs[0].id as string;
+    const fullStack = (await call<{ programs: { id: string }[] }>('list_programs', { tenant: 'bench', limit: 1 })).programs[0].id;
     const reads: number[] = [];
     // (get_program answers an outline by default since issue #16; the whole tree exceeds one answer)
     for (let i = 0; i < READS; i++) reads.push((await timed(() => call('get_program', { id: fullStack })))[0]);

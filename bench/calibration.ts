@@ -62,10 +62,11 @@ async function measure(backend: 'postgres' | 'pglite'): Promise<Row> {
   try {
     await runOp(app.db, 'idp.set', { tenant: 'bench', issuer: idp.issuer, jwks_url: idp.jwksUrl });
     const mcp = await app.connect('bench-calibration');
-    const call = async (name: string, args: Record<string, unknown>) => {
+    /** A tool's structured answer, of the shape the caller names (`T`). */
+    const call = async <T = unknown>(name: string, args: Record<string, unknown>): Promise<T> => {
       const r = await mcp.callTool({ name, arguments: args });
       if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.content)}`);
-      return r.structuredContent as Record<string, any>;
+      return r.structuredContent as T;
     };
 
     // 1. A run of EXAMPLES examples (half good, half with TODO: the loopback model fails those).
@@ -78,7 +79,7 @@ async function measure(backend: 'postgres' | 'pglite'): Promise<Row> {
         expected: { passed: good, score: good ? 95 : 10 },
       });
     }
-    const [ms, report] = await timed(() => call('run_calibration', { activity_id: calibrated, wait_seconds: 120 }));
+    const [ms, report] = await timed(() => call<{ status: string; gate: { passes: boolean }; cost: { calls: number } }>('run_calibration', { activity_id: calibrated, wait_seconds: 120 }));
     if (report.status !== 'done' || !report.gate.passes) throw new Error(`the run did not pass: ${JSON.stringify(report).slice(0, 300)}`);
 
     // 2. Submissions to an uncalibrated activity (gate off) and to the calibrated one (gate on), interleaved.

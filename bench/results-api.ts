@@ -147,7 +147,7 @@ async function http(path: string, key: string): Promise<Figures> {
 async function pgbench(sql: string, args?: string): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const file = join(dir, 'page.sql');
-  writeFileSync(file, sql.replace(/\s+/g, ' ').trim() + ';\n');
+  writeFileSync(file, `${sql.replace(/\s+/g, ' ').trim()};\n`);
   const mode = args === undefined ? [] : ['-M', 'prepared', '-D', `args=${args}`];
   const { stdout } = await run(
     'pgbench',

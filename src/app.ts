@@ -36,7 +36,7 @@ import { httpMetrics, observeDatabase } from './telemetry/metrics.ts';
 import { fastifyTracing, tracedDb, tracingEnabled } from './telemetry/tracing.ts';
 
 /** A client's X-Request-Id we echo: 1–128 characters, no spaces or control characters. */
-const REQUEST_ID_RE = /^[A-Za-z0-9._:\/+=@-]{1,128}$/;
+const REQUEST_ID_RE = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
 
 /** `Config.trustProxy` as Fastify takes it: a hop count as a function of the hop (proxy-addr's rule). */
 const trustProxy = (value: boolean | number | string) =>
@@ -79,7 +79,9 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   if (deps.config.metrics) await httpMetrics(app);
   if (deps.config.accessLog) accessLog(app);
   const unobserve = [observeDatabase(given.db, 'primary', GRADING_QUEUE), given.readDb && observeDatabase(given.readDb, 'replica')];
-  app.addHook('onClose', async () => unobserve.forEach((stop) => stop && stop()));
+  app.addHook('onClose', async () => {
+    for (const stop of unobserve) stop?.();
+  });
   addReadiness(app, deps.db);
   // The job queue of this process (src/jobs): pg-boss, every declared queue worked here, schedules
   // (the hourly retention sweep, src/admin/retention.ts). Its maintenance puts back the jobs of

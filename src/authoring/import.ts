@@ -71,7 +71,9 @@ const ImportInput = z
       u.lessons.forEach((l, li) => {
         check('lessons', l.external_id, ['units', ui, 'lessons', li]);
         records += l.activities.length;
-        l.activities.forEach((a, ai) => check('activities', a.external_id, ['units', ui, 'lessons', li, 'activities', ai]));
+        l.activities.forEach((a, ai) => {
+          check('activities', a.external_id, ['units', ui, 'lessons', li, 'activities', ai]);
+        });
       });
     });
     if (records > MAX_IMPORT_RECORDS) {
@@ -152,7 +154,7 @@ const importProgram = defineTool({
       ).map((r) => r.record);
       if (program) {
         await progress?.(1, 'program');
-        await writeChildren(tx, program.id, content.units, progress);
+        await writeChildren(tx, program.id as string, content.units, progress);
       }
     } catch (err) {
       throw explainDbError(err);
@@ -168,7 +170,7 @@ const importProgram = defineTool({
         );
       }
     }
-    const tree = await programOutline(tx, program.id);
+    const tree = await programOutline(tx, program.id as string);
     const counts = treeCounts(tree);
     return withinBound({
       structured: { ...tree, created, counts },

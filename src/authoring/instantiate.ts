@@ -14,19 +14,19 @@ import { z } from 'zod';
 import { explainDbError } from './errors.ts';
 import { insertRecord, ProgramRecord, tenantIdBySlug, tenantSlug, title, uuid } from './records.ts';
 import { CREATE, defineTool, type AnyTool } from './tool.ts';
-import { programTree, treeCountsSchema, writeChildren, type Json, type UnitInput } from './tree.ts';
+import { programTree, treeCountsSchema, writeChildren, type Json, type TreeCounts, type UnitInput } from './tree.ts';
 
 /** The writable content of a tree read by `programTree`. */
 function contentOf(tree: Json): UnitInput[] {
-  return (tree.units as Json[]).map((u) => ({
+  return (tree.units as UnitInput[]).map((u) => ({
     external_id: u.external_id,
     title: u.title,
     description: u.description,
-    lessons: (u.lessons as Json[]).map((l) => ({
+    lessons: u.lessons.map((l) => ({
       external_id: l.external_id,
       title: l.title,
       body: l.body,
-      activities: (l.activities as Json[]).map((a) => ({
+      activities: l.activities.map((a) => ({
         external_id: a.external_id,
         title: a.title,
         kind: a.kind,
@@ -62,7 +62,7 @@ const instantiateProgram = defineTool({
       description: source.description,
       source_program_id: program_id,
     });
-    let counts;
+    let counts: TreeCounts;
     try {
       counts = await writeChildren(tx, program.id as string, contentOf(source));
     } catch (err) {

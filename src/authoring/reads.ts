@@ -113,7 +113,7 @@ function boundedRead(name: Parent, id: string, tree: Json, depth: Depth): ToolAn
     `The outline is too large for one answer (${size.toLocaleString('en')} characters), so only the ${level} are listed, ` +
     `each with its counts: read each with ${next}, and what lies under it with ${PARENTS[child].reads}`;
   const shallowAnswer = {
-    structured: { ...tree, depth: 'shallow', counts, [level]: shallow(tree[level], child), note },
+    structured: { ...tree, depth: 'shallow', counts, [level]: shallow(tree[level] as Json[], child), note },
     summary: `${summary('shallow: the outline is too large')}; read each of its ${level} with ${next}`,
   };
   return bounded(shallowAnswer, `${name} ${id} at depth outline (even with its ${level} only)`, narrower(name, depth));
@@ -180,7 +180,7 @@ const getActivity = defineTool({
   run: async ({ id }, tx) => {
     const record: Json | undefined = await findRecord(tx, 'activity', id);
     if (!record) throw await notFoundFailure(tx, 'activity', id);
-    const answer = { structured: record, summary: `activity ${id} "${record.title}" (${record.kind}, ${record.rubric.length} rubric criteria)` };
+    const answer = { structured: record, summary: `activity ${id} "${record.title}" (${record.kind}, ${(record.rubric as unknown[]).length} rubric criteria)` };
     return bounded(answer, `activity ${id}`, `read it as the resource svc://activities/${id}, which holds it once`);
   },
 });

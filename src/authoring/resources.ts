@@ -22,7 +22,7 @@ import { JSONRPC } from './jsonrpc.ts';
 import { listPrograms } from './programs.ts';
 import { getProgram } from './reads.ts';
 import { findRecord } from './records.ts';
-import type { ToolContext } from './tool.ts';
+import type { ToolAnswer, ToolContext } from './tool.ts';
 import type { Json } from './tree.ts';
 
 const JSON_TYPE = 'application/json';
@@ -90,13 +90,13 @@ export function registerResources(server: McpServer, ctx: ToolContext): void {
   // registered after the templates, whose registration installs the SDK's handler
   server.server.setRequestHandler(ListResourcesRequestSchema, async (request) => {
     const cursor = request.params?.cursor;
-    let page;
+    let page: ToolAnswer;
     try {
       page = await asUser(ctx.deps.db, ctx.session.claims, (tx) => listPrograms.run({ cursor }, tx, ctx));
     } catch (err) {
       throw err instanceof ToolFailure ? new McpError(JSONRPC.INVALID_PARAMS, err.message) : err;
     }
-    const { programs, next_cursor } = page.structured as { programs: Json[]; next_cursor: string | null };
+    const { programs, next_cursor } = page.structured as { programs: { id: string; title: string; tenant: string | null }[]; next_cursor: string | null };
     return {
       resources: programs.map((p) => ({
         uri: programUri(p.id),

@@ -48,7 +48,7 @@ export interface ToolAnswer {
    * and wait for it, release held submissions); its answer, if any, replaces this one. A failure
    * there is the call's failure, but what the transaction wrote stays.
    */
-  afterCommit?: () => Promise<ToolAnswer | void>;
+  afterCommit?: (() => Promise<ToolAnswer>) | (() => Promise<void>);
 }
 
 export interface Tool<I extends z.ZodObject = z.ZodObject> {
@@ -62,8 +62,7 @@ export interface Tool<I extends z.ZodObject = z.ZodObject> {
 }
 
 /** A tool of any input type (for registries). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyTool = Tool<any>;
+export type AnyTool = Tool<z.ZodObject>;
 
 /** Declare a tool (only for type inference of `run`'s arguments). */
 export const defineTool = <I extends z.ZodObject>(tool: Tool<I>): Tool<I> => tool;

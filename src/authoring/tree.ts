@@ -53,7 +53,7 @@ function levelSql(level: Level, parentRef: string, shape: Shape, catalog: boolea
     from ${table} ${alias} where ${tenant} and ${alias}.${parent} = ${parentRef}), '[]'::jsonb)`;
 }
 
-export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type Json = Record<string, unknown>;
 
 /**
  * The record `id` of type `name` (the whole row) with everything under it in `shape`, each level
@@ -91,8 +91,15 @@ export const treeCountsSchema = (each: string, description: string) =>
     })
     .describe(description);
 
+/** How many units, lessons and activities a tree holds (or a write wrote). */
+export interface TreeCounts {
+  units: number;
+  lessons: number;
+  activities: number;
+}
+
 /** Record counts of a tree read by `readTree` (0 for the levels it does not hold). */
-export function treeCounts(tree: Json): { units: number; lessons: number; activities: number } {
+export function treeCounts(tree: Json): TreeCounts {
   const counts = { units: 0, lessons: 0, activities: 0 };
   const walk = (node: Json) => {
     for (const key of ['units', 'lessons', 'activities'] as const) {
@@ -167,7 +174,7 @@ export async function writeChildren(
   programId: string,
   units: UnitInput[],
   written?: LevelWritten,
-): Promise<{ units: number; lessons: number; activities: number }> {
+): Promise<TreeCounts> {
   if (!units.length) return { units: 0, lessons: 0, activities: 0 };
   const unitRows = units.map((u, i) => ({ ord: i, external_id: u.external_id ?? null, title: u.title, description: u.description ?? null, position: i + 1 }));
   const insertedUnits = await tx.query<{ id: string; position: number }>(INSERT_UNITS_SQL, [programId, JSON.stringify(unitRows)]);

@@ -375,7 +375,7 @@ lti
 const ltiKeys = lti.command('keys').description("the tool's RS256 signing keys (published at /lti/v1/jwks)");
 opCommand(ltiKeys, 'list', 'list the keys, newest first (the current one has no retired_at)', 'lti.keys.list', () => ({}), (rows) => table(rows, ['kid', 'created_at', 'retired_at']));
 opCommand(ltiKeys, 'rotate', 'make a new current key; the previous one stays published until tokens signed with it have expired', 'lti.keys.rotate', () => ({}), (r) =>
-  `new signing key ${r.kid}` + (r.retired ? `; ${r.retired} stays in /lti/v1/jwks for ${r.retired_published_seconds} s` : ''),
+  `new signing key ${r.kid}${r.retired ? `; ${r.retired} stays in /lti/v1/jwks for ${r.retired_published_seconds} s` : ''}`,
 );
 
 const oauth = program.command('oauth').description('the OAuth clients (MCP hosts) instructors connected, and their grants');
@@ -403,7 +403,7 @@ program
     const keys = { anon_key: config.anonKey, service_role_key: config.serviceRoleKey, data_dir: config.dataDir ?? null };
     print(keys, {
       json: Boolean(options.json),
-      printer: (k) => `anon key:          ${k.anon_key}\nservice-role key:  ${k.service_role_key}` + (k.data_dir ? `\n(kept in ${k.data_dir}/secrets.json)` : ''),
+      printer: (k) => `anon key:          ${k.anon_key}\nservice-role key:  ${k.service_role_key}${k.data_dir ? `\n(kept in ${k.data_dir}/secrets.json)` : ''}`,
     });
   });
 

@@ -46,7 +46,7 @@ export function loadOrCreateEmbeddedSecrets(dataDir: string): Secrets {
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Secrets;
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const secrets = generateSecrets();
-  writeFileSync(file, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
+  writeFileSync(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(file, 0o600);
   return secrets;
 }

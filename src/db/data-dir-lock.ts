@@ -103,7 +103,7 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
       rmSync(lockPath(dataDir), { recursive: true, force: true });
       return lockfile.lock(dataDir, options);
     });
-    writeFileSync(holderPath(dataDir), JSON.stringify(self()) + '\n', { mode: 0o600 });
+    writeFileSync(holderPath(dataDir), `${JSON.stringify(self())}\n`, { mode: 0o600 });
     held.add(dataDir);
   } finally {
     await openGate();
@@ -119,7 +119,7 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
 /** Publish the server's address; written aside and renamed, so a reader never sees half a file. */
 export function writeServerInfo(dataDir: string, info: ServerInfo): void {
   const file = join(dataDir, 'server.json');
-  writeFileSync(`${file}.tmp`, JSON.stringify(info) + '\n', { mode: 0o600 });
+  writeFileSync(`${file}.tmp`, `${JSON.stringify(info)}\n`, { mode: 0o600 });
   renameSync(`${file}.tmp`, file);
 }
 

@@ -142,10 +142,10 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Db {
     kind: 'postgres',
     query: <T>(text: string, params?: unknown[]) => withClient((client) => run<T>(client, text, params)),
     exec: (script) => withClient(async (client) => void (await client.query(script))),
-    transaction: (fn) =>
+    transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
       withClient(async (client) => {
         await client.query('begin');
-        let result;
+        let result: T;
         try {
           result = await fn(onClient(client));
         } catch (err) {

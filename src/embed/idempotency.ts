@@ -54,7 +54,7 @@ export async function recall(tx: Queryable, tenantId: string, userId: string, ke
        from judge_idempotency_keys where tenant_id = $1 and user_id = $2 and key = $3`,
     [tenantId, userId, key, KEY_TTL_HOURS],
   );
-  if (!row || !row.fresh) return undefined;
+  if (!row?.fresh) return undefined;
   if (row.request_sha256 !== hash) {
     throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was used for another request; use a new key for a new submission');
   }

@@ -85,7 +85,10 @@ function open(app: FastifyInstance, url: string): Shared {
 export async function rateLimitRedis(app: FastifyInstance, config: Pick<Config, 'redisUrl'>): Promise<Redis | undefined> {
   if (!config.redisUrl) return undefined;
   let shared = clients.get(config);
-  if (!shared) clients.set(config, (shared = open(app, config.redisUrl)));
+  if (!shared) {
+    shared = open(app, config.redisUrl);
+    clients.set(config, shared);
+  }
   shared.users += 1;
   const { redis } = shared;
   app.addHook('onClose', async () => {

@@ -19,7 +19,7 @@ function bindable(value: unknown): unknown {
 
 /** pg-boss's `db` option: one method running SQL with positional parameters. */
 export interface BossDb {
-  executeSql(text: string, values?: unknown[]): Promise<{ rows: any[] }>;
+  executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
 /**

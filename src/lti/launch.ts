@@ -18,7 +18,7 @@
  *    only one built); `version` 1.3.0; `roles` an array; a `resource_link` with an `id`; a
  *    non-empty `sub`.
  */
-import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type ProtectedHeaderParameters } from 'jose';
 import type { Queryable } from '../db/index.ts';
 import { CLOCK_SKEW_SECONDS } from './keys.ts';
 import type { LoginState } from './login.ts';
@@ -86,7 +86,7 @@ export type LaunchClaims = JWTPayload & { sub: string; nonce: string } & Record<
 export async function verifyIdToken(keys: PlatformKeys, platform: Platform, state: LoginState, idToken: string, now: Date): Promise<LaunchClaims> {
   if (idToken.length > MAX_ID_TOKEN_CHARS) throw refuse('invalid_id_token', 'The sign-in token from the LMS is too long.');
   if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(idToken)) throw refuse('invalid_id_token', 'The sign-in token from the LMS is not a JWT.');
-  let header;
+  let header: ProtectedHeaderParameters;
   try {
     header = decodeProtectedHeader(idToken);
   } catch {
@@ -94,7 +94,7 @@ export async function verifyIdToken(keys: PlatformKeys, platform: Platform, stat
   }
   if (header.alg !== 'RS256') throw refuse('invalid_id_token', `The sign-in token from the LMS is signed with ${String(header.alg)}; only RS256 is accepted.`);
   if (typeof header.kid !== 'string' || !header.kid) throw refuse('invalid_id_token', 'The sign-in token from the LMS names no key (kid).');
-  let getKey;
+  let getKey: JWTVerifyGetKey;
   try {
     getKey = await keys.resolver(platform.jwks_url, header.kid);
   } catch (err) {

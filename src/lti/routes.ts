@@ -39,7 +39,7 @@ import { playerAssets } from '../player/index.ts';
 import { safeEqual } from '../lib/safe-equal.ts';
 import { AllPlatformAncestors, platformAncestors } from './framing.ts';
 import { PublishedKeys } from './keys.ts';
-import { CLAIM, LaunchError, verifyIdToken, type VerifiedLaunch } from './launch.ts';
+import { CLAIM, LaunchError, verifyIdToken, type LaunchClaims, type VerifiedLaunch } from './launch.ts';
 import { resourceLinkLaunch } from './resource-link.ts';
 import { deepLinkingLaunch, deepLinkingRoutes } from './deep-linking/index.ts';
 import { bindingCookie, MAX_HINT_CHARS, readState, sha256, startLogin, STATE_SECONDS, type LoginParams } from './login.ts';
@@ -203,7 +203,7 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     }
     // 3–7. The id_token.
     const now = deps.now();
-    let claims;
+    let claims: LaunchClaims;
     try {
       claims = await verifyIdToken(keys, platform, state, form.id_token, now);
     } catch (err) {

@@ -30,7 +30,10 @@ const documents = new WeakMap<Config, Document>();
 
 function documentFor(config: Config): Document {
   let doc = documents.get(config);
-  if (!doc) documents.set(config, (doc = {}));
+  if (!doc) {
+    doc = {};
+    documents.set(config, doc);
+  }
   return doc;
 }
 
@@ -79,9 +82,11 @@ const SHARED_ERRORS: Record<string, string> = {
  * throws if one operation's answer differs from another's of the same status.
  */
 function shareComponents(doc: { paths?: Record<string, Record<string, Operation>>; components?: Components }): void {
-  const components = (doc.components ??= {});
+  doc.components ??= {};
+  const components = doc.components;
   components.headers = structuredClone(HEADERS); // each document its own copy
-  const responses: Record<string, unknown> = (components.responses = {});
+  const responses: Record<string, unknown> = {};
+  components.responses = responses;
   for (const item of Object.values(doc.paths ?? {})) {
     for (const op of Object.values(item)) {
       const keyed = (op.security ?? []).length > 0;

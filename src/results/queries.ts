@@ -331,7 +331,8 @@ from (
   order by t.${key}, t.${id}
   limit p_args[2]::int + 1
 ) p`;
-  shapes.set(shapeId, (found = { name, text, filters }));
+  found = { name, text, filters };
+  shapes.set(shapeId, found);
   return found;
 }
 
@@ -373,7 +374,9 @@ from ${table} t where t.tenant_id = p_args[1]::uuid and t.${column} = p_args[2]:
 
 /** Every subset of `names` (the filter combinations a list accepts). */
 function subsets(names: string[]): string[][] {
-  return names.reduce<string[][]>((all, name) => [...all, ...all.map((set) => [...set, name])], [[]]);
+  const all: string[][] = [[]];
+  for (const name of names) for (const set of all.slice()) all.push([...set, name]);
+  return all;
 }
 
 /** One statement of every shape the API can send (with placeholder arguments). */
@@ -420,7 +423,10 @@ $fn$`;
 const functionNames = new Map<string, string>();
 const functionName = (statement: PageStatement) => {
   let name = functionNames.get(statement.text);
-  if (!name) functionNames.set(statement.text, (name = statementFunction(statement).name));
+  if (!name) {
+    name = statementFunction(statement).name;
+    functionNames.set(statement.text, name);
+  }
   return name;
 };
 

@@ -189,7 +189,13 @@ describe('svc learner export, then svc learner delete', () => {
     const dump = await dumpDatabase();
     const where = (m: string) => {
       let table = '';
-      return dump.split('\n').flatMap((line) => (line.startsWith('-- ') || line.startsWith('COPY ') ? ((table = line.slice(0, 80)), []) : line.includes(m) ? [`${table}: ${line.slice(0, 200)}`] : []));
+      return dump.split('\n').flatMap((line) => {
+        if (line.startsWith('-- ') || line.startsWith('COPY ')) {
+          table = line.slice(0, 80);
+          return [];
+        }
+        return line.includes(m) ? [`${table}: ${line.slice(0, 200)}`] : [];
+      });
     };
     for (const m of [MARK, email, subject, lti.sub, lti.name, lti.email]) expect(where(m), m).toEqual([]);
     // the other learner is intact

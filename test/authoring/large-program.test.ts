@@ -83,9 +83,9 @@ describe('a program of 20 units × 10 lessons × 10 activities', () => {
     expect(outline).toMatchObject({ id: program.id, depth: 'shallow', counts: { units: 20, lessons: 200, activities: 2000 } });
     expect(outline.note).toMatch(/^The outline is too large for one answer \([\d,]+ characters\), so only the units are listed, each with its counts: read each with get_unit/);
     expect(outline.units).toHaveLength(20);
-    outline.units.forEach((u: Structured, i: number) =>
-      expect(u).toEqual({ id: expect.any(String), title: `Unit ${i + 1}`, position: i + 1, counts: { lessons: 10, activities: 100 } }),
-    );
+    outline.units.forEach((u: Structured, i: number) => {
+      expect(u).toEqual({ id: expect.any(String), title: `Unit ${i + 1}`, position: i + 1, counts: { lessons: 10, activities: 100 } });
+    });
     const unit = await read('get_unit', { id: outline.units[19].id });
     expect(unit).toMatchObject({ title: 'Unit 20', external_id: 'u20', depth: 'outline', counts: { lessons: 10, activities: 100 } });
     expect(unit.lessons[9].activities[9]).toEqual({ id: expect.any(String), title: 'Activity 20.10.10', position: 10, kind: 'document' });

@@ -99,7 +99,7 @@ describe('prompts', () => {
     const prompt = await a.getPrompt({ name: 'draft_unit', arguments: { program_id: x.program.id, outline: 'Subgrid and named areas' } });
     const [resource, ask] = prompt.messages;
     expect(JSON.parse((resource!.content as { resource: { text: string } }).resource.text)).toEqual(await ok(a, 'get_program', { id: x.program.id }));
-    expect((ask!.content as { text: string }).text).toMatch(/Subgrid and named areas[^]*create_unit/);
+    expect((ask!.content as { text: string }).text).toMatch(/Subgrid and named areas[\s\S]*create_unit/);
   });
 
   it('refuses ids the caller cannot read and malformed arguments (-32602)', async () => {

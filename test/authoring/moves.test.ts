@@ -93,7 +93,10 @@ describe('moves', () => {
     const activities = lessons.flatMap((l: Structured) => l.activities);
     const before = await x.w.t.db.query('select count(*)::int as n from units union all select count(*)::int from lessons union all select count(*)::int from activities');
     let seed = 16;
-    const pick = <T,>(list: T[]): T => list[(seed = (seed * 1103515245 + 12345) % 2 ** 31) % list.length]!;
+    const pick = <T,>(list: T[]): T => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return list[seed % list.length]!;
+    };
     const calls = Array.from({ length: 20 }, (_, i) => {
       if (i % 4 === 0) return { name: 'move_unit', arguments: { id: pick(units).id, program_id: pick(programs).id, position: 1 } };
       if (i % 2 === 0) return { name: 'move_lesson', arguments: { id: pick(lessons).id, unit_id: pick(units).id, position: 1 } };

@@ -63,10 +63,10 @@ describe('invalid arguments: isError naming the field', () => {
   it('title longer than 500 characters', () =>
     expectInvalidArguments('create_program', { tenant: 'acme', title: 'x'.repeat(501) }, /title/));
 
-  it('id that is not a uuid', () => expectInvalidArguments('get_program', { id: 'abc' }, /Invalid arguments for tool get_program:[^]*→ at id/));
+  it('id that is not a uuid', () => expectInvalidArguments('get_program', { id: 'abc' }, /Invalid arguments for tool get_program:[\s\S]*→ at id/));
 
   it('depth that is not allowed', () =>
-    expectInvalidArguments('get_program', { id: program.id, depth: 'everything' }, /Invalid arguments for tool get_program:[^]*"outline"\|"full"[^]*→ at depth/));
+    expectInvalidArguments('get_program', { id: program.id, depth: 'everything' }, /Invalid arguments for tool get_program:[\s\S]*"outline"\|"full"[\s\S]*→ at depth/));
 
   it('update with nothing to change', () => expectInvalidArguments('update_program', { id: program.id }, /nothing to update/));
 

@@ -158,7 +158,12 @@ describe('a run longer than its lease', () => {
           .query<{ state: string; started_on: string }>(
             `select j.state, j.started_on::text from pgboss.job j join artifacts a on a.id = j.id where a.content = 'slow complete work'`,
           )
-          .then((rows) => rows.forEach((r) => (states.add(r.state), r.state === 'active' && renewals.add(r.started_on))));
+          .then((rows) => {
+            for (const r of rows) {
+              states.add(r.state);
+              if (r.state === 'active') renewals.add(r.started_on);
+            }
+          });
       }, 300);
       const res = await answer;
       clearInterval(watch);

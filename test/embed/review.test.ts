@@ -71,7 +71,7 @@ describe('an obeyed prompt injection', () => {
     await w.t.db.query('delete from reviews where result_id = $1', [res.body.result_id]);
     const migration = readFileSync(new URL('../../src/migrations/0142.do.reviews-overrides.sql', import.meta.url), 'utf8');
     const backfill = /^insert into reviews[\s\S]*?;$/m.exec(migration)![0];
-    await w.t.db.query(backfill.replace("where a.verification->>'review' in", "where a.result_id = '" + res.body.result_id + "' and a.verification->>'review' in"));
+    await w.t.db.query(backfill.replace("where a.verification->>'review' in", `where a.result_id = '${res.body.result_id}' and a.verification->>'review' in`));
     expect(await rows()).toEqual([{ kind: 'injection', status: 'open', artifact_id: res.body.artifact_id }]);
   });
 

@@ -13,8 +13,14 @@ export function redisReachable(url = REDIS_URL): Promise<boolean> {
     const { hostname, port } = new URL(url);
     const socket = createConnection({ host: hostname, port: Number(port || 6379) });
     socket.setTimeout(500);
-    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
-    socket.once('timeout', () => (socket.destroy(), resolve(false)));
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
   });
 }

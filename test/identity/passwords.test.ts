@@ -72,7 +72,7 @@ describe('GoTrue bcrypt imports', () => {
   it('refuses hashes that are not bcrypt/argon2 or whose cost would be a denial of service; writes nothing', async () => {
     const before = await identityRows(t);
     const argon2Huge = '$argon2id$v=19$m=4194304,t=1,p=1$c29tZXNhbHRzb21lc2FsdA$YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXo';
-    for (const bad of ['plaintext', '$2b$31$' + 'a'.repeat(53), '$1$md5$hash', argon2Huge]) {
+    for (const bad of ['plaintext', `$2b$31$${'a'.repeat(53)}`, '$1$md5$hash', argon2Huge]) {
       const res = await importUser('bad-hash@example.com', bad);
       expect(res.status, bad).toBe(400);
       expect((await res.json()).code, bad).toBe('validation_failed');

@@ -20,7 +20,7 @@ const SHUTDOWN = { SVC_SHUTDOWN_DELAY: '0.5', SVC_SHUTDOWN_TIMEOUT: String(TIMEO
 
 describe.runIf(backend === 'pglite')('npm start', () => {
   let databases: ServerDatabase[] = [];
-  let npms: ServerProcess[] = [];
+  const npms: ServerProcess[] = [];
   const serverPids: number[] = [];
   beforeAll(async () => {
     databases = [embeddedDatabase(), embeddedDatabase()];

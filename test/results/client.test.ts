@@ -81,7 +81,14 @@ describe('the client', () => {
 
   it('raises typed errors with code and request_id, without retrying a 4xx', async () => {
     let calls = 0;
-    const counting = createResultsClient({ baseUrl: t.url, apiKey: a.key, fetch: (r) => (calls++, fetch(r)) });
+    const counting = createResultsClient({
+      baseUrl: t.url,
+      apiKey: a.key,
+      fetch: (r) => {
+        calls++;
+        return fetch(r);
+      },
+    });
     const bad = await counting.page('activity-results', { limit: 0 }).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(ResultsApiError);
     expect(bad).toMatchObject({ code: 'invalid_request', status: 400, requestId: expect.any(String) });
@@ -103,7 +110,10 @@ describe('the client', () => {
       const patient = createResultsClient({
         baseUrl: limited.url,
         apiKey: a.key,
-        sleep: (ms) => (waits.push(ms), new Promise((r) => setTimeout(r, ms))),
+        sleep: (ms) => {
+          waits.push(ms);
+          return new Promise((r) => setTimeout(r, ms));
+        },
       });
       let n = 0;
       for await (const _ of patient.list('activity-results', { limit: 20 })) n += 1;

@@ -112,7 +112,7 @@ let clock = 0;
  */
 export function nextCreatedAt(): string {
   clock += 1;
-  return new Date(Date.UTC(2026, 1, 1) + clock * 1000).toISOString().replace('Z', '') + `${String(clock % 1000).padStart(3, '0')}Z`;
+  return `${new Date(Date.UTC(2026, 1, 1) + clock * 1000).toISOString().replace('Z', '')}${String(clock % 1000).padStart(3, '0')}Z`;
 }
 
 export interface SeededTenant {

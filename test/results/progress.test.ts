@@ -19,7 +19,6 @@ import { describe, expect, it } from 'vitest';
 import { startApp, testJudge, useApp, useServer } from '../helpers/harness.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
-import {  } from '../embed/fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 import { walk } from './fixtures.ts';
 

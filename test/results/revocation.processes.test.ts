@@ -32,7 +32,7 @@ const status = (server: ServerProcess, key: string) =>
 
 describe.skipIf(backend !== 'postgres')('revocation across server processes (PostgreSQL)', () => {
   let fresh: Awaited<ReturnType<typeof freshDb>>;
-  let servers: ServerProcess[] = [];
+  const servers: ServerProcess[] = [];
 
   beforeAll(async () => {
     fresh = await freshDb();

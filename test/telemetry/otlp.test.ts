@@ -83,7 +83,7 @@ describe('OTLP export (opt-in by OTEL_*)', () => {
   });
 
   it('sends no query value: keys, codes and tokens in the URL are redacted in every span', async () => {
-    const traceId = 'a'.repeat(31) + 'b';
+    const traceId = `${'a'.repeat(31)}b`;
     const secret = 'sb_secret_must-not-leave-the-process';
     const res = await fetch(`${traced.url}/auth/v1/settings?apikey=${secret}&code=also-secret`, {
       headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },

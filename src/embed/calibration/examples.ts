@@ -62,7 +62,7 @@ export async function visibleActivity(tx: Queryable, activityId: string): Promis
     'select id, tenant_id, kind, rubric, rubric_version from activities where id = $1 and tenant_id in (select public.current_author_tenant_ids())',
     [activityId],
   );
-  if (!a || !a.tenant_id) throw new CalibrationNotFound(`activity_id: activity ${activityId} not found`);
+  if (!a?.tenant_id) throw new CalibrationNotFound(`activity_id: activity ${activityId} not found`);
   return a as { id: string; tenant_id: string; kind: string; rubric: unknown; rubric_version: number };
 }
 

@@ -105,7 +105,14 @@ export function maxRunSeconds(deps: Pick<Deps, 'config'>): number {
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 
 /**
@@ -147,7 +154,7 @@ function gradeOne(deps: Deps, grader: Grader, options: { lookup?: ReadOptions['l
 
     // Step 1: the submission (one held by the calibration gate is graded already: nothing to do).
     const s = await loadSubmission(deps, tenantId, artifactId);
-    if (!s || s.status !== 'pending' || s.reason === CALIBRATION_REQUIRED) {
+    if (s?.status !== 'pending' || s.reason === CALIBRATION_REQUIRED) {
       await deps.db.transaction((tx) => control.complete(tx, { skipped: s ? 'already graded' : 'artifact gone' }));
       return s ? storedOutcome(deps, tenantId, artifactId) : { kind: 'gone' };
     }

@@ -49,7 +49,7 @@ export async function recordOutcome(
     `select result_id, verification->>'status' as status from artifacts where id = $1 and tenant_id = $2 for update`,
     [artifactId, tenantId],
   );
-  if (!artifact || artifact.status !== 'pending') return false;
+  if (artifact?.status !== 'pending') return false;
   await tx.query(
     `update artifacts set verification = $3::text::jsonb, updated_at = clock_timestamp() where id = $1 and tenant_id = $2`,
     [artifactId, tenantId, JSON.stringify(verification)],

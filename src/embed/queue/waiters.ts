@@ -13,7 +13,10 @@ export class Waiters {
   waitFor(artifactId: string, ms: number): Promise<JobOutcome | undefined> {
     return new Promise((resolve) => {
       let set = this.waiting.get(artifactId);
-      if (!set) this.waiting.set(artifactId, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        this.waiting.set(artifactId, set);
+      }
       const done = (o: JobOutcome | undefined) => {
         clearTimeout(timer);
         set!.delete(waiter);

@@ -24,7 +24,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tarStream from 'tar-stream';
-import { fetchResource, FetchRefused, refuseUrl, resolveAllowed } from '../../http/outbound.ts';
+import { fetchResource, FetchRefused, refuseUrl, resolveAllowed, type FetchedResource } from '../../http/outbound.ts';
 import { humanSize, MAX_FILE_BYTES, repoText, type RepoFile } from './repo-files.ts';
 import { fetchBounds, Unreadable, type ReadOptions } from './types.ts';
 
@@ -177,7 +177,7 @@ async function readGit(url: URL, o: ReadOptions, budget: number): Promise<{ deta
     );
     const present = entries.filter((e) => e.type === 'blob' && !missing.has(e.oid));
     const sizes = new Map<string, number>();
-    const check = await run(['cat-file', '--batch-check=%(objectname) %(objectsize)'], present.map((e) => e.oid).join('\n') + '\n');
+    const check = await run(['cat-file', '--batch-check=%(objectname) %(objectsize)'], `${present.map((e) => e.oid).join('\n')}\n`);
     for (const line of check.stdout.toString().split('\n')) {
       const [oid, size] = line.split(' ');
       if (oid && size) sizes.set(oid, Number(size));
@@ -193,7 +193,7 @@ async function readGit(url: URL, o: ReadOptions, budget: number): Promise<{ deta
       const result = new Map<string, Uint8Array>();
       const wanted = paths.map((p) => oidOf.get(p)).filter((oid): oid is string => Boolean(oid) && !missing.has(oid!));
       if (!wanted.length) return result;
-      const out = (await run(['cat-file', '--batch'], wanted.join('\n') + '\n')).stdout;
+      const out = (await run(['cat-file', '--batch'], `${wanted.join('\n')}\n`)).stdout;
       const byOid = new Map<string, Uint8Array>();
       let at = 0;
       while (at < out.length) {
@@ -266,7 +266,7 @@ export async function untar(archive: Buffer, maxUnpacked: number): Promise<Archi
 const TOO_BIG = 'the repository archive is damaged or unpacks to more than the size limit';
 
 async function readArchive(url: string, o: ReadOptions, budget: number): Promise<{ detail: string; text: string }> {
-  let archive;
+  let archive: FetchedResource;
   try {
     archive = await fetchResource(url, {
       ...fetchBounds(o),

@@ -14,8 +14,8 @@
  * `no-store`/`no-cache` → 60 s). A revoked URL is never fetched again.
  */
 import type { Deps } from '../../deps.ts';
-import { fetchResource, FetchRefused } from '../../http/outbound.ts';
-import { checkClientMetadata, type OAuthClient } from './clients.ts';
+import { fetchResource, FetchRefused, type FetchedResource } from '../../http/outbound.ts';
+import { checkClientMetadata, type ClientMetadata, type OAuthClient } from './clients.ts';
 import { OAuthError } from './errors.ts';
 
 const MAX_BYTES = 5 * 1024;
@@ -57,7 +57,7 @@ export async function resolveMetadataDocument(deps: Deps, url: string): Promise<
   if (cached?.revoked) return undefined;
   if (cached?.fresh) return { ...cached, kind: 'metadata_document' };
 
-  let fetched;
+  let fetched: FetchedResource;
   try {
     fetched = await fetchResource(url, {
       allowPrivate: deps.config.fetchAllowPrivate,
@@ -85,7 +85,7 @@ export async function resolveMetadataDocument(deps: Deps, url: string): Promise<
   if (d.token_endpoint_auth_method !== undefined && d.token_endpoint_auth_method !== 'none') {
     throw refused(url, 'must use token_endpoint_auth_method "none" (public clients only)');
   }
-  let meta;
+  let meta: ClientMetadata;
   try {
     meta = checkClientMetadata(d);
   } catch (err) {

@@ -28,6 +28,7 @@ import { requireSession } from '../gateway.ts';
 import { mcpResource, TokenError } from '../jwt.ts';
 import type { TokenLimits } from '../rate-limit.ts';
 import { checkPassword, rehashIfOutdated } from '../token.ts';
+import type { UserRow } from '../users.ts';
 import {
   bindUser,
   consentCovers,
@@ -141,7 +142,7 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
       if (err instanceof AuthError && err.status === 429) return again(429, 'Too many sign-in attempts. Wait a few minutes, then try again.');
       throw err;
     }
-    let user;
+    let user: UserRow;
     try {
       user = await checkPassword(deps, email, password);
     } catch (err) {

@@ -75,6 +75,7 @@ const MAX_COMPACT = 1_000; // characters of one letter-spaced run for COMPACT
  * letter-spaced words joined. `runs` collects joined runs of ≥ 8 letters (for `COMPACT`).
  */
 export function fold(s: string, runs?: string[]): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: \x00-\x7f is the ASCII range; the test asks for any character outside it
   const stripped = /[^\x00-\x7f]/.test(s) ? mapUnits(s.normalize('NFD').replace(/\p{M}+/gu, ''), LOOKALIKE) : s;
   return stripped.replace(SPACED, (m) => {
     const joined = m.replace(SEPARATORS, '');

@@ -241,7 +241,7 @@ add(
       ) +
       L1,
     after:
-      /(?:^|[.!?:;\n"'(\[]|(?:^|[^\p{L}\p{N}_])(?:you(?:\s{1,3}(?:will|must|should|shall|can|are\s{1,3}to))?|now|please|on|just|instead)\s{0,3},?)\s{0,3}$/u,
+      /(?:^|[.!?:;\n"'([]|(?:^|[^\p{L}\p{N}_])(?:you(?:\s{1,3}(?:will|must|should|shall|can|are\s{1,3}to))?|now|please|on|just|instead)\s{0,3},?)\s{0,3}$/u,
   },
   `${L0}role[\\s-]?play(?:ing)?\\s+as${L1}`,
   `${L0}you\\s+(?:are|will\\s+be)\\s+(?:now\\s+)?(?:role[\\s-]?playing|playing\\s+the\\s+(?:role|part)\\s+of)${L1}`,
