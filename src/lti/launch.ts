@@ -14,9 +14,9 @@
  * 5. `exp` in the future and `iat` not in the future, each with `CLOCK_SKEW_SECONDS` of leeway;
  * 6. `nonce` = the state's nonce; the nonce and the state are then each used once
  *    (`lti_used_values`, in the launch's transaction: `replayed`);
- * 7. `deployment_id` registered for the registration; `message_type` LtiResourceLinkRequest (the
- *    only one built); `version` 1.3.0; `roles` an array; a `resource_link` with an `id`; a
- *    non-empty `sub`.
+ * 7. `deployment_id` registered for the registration; `message_type` LtiResourceLinkRequest or
+ *    LtiDeepLinkingRequest (`MESSAGE_TYPES`); `version` 1.3.0; `roles` an array; a
+ *    `resource_link` with an `id` on a resource-link launch; a non-empty `sub`.
  */
 import { decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type ProtectedHeaderParameters } from 'jose';
 import type { Queryable } from '../db/index.ts';
