@@ -8,7 +8,8 @@
  *                                     instead of the sample course
  *
  * The service it starts is the real one (src/serve.ts `startService`) on an embedded PGlite folder
- * in the OS temp folder, with the loopback OpenAI-compatible model (test/helpers/test-model.ts) as
+ * in the OS temp folder — started from the migrated dump the tests share (test/helpers/
+ * pglite-snapshot.ts; made once, ~10 s, then reused: the tour takes ~13 s on a busy 2-core machine) — with the loopback OpenAI-compatible model (test/helpers/test-model.ts) as
  * its judge so verdicts appear, and the loopback identity provider (test/helpers/test-idp.ts) for
  * learners. The tour uses the real clients: the `svc` CLI's own code path (src/cli/target.ts: the
  * command goes to the running server that holds the data folder, as `npx svc` does),
@@ -31,7 +32,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { loadConfig } from '../src/config.ts';
 import type { OpName } from '../src/admin/ops.ts';
 import { resolveTarget } from '../src/cli/target.ts';
+import { openPglite } from '../src/db/pglite.ts';
 import { startService, type StartedService } from '../src/serve.ts';
+import { migratedSnapshot } from '../test/helpers/pglite-snapshot.ts';
 import { callTool, importOdin, loadOdin, type OdinProgram } from '../test/helpers/odin.ts';
 import { startTestIdp } from '../test/helpers/test-idp.ts';
 import { startTestModel, type TestModel } from '../test/helpers/test-model.ts';
@@ -81,10 +84,16 @@ async function startOwnService(port: number): Promise<Service> {
     SVC_SHUTDOWN_DELAY: '0',
     LOG_LEVEL: 'warn',
   };
-  const start = (p: number) => startService(loadConfig({ ...env, PORT: String(p) }));
-  // The usual port when it is free, otherwise any free one.
+  // PGlite's initdb and the migrations cost seconds on a fresh folder: start it from the migrated
+  // dump the tests share (made once in the OS temp folder, test/helpers/pglite-snapshot.ts).
+  const snapshot = await migratedSnapshot();
+  const start = async (p: number) => startService(loadConfig({ ...env, PORT: String(p) }), await openPglite(join(dataDir, 'pgdata'), snapshot));
+  // The usual port when it is free, otherwise any free one (on a fresh folder: the failed start closed its database).
   const service: StartedService = await start(port).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'EADDRINUSE') return start(0);
+    if (err.code === 'EADDRINUSE') {
+      rmSync(join(dataDir, 'pgdata'), { recursive: true, force: true });
+      return start(0);
+    }
     throw err;
   });
   return {

@@ -27,11 +27,12 @@ export interface StartedService {
  * Start the service of `config` in this process: lock the embedded folder (throws
  * `DataDirBusyError` when another process holds it), open and migrate the database, build the app,
  * listen on `config.port` (0: a free one) and publish the address for the `svc` CLI. `npm start`
- * (below) and `npm run demo` (scripts/demo.ts) both start the service through it.
+ * (below) and `npm run demo` (scripts/demo.ts) both start the service through it; `opened`: a
+ * database already opened on the config's data folder (the demo starts PGlite from a migrated dump).
  */
-export async function startService(config: Config): Promise<StartedService> {
+export async function startService(config: Config, opened?: Db): Promise<StartedService> {
   const unlock = config.dataDir ? await lockDataDir(config.dataDir) : async () => {};
-  const db = await openDb(config).catch(async (err) => {
+  const db = await (opened ? Promise.resolve(opened) : openDb(config)).catch(async (err) => {
     await unlock();
     throw err;
   });
