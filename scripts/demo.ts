@@ -245,6 +245,7 @@ async function main() {
       'TODO: I will write this after I test the page with a reader.',
     ];
     say(`The learner submits ${answers.length} documents to /v1/embed/judge; the model grades them against the weighted rubric`);
+    let pending = false;
     for (const [i, answer] of answers.entries()) {
       const activity = documents[i % documents.length]!;
       const verdict = (await (
@@ -254,9 +255,10 @@ async function main() {
           body: JSON.stringify({ tenant, activity_id: imported.activityIds.get(activity.id), artifact: { kind: 'document', content: answer } }),
         })
       ).json()) as { status: string; score?: number; feedback?: string };
+      if (verdict.status === 'pending') pending = true;
       show(`verdict on "${activity.title}": ${verdict.status}${verdict.score === undefined ? '' : ` (score ${verdict.score})`}${verdict.feedback ? ` — ${verdict.feedback}` : ''}`);
     }
-    if (opts.url && !service.model) {
+    if (pending) {
       show('(verdicts appear only if that service has a judge: SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL; without one they stay pending)');
     }
     real('a real model (OpenAI, Azure, a local vLLM…) and a calibrated rubric: examples per activity and the gate (docs/judge.md)');
