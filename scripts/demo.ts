@@ -141,8 +141,10 @@ async function mcpClient(base: string, accessToken: string): Promise<Client> {
 }
 
 async function main() {
-  // Ctrl-C reaches every process of the terminal's group (npm, tsx and this one), some twice: the
-  // first SIGINT or SIGTERM stops the demo, at any step; the repeats are ignored.
+  // Ctrl-C reaches every process of the terminal's group (npm and this one), some twice: the first
+  // SIGINT or SIGTERM stops the demo, at any step; the repeats are ignored. (`npm run demo` runs
+  // `node --import tsx`, not the tsx command: under load, tsx's relay SIGKILLs a child that does not
+  // acknowledge a signal within 30 ms, and the ports and temp folder would be left to the OS.)
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => resolve(signal));
   });

@@ -82,7 +82,7 @@ describe('npm run demo from a fresh clone', () => {
 
     process.kill(-run.child.pid!, 'SIGINT'); // Ctrl-C: the whole group (npm itself ends by the signal)
     await run.exited;
-    expect(run.out()).toMatch(/SIGINT: stopped; ports freed\./);
+    expect(`${run.out()}\n${run.err()}`).toMatch(/SIGINT: stopped; ports freed\.\n*$/);
     expect(await answers(`${serviceUrl}/v1/health`)).toBe(false);
     expect(await answers(partnerUrl!)).toBe(false);
     expect(run.err()).not.toMatch(/\n\s+at /); // no stack trace
