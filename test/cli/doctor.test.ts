@@ -10,7 +10,8 @@
  * unreadable config (--env file, the embedded secrets file), a URL that is not a URL, a data
  * folder held by a running server: a clear message, never a stack trace.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Finding } from '../../src/admin/doctor/index.ts';
@@ -163,9 +164,13 @@ describe('bad input: a clear message, never a stack trace', () => {
     const { code, findings } = await doctor({ ...healthy, SVC_JUDGE_BASE_URL: 'not a url' });
     expect(code).toBe(1);
     expect(findings).toEqual([{ check: 'config', status: 'error', message: 'SVC_JUDGE_BASE_URL: Invalid URL', fix: expect.stringMatching(/correct that variable/) }]);
-    const viaFile = join(store.env.SVC_DATA_DIR ?? '/tmp', '..', `doctor-${process.pid}.env`);
+    const viaFile = join(tmpdir(), `svc-doctor-${process.pid}.env`);
     writeFileSync(viaFile, 'BASE_URL=http//missing-colon\n');
-    expect((await doctor(healthy, '--env', viaFile)).findings).toEqual([expect.objectContaining({ check: 'config', status: 'error', message: 'BASE_URL: Invalid URL' })]);
+    try {
+      expect((await doctor(healthy, '--env', viaFile)).findings).toEqual([expect.objectContaining({ check: 'config', status: 'error', message: 'BASE_URL: Invalid URL' })]);
+    } finally {
+      rmSync(viaFile, { force: true });
+    }
   }, 60_000);
 
   describe.runIf(backend === 'pglite')('the embedded data folder', () => {
@@ -174,7 +179,6 @@ describe('bad input: a clear message, never a stack trace', () => {
 
     it('an unreadable secrets file: an error with the fix, not a crash', async () => {
       const file = join(store.env.SVC_DATA_DIR!, 'secrets.json');
-      const { readFileSync } = await import('node:fs');
       const kept = readFileSync(file, 'utf8');
       writeFileSync(file, '{ not json');
       try {
