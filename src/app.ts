@@ -32,6 +32,7 @@ import playerRoutes from './player/routes.ts';
 import { ltiRoutes } from './lti/index.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 import { accessLog } from './telemetry/access-log.ts';
+import { loggerOptions, resolveLogFormat } from './telemetry/log-format.ts';
 import { httpMetrics, observeDatabase } from './telemetry/metrics.ts';
 import { fastifyTracing, tracedDb, tracingEnabled } from './telemetry/tracing.ts';
 
@@ -46,7 +47,7 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   const traced = tracingEnabled();
   const deps: Deps = traced ? { ...given, db: tracedDb(given.db), readDb: given.readDb && tracedDb(given.readDb) } : given;
   const app = Fastify({
-    logger: { level: deps.config.logLevel },
+    logger: loggerOptions(deps.config.logLevel, resolveLogFormat(deps.config.logFormat)),
     bodyLimit: deps.config.bodyLimit,
     trustProxy: trustProxy(deps.config.trustProxy),
     requestIdHeader: false,

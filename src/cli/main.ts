@@ -9,6 +9,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
 import { DataDirBusyError } from '../db/data-dir-lock.ts';
 import { AdminError, type OpName } from '../admin/ops.ts';
+import { formatFindings, runDoctor } from '../admin/doctor/index.ts';
 import { unsupportedRuntime } from '../runtime.ts';
 import { VERSION } from '../version.ts';
 import { CliError, resolveTarget } from './target.ts';
@@ -393,6 +394,21 @@ opCommand(oauthGrants, 'list <email>', "list a user's grants", 'oauth.grants.lis
 opCommand(oauthGrants, 'revoke <email> <client_id>', "take a user's grant back: that client's sessions of the user end at once", 'oauth.grants.revoke', ([e, c]) => ({ email: e, client_id: c }), (r) =>
   `revoked the grant of ${r.email} to ${r.client_id}: its tokens are refused from now on`,
 );
+
+// svc doctor (issue #25, src/admin/doctor/): what is misconfigured, each finding with its fix.
+program
+  .command('doctor')
+  .description('check the configuration and every dependency (database, replica, Redis, judge, identity providers, secrets): ok / warning / error with the fix; exit status 1 on an error')
+  .option('--env <file>', 'check the variables of this file (KEY=value lines) on top of the environment')
+  .option('--timeout <seconds>', 'time cap of each network check', '5')
+  .addOption(json)
+  .action(async (options: { env?: string; timeout: string; json?: boolean }) => {
+    const timeoutMs = Math.min(Math.max(Number(options.timeout) || 5, 0.1), 60) * 1000;
+    const findings = await runDoctor(process.env, { envFile: options.env, timeoutMs });
+    const failed = findings.some((f) => f.status === 'error');
+    print(options.json ? { ok: !failed, findings } : findings, { json: Boolean(options.json), printer: formatFindings });
+    process.exitCode = failed ? 1 : 0;
+  });
 
 program
   .command('secrets')

@@ -97,6 +97,7 @@ const env = z.object({
   SVC_SHUTDOWN_DELAY: z.coerce.number({ error: 'must be a number of seconds' }).min(0, 'must not be negative').max(300).default(5),
   SVC_SHUTDOWN_TIMEOUT: z.coerce.number({ error: 'must be a number of seconds' }).min(1, 'must be at least 1 second').max(600).default(20),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SVC_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
 });
 
 /** The parsed environment: every variable typed, bounded and defaulted. */

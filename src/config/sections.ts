@@ -173,6 +173,8 @@ export interface Config extends Secrets {
    */
   trustProxy: boolean | number | string;
   logLevel: string;
+  /** `SVC_LOG_FORMAT`: JSON lines or pretty lines; unset: pretty when stdout is a terminal (src/telemetry/log-format.ts). */
+  logFormat?: 'json' | 'pretty';
   /** One `info` line per request (method, route template, status, duration, request id); `SVC_ACCESS_LOG=off` stops it. */
   accessLog: boolean;
   /** Prometheus text at `/metrics` on this port (`SVC_METRICS_PORT`; unset: no metrics listener), on `metricsHost`. */
@@ -285,6 +287,7 @@ export function configSections(e: Env): Omit<Config, keyof Secrets> {
     redisUrl: e.REDIS_URL,
     trustProxy: parseTrustProxy(e.SVC_TRUST_PROXY),
     logLevel: e.LOG_LEVEL,
+    ...(e.SVC_LOG_FORMAT !== undefined && { logFormat: e.SVC_LOG_FORMAT }),
     accessLog: ['on', '1', 'true'].includes(e.SVC_ACCESS_LOG),
     ...(e.SVC_METRICS_PORT !== undefined && { metrics: { port: e.SVC_METRICS_PORT, host: e.SVC_METRICS_HOST ?? e.HOST } }),
     bodyLimit: 1024 * 1024,

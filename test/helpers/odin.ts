@@ -4,6 +4,7 @@
  * (`importOdin`), or one `import_program` call (`importOdinBulk`, `odinImportArgs`).
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
@@ -39,8 +40,9 @@ export interface OdinProgram {
   units: OdinUnit[];
 }
 
-export function loadOdin(file = 'odin-foundations.json'): OdinProgram {
-  return (JSON.parse(readFileSync(ODIN_DIR + file, 'utf8')) as { program: OdinProgram }).program;
+/** The program of `file` in `dir` (default ../shared/data/odin; `npm run demo --odin <dir>` names another). */
+export function loadOdin(file = 'odin-foundations.json', dir = ODIN_DIR): OdinProgram {
+  return (JSON.parse(readFileSync(join(dir, file), 'utf8')) as { program: OdinProgram }).program;
 }
 
 /** Call a tool and return its structuredContent; throws with the tool's text on `isError`. */

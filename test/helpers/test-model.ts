@@ -3,6 +3,8 @@
  * OpenAI-compatible `POST /v1/chat/completions`, so the judge's real `openai` SDK client talks
  * to it over HTTP. `baseUrl` ends with `/v1` (pass it as the judge's base URL).
  *
+ * `GET /v1/models/<name>` answers as OpenAI's "retrieve model" for any name (svc doctor's check).
+ *
  * Every received request body (parsed JSON) is appended to `requests`. Modes (`setMode`):
  * - `grade` (default): a structured-output completion. The rubric criterion ids are read from
  *   the request's JSON schema, `response_format.json_schema.schema.properties.criteria.items
@@ -136,7 +138,12 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      if (req.method !== 'POST' || (req.url ?? '').split('?')[0] !== '/v1/chat/completions') {
+      const path = (req.url ?? '').split('?')[0]!;
+      if (req.method === 'GET' && path.startsWith('/v1/models/')) {
+        // OpenAI's "retrieve model" (svc doctor's cheap request): every model name is known.
+        return sendJson(res, 200, { id: decodeURIComponent(path.slice('/v1/models/'.length)), object: 'model', created: 0, owned_by: 'test' });
+      }
+      if (req.method !== 'POST' || path !== '/v1/chat/completions') {
         return sendJson(res, 404, { error: { message: 'not found', type: 'invalid_request_error', code: null } });
       }
       let body: ChatRequest;
