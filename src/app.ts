@@ -29,7 +29,7 @@ import { addReadiness, probeRoutes } from './http/probes.ts';
 import { jsonRpcError } from './authoring/auth.ts';
 import { createJudgeServices, embedRoutes, GRADING_QUEUE } from './embed/index.ts';
 import playerRoutes from './player/routes.ts';
-import { ltiRoutes } from './lti/index.ts';
+import { ltiRoutes, startScoreSender } from './lti/index.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 import { accessLog } from './telemetry/access-log.ts';
 import { httpMetrics, observeDatabase } from './telemetry/metrics.ts';
@@ -84,6 +84,9 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   // The hourly retention sweep (issue #23, src/admin/retention.ts).
   const stopRetention = startRetentionTimer(deps.db, (err) => app.log.warn({ err }, 'retention sweep failed'));
   app.addHook('onClose', async () => stopRetention());
+  // LTI scores owed to the platforms, sent from the outbox (issue #22, src/lti/ags/).
+  const scores = startScoreSender(deps, app.log.child({ surface: 'lti' }));
+  app.addHook('onClose', () => scores.stop());
   // Every request runs in an audit context carrying its request id (issue #23, src/audit).
   app.addHook('onRequest', auditContextHook);
   app.addHook('onSend', async (req, reply) => {

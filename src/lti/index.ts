@@ -6,10 +6,14 @@
  * - the plugin `ltiRoutes` (`/lti/v1`);
  * - the tool's keys (`svc lti keys list|rotate`, `GET /lti/v1/jwks`);
  * - platform registrations (`svc lti platforms add|list|remove`);
- * - the registration values (`svc lti config`).
+ * - the registration values (`svc lti config`);
+ * - the score sender (`startScoreSender`, ags/runner.ts) and the deliveries (`svc lti scores`);
+ * - the roster read (`queueRosterRead`, nrps.ts).
  */
 export { default as ltiRoutes } from './routes.ts';
 export { currentKey, listKeys, publicKeySet, rotateKey, RETIRED_KEY_SECONDS, TOKEN_LIFETIME_SECONDS, type KeyInfo, type PublicJwk } from './keys.ts';
 export { addPlatform, findPlatform, listPlatforms, PlatformTaken, removePlatform, type Platform, type PlatformInput } from './platforms.ts';
 export { toolConfig, TOOL_SCOPES, type ToolConfig } from './config.ts';
 export { ltiLearnerData } from './learner-data.ts';
+export { startScoreSender, type ScoreSender } from './ags/runner.ts';
+export { listScores, type ScoreDelivery } from './ags/list.ts';
