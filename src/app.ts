@@ -15,7 +15,8 @@
  * `Connection: close`, so keep-alive clients move to another process instead of holding this one.
  */
 import { auditContextHook } from './audit/index.ts';
-import { startRetentionTimer } from './admin/retention.ts';
+import './admin/retention.ts'; // declares the retention sweep's job queue
+import { Jobs } from './jobs/index.ts';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { Deps } from './deps.ts';
@@ -29,7 +30,7 @@ import { addReadiness, probeRoutes } from './http/probes.ts';
 import { jsonRpcError } from './authoring/auth.ts';
 import { createJudgeServices, embedRoutes, GRADING_QUEUE } from './embed/index.ts';
 import playerRoutes from './player/routes.ts';
-import { ltiRoutes, startScoreSender } from './lti/index.ts';
+import { ltiRoutes, startScoreSender, type ScoreSender } from './lti/index.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 import { accessLog } from './telemetry/access-log.ts';
 import { httpMetrics, observeDatabase } from './telemetry/metrics.ts';
@@ -81,12 +82,17 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   const unobserve = [observeDatabase(given.db, 'primary', GRADING_QUEUE), given.readDb && observeDatabase(given.readDb, 'replica')];
   app.addHook('onClose', async () => unobserve.forEach((stop) => stop && stop()));
   addReadiness(app, deps.db);
-  // The hourly retention sweep (issue #23, src/admin/retention.ts).
-  const stopRetention = startRetentionTimer(deps.db, (err) => app.log.warn({ err }, 'retention sweep failed'));
-  app.addHook('onClose', async () => stopRetention());
-  // LTI scores owed to the platforms, sent from the outbox (issue #22, src/lti/ags/).
-  const scores = startScoreSender(deps, app.log.child({ surface: 'lti' }));
-  app.addHook('onClose', () => scores.stop());
+  // The job queue of this process (src/jobs): pg-boss, every declared queue worked here, schedules
+  // (the hourly retention sweep, src/admin/retention.ts). Its maintenance puts back the jobs of
+  // killed processes three times per grading lease. Started first; its onClose hook, added before
+  // the surfaces register, runs after theirs (the grading queue hands its jobs back first).
+  const jobs = new Jobs(deps, app.log.child({ surface: 'jobs' }), { maintenanceIntervalSeconds: deps.config.embed.judgeLeaseSeconds / 3 });
+  app.addHook('onReady', () => jobs.start());
+  app.addHook('onClose', () => jobs.stop());
+  // LTI scores owed to the platforms: the outbox's notices put deliveries on the job queue (issue #22, src/lti/ags/).
+  let scores: ScoreSender | undefined;
+  app.addHook('onReady', async () => void (scores = startScoreSender(deps, app.log.child({ surface: 'lti' }), jobs)));
+  app.addHook('onClose', async () => scores?.stop());
   // Every request runs in an audit context carrying its request id (issue #23, src/audit).
   app.addHook('onRequest', auditContextHook);
   app.addHook('onSend', async (req, reply) => {
@@ -99,7 +105,7 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   await app.register(resultsRoutes, { prefix: '/v1', ...deps });
   await app.register(resultsDocs, { ...deps }); // GET /docs: the Results API reference page
   // The judge's grader and queue, once: the embed plugin works them, the authoring tools enqueue calibration runs.
-  const judge = createJudgeServices(deps, app.log.child({ surface: 'embed' }));
+  const judge = createJudgeServices(deps, app.log.child({ surface: 'embed' }), jobs);
   await app.register(embedRoutes, { prefix: '/v1/embed', ...deps, judge });
   await app.register(playerRoutes, { prefix: '/embed/v1', ...deps });
   await app.register(ltiRoutes, { prefix: '/lti/v1', ...deps }); // LTI 1.3 tool (issue #22, src/lti/)

@@ -13,10 +13,11 @@
  * `RETENTION_BATCH` rows, each its own short transaction (no long lock on a busy table), for every
  * tenant or one; sweeps of several processes may overlap safely (each batch locks its rows with
  * `FOR UPDATE SKIP LOCKED`). `now` is injectable so a
- * test can move the clock forward. `svc retention run` runs it now; `startRetentionTimer` runs it
- * hourly in the server.
+ * test can move the clock forward. `svc retention run` runs it now; the server runs it hourly as a
+ * scheduled job of the job queue (`retentionQueue`, src/jobs).
  */
 import type { Db, Queryable } from '../db/index.ts';
+import { defineQueue } from '../jobs/index.ts';
 
 /** A window in days, or null for forever. */
 export type Days = number | null;
@@ -129,12 +130,25 @@ export async function runRetention(db: Db, options: { tenantId?: string; now?: D
   return counts;
 }
 
+/** The retention sweep's job queue (src/jobs). */
+export const RETENTION_QUEUE = 'retention-sweep';
+/** When the sweep runs: at minute 0 of every hour (UTC). */
+export const RETENTION_CRON = '0 * * * *';
+
 /**
- * Run the sweep every `intervalSeconds` (default 3600) in this process, the first time after one
- * interval; returns a stop function. Errors are reported to `onError`, the timer keeps going.
+ * The hourly sweep as a scheduled job: one job per tick across all processes (pg-boss's cron),
+ * run by whichever process takes it, one run at a time (`stately`: one queued, one running; a
+ * tick while a sweep still runs queues at most one more). A run lasts at most an hour; a failed
+ * run is retried twice, a minute apart, then waits for the next tick. The clock is the process's
+ * (`deps.now`), so a test can move it.
  */
-export function startRetentionTimer(db: Db, onError: (err: unknown) => void, intervalSeconds = 3600): () => void {
-  const timer = setInterval(() => void runRetention(db).catch(onError), intervalSeconds * 1000);
-  timer.unref();
-  return () => clearInterval(timer);
-}
+export const retentionQueue = defineQueue<{ tenant_id?: string }>({
+  name: RETENTION_QUEUE,
+  schedule: { cron: RETENTION_CRON },
+  options: { policy: 'stately', retryLimit: 2, retryDelay: 60, expireInSeconds: 3600, retentionDays: 7 },
+  handler: async (job, { deps, log }) => {
+    const counts = await runRetention(deps.db, { tenantId: job.data.tenant_id, now: deps.now() });
+    if (counts.model_bodies + counts.artifact_contents + counts.tombstones > 0) log.info({ retention: counts }, 'retention sweep');
+    return counts;
+  },
+});

@@ -10,8 +10,8 @@
  *   GET /activities/{id}, /results/{id}, /progress
  *                   the learner's reads, as the learner under RLS (reads.ts, grading/verdict-view.ts)
  *
- * The plugin owns the grading queue of its process: started on `onReady` (pg-boss schema, the
- * workers when a model is configured) and stopped on `onClose`, so every process that serves
+ * The plugin owns the grading queue of its process: started on `onReady` (the job queue of
+ * src/jobs first, then the workers when a model is configured) and stopped on `onClose`, so every process that serves
  * /v1/embed also works the queue. It reports to readiness as `queue` (src/http/probes.ts).
  *
  * Requests and responses are declared with zod (validation and the OpenAPI document come from
@@ -32,6 +32,7 @@ import { forgetExpired, idempotencyKey } from './idempotency.ts';
 import { appealLimiter, learnerLimiter } from './learner-rate.ts';
 import { appealBody, appealView, fileAppeal } from './appeal.ts';
 import { createJudgeServices, type JudgeServices } from './services.ts';
+import { Jobs } from '../jobs/index.ts';
 import { activityView, idParams, progressQuery, progressView, readActivity, readProgress, readResult, resultView } from './reads.ts';
 import { createEmbedSession, sessionBody, sessionResponse } from './session.ts';
 import { countGrant, judgeSubmissions } from '../telemetry/metrics.ts';
@@ -47,7 +48,9 @@ export default async function embedRoutes(app: FastifyInstance, options: Deps & 
   const limitAppeal = appealLimiter(app, deps);
   // Every process that serves /v1/embed has the queue (to enqueue); one with a model works it.
   // The app creates it (services.ts) and hands it to the authoring surface too; alone, the plugin makes its own.
-  const judge = options.judge ?? createJudgeServices(deps, app.log.child({ surface: 'embed' }));
+  // (Alone, it also makes the process's job queue, stopped after the grading queue.)
+  const ownJobs = options.judge ? undefined : new Jobs(deps, app.log.child({ surface: 'jobs' }), { maintenanceIntervalSeconds: deps.config.embed.judgeLeaseSeconds / 3 });
+  const judge = options.judge ?? createJudgeServices(deps, app.log.child({ surface: 'embed' }), ownJobs!);
   const { queue } = judge;
   // Idempotency keys older than 24 h are forgotten every ten minutes (idempotency.ts).
   const forgetting = setInterval(() => void forgetExpired(deps.db).catch((err) => app.log.warn({ err }, 'embed: forgetting idempotency keys failed')), 600_000);
@@ -59,6 +62,7 @@ export default async function embedRoutes(app: FastifyInstance, options: Deps & 
   app.addHook('onClose', async () => {
     clearInterval(forgetting);
     await queue.stop();
+    await ownJobs?.stop();
   });
   app.readiness.add('queue', async () => {
     if (!queue.isRunning) throw new NotReady('not running');

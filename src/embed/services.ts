@@ -8,6 +8,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Deps } from '../deps.ts';
+import type { Jobs } from '../jobs/index.ts';
 import { gradingHandler, maxRunSeconds } from './grading/grade-job.ts';
 import { Grader } from './grading/model.ts';
 import { GradingQueue, type JobHandler } from './queue/index.ts';
@@ -21,8 +22,8 @@ export interface JudgeServices {
   catchUpCalibration(scope?: { activityId?: string }): Promise<void>;
 }
 
-/** Create the grader and the grading queue of this process (not started: the embed plugin starts it). */
-export function createJudgeServices(deps: Deps, log: FastifyBaseLogger): JudgeServices {
+/** Create the grader and the grading queue of this process on its job queue `jobs` (not started: the embed plugin starts it). */
+export function createJudgeServices(deps: Deps, log: FastifyBaseLogger, jobs: Jobs): JudgeServices {
   const grader = deps.config.judge ? new Grader(deps.config.judge) : null;
   const e = deps.config.embed;
   let handler: JobHandler | undefined;
@@ -31,7 +32,7 @@ export function createJudgeServices(deps: Deps, log: FastifyBaseLogger): JudgeSe
     const calibrate = calibrationHandler(deps, grader);
     handler = (job, control, signal) => (isCalibrationJob(job) ? calibrate(job, control, signal) : grade(job, control, signal));
   }
-  const queue = new GradingQueue(deps.db, {
+  const queue = new GradingQueue(jobs, {
     leaseSeconds: e.judgeLeaseSeconds,
     maxRunSeconds: maxRunSeconds(deps),
     concurrency: e.judgeConcurrency,

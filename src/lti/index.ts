@@ -15,5 +15,5 @@ export { currentKey, listKeys, publicKeySet, rotateKey, RETIRED_KEY_SECONDS, TOK
 export { addPlatform, findPlatform, listPlatforms, PlatformTaken, removePlatform, type Platform, type PlatformInput } from './platforms.ts';
 export { toolConfig, TOOL_SCOPES, type ToolConfig } from './config.ts';
 export { ltiLearnerData } from './learner-data.ts';
-export { startScoreSender, type ScoreSender } from './ags/runner.ts';
+export { startScoreSender, scoresQueue, scoresSweepQueue, type ScoreSender } from './ags/runner.ts';
 export { listScores, type ScoreDelivery } from './ags/list.ts';

@@ -230,7 +230,7 @@ describe('a platform that fails', () => {
     expect((await deliveries('fay')).map((d) => d.state)).toEqual(['delivered', 'delivered']);
   }, 60_000);
 
-  it('retries a 5xx and garbage, and records a 4xx as failed (listed by svc lti scores --failed)', async () => {
+  it('retries a 5xx, and records a 4xx as failed (listed by svc lti scores --failed)', async () => {
     const activity = await seedActivity(t, 'acme', { title: 'Refused note' });
     const li = world.services.addLineItem({ scoreMaximum: 100, label: 'Refused note', resourceId: activity.activityId });
     const token = await launch('gus', activity.activityId, withAgs(world.services.agsClaim({ lineitem: li.id }), 'link-gus'));

@@ -2,12 +2,10 @@
  * The grading queue: a durable job per submitted artifact in PostgreSQL, through pg-boss (v10),
  * on both backends (issue #6 "Nothing lost").
  *
- * pg-boss runs on our `Db` through its `db: {executeSql(text, values)}` adapter (`bossDb`), so
- * it needs no connection of its own and works on PGlite (one connection, one process) as on a
- * PostgreSQL pool. Its multi-statement scripts (schema install, migrations, maintenance: each
- * `BEGIN; … COMMIT;` under an advisory lock) run inside one of our transactions, so a failing
- * one rolls back cleanly on either backend. pg-boss installs its own schema (`pgboss`) on first
- * start; processes starting together take turns installing it and creating the queue (`install`).
+ * The queue runs on the process's pg-boss, the service's job queue (src/jobs: pg-boss on our `Db`
+ * through its `db` adapter, on PGlite as on PostgreSQL; its schema and this queue installed at
+ * start, one process at a time). The queue is declared there (`Jobs.declare`, no handler: the
+ * loops below work it); the job queue's maintenance runs every third of the lease (src/app.ts).
  *
  * Jobs. The job id is the artifact id. `enqueue` inserts the job in the caller's transaction,
  * the one that stores the submission: a submission and its job exist together or not at all.
@@ -38,14 +36,14 @@
  * Waiting. `waitFor(artifactId, ms)` resolves with the outcome of a run of this process, or
  * undefined after `ms` (the judge then reads the artifact once more).
  *
- * Files, one job each: install.ts (pg-boss's `db` adapter, the one set of job options, the
- * install), workers.ts (the loops, leases, runs, hand-back), waiters.ts (waiting
+ * Files, one job each: options.ts (the queue's name, the one set of job options), workers.ts (the loops, leases, runs, hand-back), waiters.ts (waiting
  * requests), sweep.ts (the backlog sweep); this file is the facade the judge uses.
  */
-import PgBoss from 'pg-boss';
+import type PgBoss from 'pg-boss';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Queryable } from '../../db/index.ts';
-import { bossDb, GRADING_QUEUE, installQueue, jobOptions, RETENTION_DAYS } from './install.ts';
+import { bossDb, type Jobs } from '../../jobs/index.ts';
+import { GRADING_QUEUE, jobOptions, RETENTION_DAYS } from './options.ts';
 import { sweepBacklog } from './sweep.ts';
 import { Waiters } from './waiters.ts';
 import { Workers } from './workers.ts';
@@ -119,18 +117,16 @@ export class GradingQueue {
   private readonly workers: Workers | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
 
+  private readonly db: Db;
+
+  /** The grading queue on `jobs` (declared there now; created when `jobs` starts). */
   constructor(
-    private readonly db: Db,
+    private readonly jobs: Jobs,
     private readonly options: QueueOptions,
   ) {
-    this.boss = new PgBoss({
-      db: bossDb(db, db),
-      schedule: false,
-      supervise: true,
-      // Maintenance puts back the jobs of killed processes: look three times per lease.
-      maintenanceIntervalSeconds: Math.max(1, Math.floor(options.leaseSeconds / 3)),
-    });
-    this.boss.on('error', (err: Error) => options.log.warn({ err }, 'embed queue: pg-boss error'));
+    this.boss = jobs.boss;
+    const db = (this.db = jobs.db);
+    jobs.declare({ name: GRADING_QUEUE, options: { policy: 'standard', ...jobOptions(options.leaseSeconds) } });
     const { handler } = options;
     if (handler) {
       this.workers = new Workers({
@@ -153,9 +149,9 @@ export class GradingQueue {
     return this.started && !this.stopping;
   }
 
-  /** Install or check pg-boss's schema, create the queue, start the workers (if any) and the sweep. */
+  /** Start the job queue (pg-boss's schema, this queue: src/jobs) if not yet, then the workers (if any) and the sweep. */
   async start(): Promise<void> {
-    await installQueue(this.boss, this.db, this.options.leaseSeconds);
+    await this.jobs.start();
     this.started = true;
     if (!this.workers) return;
     await this.sweep().catch((err) => this.options.log.warn({ err }, 'embed queue: backlog sweep failed'));
@@ -167,14 +163,13 @@ export class GradingQueue {
     this.sweepTimer.unref();
   }
 
-  /** Stop: no new runs; abort and release running ones; stop pg-boss (the database stays open). */
+  /** Stop: no new runs; abort and release running ones. pg-boss stops with the job queue (after this). */
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     clearInterval(this.sweepTimer);
     await this.workers?.stop();
     this.waiters.notifyAll({ kind: 'pending', reason: 'shutting down' });
-    if (this.started) await this.boss.stop({ graceful: false, close: false, wait: true }).catch(() => {});
   }
 
   /**

@@ -6,7 +6,8 @@
  */
 import type PgBoss from 'pg-boss';
 import type { Db } from '../../db/index.ts';
-import { bossDb, GRADING_QUEUE, jobOptions, RETENTION_DAYS } from './install.ts';
+import { bossDb } from '../../jobs/index.ts';
+import { GRADING_QUEUE, jobOptions, RETENTION_DAYS } from './options.ts';
 
 /** Namespace of the advisory lock of the backlog sweep. */
 const SWEEP_LOCK = 7311;

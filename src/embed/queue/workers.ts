@@ -14,7 +14,8 @@
  */
 import type PgBoss from 'pg-boss';
 import type { Db } from '../../db/index.ts';
-import { bossDb, GRADING_QUEUE } from './install.ts';
+import { bossDb } from '../../jobs/index.ts';
+import { GRADING_QUEUE } from './options.ts';
 import type { GradingJob, GradingJobData, JobControl, JobOutcome, QueueOptions } from './index.ts';
 
 interface WorkerDeps {
