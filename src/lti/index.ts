@@ -17,3 +17,4 @@ export { toolConfig, TOOL_SCOPES, type ToolConfig } from './config.ts';
 export { ltiLearnerData } from './learner-data.ts';
 export { startScoreSender, scoresQueue, scoresSweepQueue, type ScoreSender } from './ags/runner.ts';
 export { listScores, type ScoreDelivery } from './ags/list.ts';
+export { queueRosterRead, readRoster, rosterQueue, type RosterRead } from './nrps.ts';

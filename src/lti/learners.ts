@@ -26,8 +26,11 @@ export const ltiProviderPrefix = (tenantId: string) => `lti:${tenantId}:`;
 /** `auth.identities.provider` of an LTI user of `platform`'s tenant and issuer. */
 export const ltiProvider = (p: Pick<Platform, 'tenant_id' | 'issuer'>) => `${ltiProviderPrefix(p.tenant_id)}${p.issuer}`;
 
-/** The user of the launch's `sub` (made on first launch), a member of the registration's tenant. */
-export async function ltiLearner(tx: Queryable, platform: Platform, claims: LaunchClaims): Promise<UserRow> {
+/**
+ * The user of the launch's `sub` (made on first launch), a member of the registration's tenant.
+ * `signIn: false` (a roster read, nrps.ts) keeps the identity's `last_sign_in_at` as it was.
+ */
+export async function ltiLearner(tx: Queryable, platform: Pick<Platform, 'tenant_id' | 'issuer'>, claims: Pick<LaunchClaims, 'sub'> & Record<string, unknown>, options: { signIn?: boolean } = {}): Promise<UserRow> {
   const provider = ltiProvider(platform);
   await tx.query('select pg_advisory_xact_lock($1::int, hashtext($2::text))', [LTI_IDENTITY_LOCK, `${provider}\n${claims.sub}`]);
   const [identity] = await tx.query<{ user_id: string }>('select user_id from auth.identities where provider = $1 and provider_id = $2', [provider, claims.sub]);
@@ -35,8 +38,9 @@ export async function ltiLearner(tx: Queryable, platform: Platform, claims: Laun
   const data: Record<string, unknown> = { iss: platform.issuer, sub: claims.sub, source: 'lti' };
   for (const name of PROFILE) if (typeof claims[name] === 'string' && (claims[name] as string).length <= 500) data[name] = claims[name];
   await tx.query(
-    'update auth.identities set identity_data = $3::text::jsonb, last_sign_in_at = now(), updated_at = now() where provider = $1 and provider_id = $2',
-    [provider, claims.sub, JSON.stringify(data)],
+    `update auth.identities set identity_data = $3::text::jsonb, last_sign_in_at = case when $4::boolean then now() else last_sign_in_at end, updated_at = now()
+      where provider = $1 and provider_id = $2`,
+    [provider, claims.sub, JSON.stringify(data), options.signIn ?? true],
   );
   await tx.query(`insert into memberships (tenant_id, user_id, role) values ($1, $2, 'learner') on conflict do nothing`, [platform.tenant_id, user!.svc_user_id]);
   return user!;

@@ -17,6 +17,7 @@ import { playerCsp, playerPage, type PlayerAssets, type PlayerConfig } from '../
 import { recordContext, recordMember, recordResourceLink } from './contexts.ts';
 import { CLAIM, isInstructorLaunch, useLaunchOnce, type VerifiedLaunch } from './launch.ts';
 import { ltiLearner } from './learners.ts';
+import { queueRosterRead } from './nrps.ts';
 import { STATE_SECONDS } from './login.ts';
 import { sendErrorPage } from './pages.ts';
 
@@ -40,6 +41,7 @@ export async function resourceLinkLaunch(deps: Deps, launch: VerifiedLaunch, rep
   // An instructor's launch: the preview (as learners see it, nothing stored) is not built yet —
   // say so, and do not make the instructor a learner of the tenant.
   if (isInstructorLaunch(claims)) {
+    await deps.db.transaction((tx) => queueRosterRead(tx, platform, claims)); // NRPS: the class's roster (nrps.ts)
     return sendErrorPage(reply, 403, 'instructor_preview', 'Instructor preview is not available yet', 'You opened this activity as an instructor. Previewing activities from the LMS is not built yet: use the "Student view" of your LMS, or the authoring tools. Nothing was recorded.', framed);
   }
   const session = await deps.db.transaction(async (tx) => {
