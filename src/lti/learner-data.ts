@@ -18,8 +18,8 @@ export const ltiLearnerData: LearnerData = {
   surface: 'lti',
   tables: {
     'auth.identities': "the learner's LTI identities of the tenant (provider lti:<tenant>:<issuer>) deleted, with the platform's profile claims",
-    lti_context_members: "the learner's course memberships in the tenant (from launches and NRPS rosters) deleted",
-    lti_score_deliveries: "the scores owed or sent to the LMS for the learner (with their LTI sub) deleted",
+    'public.lti_context_members': "the learner's course memberships in the tenant (from launches and NRPS rosters) deleted",
+    'public.lti_score_deliveries': "the scores owed or sent to the LMS for the learner (with their LTI sub) deleted",
   },
   async erase(tx: Queryable, s: LearnerScope) {
     const identities = await tx.query('delete from auth.identities where user_id = $1 and starts_with(provider, $2) returning id', [s.authUserId, ltiProviderPrefix(s.tenantId)]);

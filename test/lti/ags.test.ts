@@ -260,6 +260,14 @@ describe('a platform that fails', () => {
     await expect.poll(() => progressOf('hal'), { timeout: 20_000 }).toEqual(['Pending', 'FullyGraded']);
   }, 60_000);
 
+  it("exports a learner's deliveries and erases them with the learner (the sub is personal data)", async () => {
+    const [row] = await t.db.query<{ user_id: string }>(`select user_id from lti_score_deliveries where subject = 'ada' limit 1`);
+    const exported = await t.op('learner.export', { tenant: 'acme', svc_user_id: row!.user_id });
+    expect(exported.lti.scores.map((s: any) => [s.user_id, s.state, s.score?.gradingProgress])).toEqual([['ada', 'delivered', 'Pending'], ['ada', 'delivered', 'FullyGraded']]);
+    await t.op('learner.delete', { tenant: 'acme', svc_user_id: row!.user_id });
+    expect(await deliveries('ada')).toEqual([]);
+  }, 30_000);
+
   it('queues nothing for a placement without a grade service, or a learner of another placement', async () => {
     const activity = await seedActivity(t, 'acme', { title: 'Plain note' });
     const token = await launch('ivy', activity.activityId);
