@@ -32,6 +32,8 @@ export interface LineItem {
 
 export interface ReceivedScore {
   lineitem: string;
+  /** When it arrived (ms since the epoch). */
+  at: number;
   score: Record<string, any>;
   contentType: string;
 }
@@ -213,7 +215,7 @@ export function addLmsServices(lms: TestLms, toolUrl: () => string): LmsServices
     if (req.method !== 'POST' || !authorized(req, res, AGS_SCOPES[2]!)) return;
     const contentType = String(req.headers['content-type'] ?? '');
     if (contentType !== 'application/vnd.ims.lis.v1.score+json') return json(res, 415, 'application/json', { error: 'media type' });
-    s.scores.push({ lineitem: li.id, score: JSON.parse(await readBody(req)), contentType });
+    s.scores.push({ lineitem: li.id, at: Date.now(), score: JSON.parse(await readBody(req)), contentType });
     res.statusCode = 200;
     res.setHeader('content-type', 'application/json');
     res.end('{}');
