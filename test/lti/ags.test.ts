@@ -141,6 +141,22 @@ describe('service tokens (RFC 7523 client assertion)', () => {
   });
 });
 
+describe('service tokens through the outbound guard', () => {
+  it('refuses a private token URL unless SVC_FETCH_ALLOW_PRIVATE, and reports a garbage answer as a failure to retry', async () => {
+    const platform = { ...world.platform, id: crypto.randomUUID() };
+    const guarded = { ...t.deps, config: { ...t.deps.config, fetchAllowPrivate: false } };
+    await expect(serviceToken(guarded, platform, [AGS_SCOPES[2]!])).rejects.toThrow(/private address/);
+    world.services.setTokenMode('garbage');
+    try {
+      const err = await serviceToken(t.deps, { ...platform, id: crypto.randomUUID() }, [AGS_SCOPES[2]!]).catch((e) => e);
+      expect(err.message).toMatch(/not a token/);
+      expect(err.status).toBeUndefined();
+    } finally {
+      world.services.setTokenMode('ok');
+    }
+  });
+});
+
 describe('scores to the line item', () => {
   it("sends Pending then FullyGraded with scoreGiven and the feedback to the launch's line item", async () => {
     const li = world.services.addLineItem({ scoreMaximum: 100, label: 'Design note', resourceId: world.activity.activityId });
