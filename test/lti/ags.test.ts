@@ -14,6 +14,7 @@ import { applyOverride } from '../../src/embed/index.ts';
 import { belowSentPass, nextTimestamp, scoreFor, type ScoreSnapshot } from '../../src/lti/ags/mapping.ts';
 import { nextLink, scoresUrl } from '../../src/lti/ags/lineitems.ts';
 import { serviceToken } from '../../src/lti/service-token.ts';
+import { connect, ok, signIn } from '../authoring/helpers.ts';
 import { startTestLms } from './lms.ts';
 import { addLmsServices, AGS_SCOPES } from './lms-services.ts';
 
@@ -221,6 +222,26 @@ describe('scores to the line item', () => {
     expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
     expect(new Set(stamps).size).toBe(stamps.length);
   }, 60_000);
+});
+
+describe('every writer of results is covered (the trigger, not calls)', () => {
+  it("an author's override through MCP, under RLS, sends the new score", async () => {
+    const activity = await seedActivity(t, 'acme', { title: 'Overridden note' });
+    const li = world.services.addLineItem({ scoreMaximum: 100, label: 'Overridden note', resourceId: activity.activityId });
+    const token = await launch('jo', activity.activityId, withAgs(world.services.agsClaim({ lineitem: li.id }), 'link-jo'));
+    const failed = await submit(token, activity.activityId, FAIL);
+    expect(failed.status).toBe('failed');
+    await expect.poll(() => progressOf('jo'), { timeout: 15_000 }).toEqual(['Pending', 'FullyGraded']);
+    await t.op('user.create', { email: 'author@acme.test', password: 'correct horse battery' });
+    await t.op('author.grant', { tenant: 'acme', email: 'author@acme.test' });
+    const client = await connect(t, await signIn(t, 'author@acme.test', 'correct horse battery'));
+    try {
+      await ok(client, 'override_verdict', { result_id: failed.result_id, passed: true, score: 75, reason: 'Read again: it is fine.' });
+    } finally {
+      await client.close();
+    }
+    await expect.poll(() => scoresOf('jo').map((s) => [s.gradingProgress, s.scoreGiven]), { timeout: 15_000 }).toEqual([['Pending', undefined], ['FullyGraded', 0], ['FullyGraded', 75]]);
+  }, 40_000);
 });
 
 describe('a platform that fails', () => {
