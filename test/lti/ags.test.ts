@@ -242,6 +242,24 @@ describe('every writer of results is covered (the trigger, not calls)', () => {
     }
     await expect.poll(() => scoresOf('jo').map((s) => [s.gradingProgress, s.scoreGiven]), { timeout: 15_000 }).toEqual([['Pending', undefined], ['FullyGraded', 0], ['FullyGraded', 75]]);
   }, 40_000);
+
+  it('a submission held by the calibration gate is PendingManual; its release (set_grading, forced live) sends FullyGraded', async () => {
+    const activity = await seedActivity(t, 'acme', { title: 'Gated note' });
+    // an example makes the activity gated: no passing calibration report stands behind it
+    await t.db.query(`insert into calibration_examples (tenant_id, activity_id, kind, content, expected_passed) values ($1, $2, 'document', 'x', true)`, [activity.tenantId, activity.activityId]);
+    const li = world.services.addLineItem({ scoreMaximum: 100, label: 'Gated note', resourceId: activity.activityId });
+    const token = await launch('kim', activity.activityId, withAgs(world.services.agsClaim({ lineitem: li.id }), 'link-kim'));
+    await submit(token, activity.activityId, PASS);
+    await expect.poll(() => progressOf('kim'), { timeout: 15_000 }).toEqual(['Pending', 'PendingManual']);
+    const client = await connect(t, await signIn(t, 'author@acme.test', 'correct horse battery'));
+    try {
+      const changed = await ok(client, 'set_grading', { activity_id: activity.activityId, mode: 'live', force: true, reason: 'Pilot: checked by hand.' });
+      expect(changed.released).toBe(1);
+    } finally {
+      await client.close();
+    }
+    await expect.poll(() => scoresOf('kim').map((s) => [s.gradingProgress, s.scoreGiven]), { timeout: 15_000 }).toEqual([['Pending', undefined], ['PendingManual', undefined], ['FullyGraded', 100]]);
+  }, 40_000);
 });
 
 describe('a platform that fails', () => {
