@@ -39,6 +39,10 @@ describe('svc lti', () => {
     const second = await svc('lti', 'keys', 'rotate');
     expect(second.out).toContain(`${JSON.parse(rotated.out).kid} stays in /lti/v1/jwks for 360 s`);
 
+    // score deliveries (test/lti/ags.test.ts fills them; here: the command and its output forms)
+    expect((await svc('lti', 'scores', 'acme')).out.trim()).toBe('(none)');
+    expect(JSON.parse((await svc('lti', 'scores', 'acme', '--failed', '--json')).out)).toEqual([]);
+
     const removed = await svc('lti', 'platforms', 'remove', 'acme', 'https://moodle.example.edu', 'abc123');
     expect(removed.out).toContain('removed https://moodle.example.edu client abc123 from acme');
     expect((await svc('lti', 'platforms', 'remove', 'acme', 'https://moodle.example.edu', 'abc123')).code).toBe(1);
