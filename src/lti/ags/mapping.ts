@@ -15,7 +15,8 @@
  * | passed or failed (verdict, override, review decision, release) | FullyGraded | Completed | the result's score (best) |
  * | not gradable, or failed without a score (`model_unavailable`) | Failed | Submitted | — |
  *
- * `comment` is the verdict's overall feedback (FullyGraded only). `scoreMaximum` is always 100
+ * `comment` is the verdict's overall feedback (FullyGraded only; not when the score stands for an
+ * earlier pass than the latest verdict). `scoreMaximum` is always 100
  * (scores are 0–100 across the service), so `scoreGiven` is the result's score itself.
  */
 
@@ -83,7 +84,9 @@ export function scoreFor(s: ScoreSnapshot): ScoreDraft | null {
       scoreMaximum: 100,
       activityProgress: 'Completed',
       gradingProgress: 'FullyGraded',
-      ...(a.feedback ? { comment: a.feedback.slice(0, MAX_COMMENT_CHARS) } : {}),
+      // The feedback is the latest verdict's: sent only when that verdict is the one the score stands
+      // for (a failed retake of a passed activity keeps the pass's score, not the retake's words).
+      ...(a.feedback && (a.status === 'passed') === (s.result_status === 'completed') ? { comment: a.feedback.slice(0, MAX_COMMENT_CHARS) } : {}),
       pass: s.result_status === 'completed',
     };
   }
