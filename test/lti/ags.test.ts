@@ -129,6 +129,13 @@ describe('service tokens (RFC 7523 client assertion)', () => {
     // another scope set: another token
     await serviceToken(t.deps, world.platform, [AGS_SCOPES[0]!]);
     expect(world.services.tokenRequests.length).toBe(before + 2);
+    // shortly before it expires (expires_in 3600, refreshed 60 s early) the cached one is not used
+    const asked = () => world.services.tokenRequests.length + world.services.tokenRefusals.length;
+    const n = asked();
+    await serviceToken({ ...t.deps, now: () => new Date(Date.now() + 3_500_000) }, world.platform, [AGS_SCOPES[2]!]);
+    expect(asked()).toBe(n);
+    await serviceToken({ ...t.deps, now: () => new Date(Date.now() + 3_550_000) }, world.platform, [AGS_SCOPES[2]!]).catch(() => {}); // the LMS may refuse an iat an hour ahead
+    expect(asked()).toBe(n + 1);
   });
   it("uses the registration's token audience when set (Brightspace)", async () => {
     const platform = { ...world.platform, id: crypto.randomUUID(), token_audience: 'https://api.brightspace.example/auth/token' };
@@ -323,6 +330,19 @@ describe('a platform that fails', () => {
     expect(exported.lti.scores.map((s: any) => [s.user_id, s.state, s.score?.gradingProgress])).toEqual([['ada', 'delivered', 'Pending'], ['ada', 'delivered', 'FullyGraded']]);
     await t.op('learner.delete', { tenant: 'acme', svc_user_id: row!.user_id });
     expect(await deliveries('ada')).toEqual([]);
+  }, 30_000);
+
+  it('a token the LMS no longer accepts (401) is replaced once and the score delivered', async () => {
+    const activity = await seedActivity(t, 'acme', { title: 'Revoked note' });
+    const li = world.services.addLineItem({ scoreMaximum: 100, label: 'Revoked note', resourceId: activity.activityId });
+    const token = await launch('lou', activity.activityId, withAgs(world.services.agsClaim({ lineitem: li.id }), 'link-lou'));
+    await serviceToken(t.deps, world.platform, [AGS_SCOPES[2]!]); // a cached token…
+    world.services.revokeTokens(); // …that the LMS no longer accepts
+    const before = world.services.tokenRequests.length;
+    await submit(token, activity.activityId, PASS);
+    await expect.poll(() => progressOf('lou'), { timeout: 15_000 }).toEqual(['Pending', 'FullyGraded']);
+    expect(world.services.tokenRequests.length).toBe(before + 1);
+    expect((await deliveries('lou')).map((d) => [d.state, d.attempts])).toEqual([['delivered', 1], ['delivered', 1]]);
   }, 30_000);
 
   it('queues nothing for a placement without a grade service, or a learner of another placement', async () => {

@@ -63,6 +63,8 @@ export interface LmsServices {
   tokenMode: ServiceMode;
   setMode(mode: ServiceMode): void;
   setTokenMode(mode: ServiceMode): void;
+  /** Forget every token issued (the next request with one gets 401). */
+  revokeTokens(): void;
   /** Add a line item (as the platform makes one when an instructor places a link). */
   addLineItem(item: Omit<LineItem, 'id'>): LineItem;
   /** The claim a launch carries (AGS 2.0 §3.1): with `lineitem` unless `withLineItem` is false. */
@@ -103,6 +105,7 @@ export function addLmsServices(lms: TestLms, toolUrl: () => string): LmsServices
     tokenMode: 'ok',
     setMode: (m) => void (s.mode = m),
     setTokenMode: (m) => void (s.tokenMode = m),
+    revokeTokens: () => tokens.clear(),
     addLineItem: (item) => {
       const li = { id: `${lms.origin}/lineitems/${s.lineItems.length + 1}`, ...item };
       s.lineItems.push(li);
