@@ -29,7 +29,7 @@ import { addReadiness, probeRoutes } from './http/probes.ts';
 import { jsonRpcError } from './authoring/jsonrpc.ts';
 import { createJudgeServices, embedRoutes, GRADING_QUEUE } from './embed/index.ts';
 import playerRoutes from './player/routes.ts';
-import { ltiRoutes } from './lti/index.ts';
+import { ltiRoutes, startScoreSender, type ScoreSender } from './lti/index.ts';
 import authoringRoutes, { protectedResourceMetadata } from './authoring/routes.ts';
 import { accessLog } from './telemetry/access-log.ts';
 import { loggerOptions, resolveLogFormat } from './telemetry/log-format.ts';
@@ -94,6 +94,10 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   // Requests of the doors that record privileged acts run in an audit context carrying their
   // request id (issue #23, src/audit): /admin/v1, /auth/v1/admin, the OAuth grant revocation and
   // /mcp register `auditContextHook` themselves; the hot paths (/v1, embed, player) do not pay for it.
+  // LTI scores owed to the platforms: the outbox's notices put deliveries on the job queue (issue #22, src/lti/ags/).
+  let scores: ScoreSender | undefined;
+  app.addHook('onReady', async () => void (scores = startScoreSender(deps, app.log.child({ surface: 'lti' }), jobs)));
+  app.addHook('onClose', async () => scores?.stop());
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
     if (app.readiness.shuttingDown) reply.header('connection', 'close');

@@ -55,7 +55,7 @@ import { auditOp } from './audited.ts';
 import { retentionOf, runRetention, setRetention, type Days } from './retention.ts';
 import { eraseEveryTenant, eraseLearnerData, exportLearnerData, isLearnerOf, learnerScope } from './learner-data.ts';
 import { listAuditEvents } from '../audit/index.ts';
-import { addPlatform, listKeys, listPlatforms, mintRegistrationUrl, PlatformTaken, removePlatform, rotateKey, toolConfig, type PlatformInput } from '../lti/index.ts';
+import { addPlatform, listKeys, listPlatforms, listScores, mintRegistrationUrl, PlatformTaken, removePlatform, rotateKey, toolConfig, type PlatformInput } from '../lti/index.ts';
 import { setRole } from '../lib/memberships.ts';
 
 export class AdminError extends Error {
@@ -360,6 +360,10 @@ export const ops = {
   'lti.config': { args: z.object({ base_url: url }), run: async (_q: Queryable, a: { base_url: string }) => toolConfig(a.base_url) },
   'lti.keys.list': { args: z.object({}), run: (q: Queryable) => listKeys(q) },
   'lti.keys.rotate': { args: z.object({}), run: (q: Queryable) => rotateKey(q) },
+  'lti.scores': {
+    args: z.object({ tenant: slug, failed: z.boolean().default(false) }),
+    run: async (q: Queryable, a: { tenant: string; failed: boolean }) => listScores(q, await tenantId(q, a.tenant), { failed: a.failed }),
+  },
   'review.list': {
     args: z.object({ tenant: slug }),
     // The open reviews of the queue (appeals and injection holds), oldest first; `submitted_at` kept for older scripts.

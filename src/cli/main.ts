@@ -378,6 +378,9 @@ opCommand(ltiKeys, 'list', 'list the keys, newest first (the current one has no 
 opCommand(ltiKeys, 'rotate', 'make a new current key; the previous one stays published until tokens signed with it have expired', 'lti.keys.rotate', () => ({}), (r) =>
   `new signing key ${r.kid}${r.retired ? `; ${r.retired} stays in /lti/v1/jwks for ${r.retired_published_seconds} s` : ''}`,
 );
+opCommand(lti, 'scores <tenant-slug>', "the tenant's score deliveries to its LMSs, newest first (state, grading progress, score, errors)", 'lti.scores', ([t], o) => ({ tenant: t, failed: Boolean(o.failed) }), (rows) =>
+  rows.length ? table(rows, ['created_at', 'state', 'grading_progress', 'score_given', 'user_id', 'activity_id', 'attempts', 'http_status', 'last_error']) : '(none)',
+).option('--failed', 'only the deliveries the platform refused');
 
 const oauth = program.command('oauth').description('the OAuth clients (MCP hosts) instructors connected, and their grants');
 const oauthClients = oauth.command('clients').description('OAuth clients: registered ones and Client ID Metadata Documents');

@@ -8,6 +8,8 @@
  * - platform registrations (`svc lti platforms add|list|remove`);
  * - the registration values (`svc lti config`);
  * - dynamic registration URLs (`svc lti registration-url`).
+ * - the score sender (`startScoreSender`, ags/runner.ts) and the deliveries (`svc lti scores`);
+ * - the roster read (`queueRosterRead`, nrps.ts).
  */
 export { default as ltiRoutes } from './routes.ts';
 export { currentKey, listKeys, publicKeySet, rotateKey, RETIRED_KEY_SECONDS, TOKEN_LIFETIME_SECONDS, type KeyInfo, type PublicJwk } from './keys.ts';
@@ -15,3 +17,6 @@ export { addPlatform, findPlatform, listPlatforms, PlatformTaken, removePlatform
 export { toolConfig, TOOL_SCOPES, type ToolConfig } from './config.ts';
 export { ltiLearnerData } from './learner-data.ts';
 export { mintRegistrationUrl, CODE_TTL_HOURS, type MintedCode } from './registration/index.ts';
+export { startScoreSender, scoresQueue, scoresSweepQueue, type ScoreSender } from './ags/runner.ts';
+export { listScores, type ScoreDelivery } from './ags/list.ts';
+export { queueRosterRead, readRoster, rosterQueue, type RosterRead } from './nrps.ts';

@@ -21,6 +21,7 @@ import type { Queryable } from '../db/index.ts';
 import { attemptOf, markdownToSafeHtml, MAX_CONTENT_BYTES, rubricCriteria } from '../embed/index.ts';
 import { playerCsp, playerPage, type PlayerAssets, type PlayerConfig, type PreviewLearner } from '../player/index.ts';
 import { recordContext, recordResourceLink } from './contexts.ts';
+import { queueRosterRead } from './nrps.ts';
 import { CLAIM, useLaunchOnce, type VerifiedLaunch } from './launch.ts';
 import { ltiProvider } from './learners.ts';
 import { STATE_SECONDS } from './login.ts';
@@ -122,8 +123,8 @@ export async function instructorPreview(deps: Deps, launch: VerifiedLaunch, repl
     await useLaunchOnce(tx, launch, STATE_SECONDS);
     const context = await recordContext(tx, platform, claims);
     await recordResourceLink(tx, platform, claims, context, activityId);
-    // ── NRPS roster read (branch r-ags): an instructor's launch carrying the NRPS claim queues
-    // ── `queueRosterRead(tx, platform, context)` here, so the list below fills before anyone launches.
+    // The course's roster (NRPS, nrps.ts), read in the background, fills the list below before anyone launches.
+    await queueRosterRead(tx, platform.tenant_id, context);
     const activity = await previewActivity(tx, platform.tenant_id, activityId);
     const results = context ? await courseResults(tx, launch, context, activityId) : { learners: [], more: 0 };
     return { activity, ...results };

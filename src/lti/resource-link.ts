@@ -43,7 +43,7 @@ export async function resourceLinkLaunch(deps: Deps, launch: VerifiedLaunch, rep
   if (isInstructorLaunch(claims)) return instructorPreview(deps, launch, reply, assets, activityId, activity.slug);
   const session = await deps.db.transaction(async (tx) => {
     await useLaunchOnce(tx, launch, STATE_SECONDS);
-    const user = await ltiLearner(tx, platform, claims);
+    const user = await ltiLearner(tx, platform, claims, { now: launch.now });
     const context = await recordContext(tx, platform, claims);
     if (context) await recordMember(tx, platform.tenant_id, context, user.svc_user_id, claims[CLAIM.roles] as string[], 'launch');
     await recordResourceLink(tx, platform, claims, context, activityId);

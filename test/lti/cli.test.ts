@@ -47,6 +47,9 @@ describe('svc lti', () => {
     expect(mintedJson).toMatchObject({ tenant: 'acme', url: expect.stringMatching(/\/lti\/v1\/register\/[A-Za-z0-9_-]{43}$/), expires_at: expect.any(String) });
     expect(mintedJson.url).not.toBe(minted.out.split('\n')[0]);
     expect((await svc('lti', 'registration-url', 'nope')).code).not.toBe(0);
+    // score deliveries (test/lti/ags.test.ts fills them; here: the command and its output forms)
+    expect((await svc('lti', 'scores', 'acme')).out.trim()).toBe('(none)');
+    expect(JSON.parse((await svc('lti', 'scores', 'acme', '--failed', '--json')).out)).toEqual([]);
 
     const removed = await svc('lti', 'platforms', 'remove', 'acme', 'https://moodle.example.edu', 'abc123');
     expect(removed.out).toContain('removed https://moodle.example.edu client abc123 from acme');

@@ -44,6 +44,8 @@ export interface TestLms {
   setKeysMode(mode: TestLms['keysMode']): void;
   /** Claims changes the authorization endpoint applies (a browser test's misbehaving LMS). */
   tamper?: (claims: JWTPayload) => JWTPayload;
+  /** Set `tamper` (through a fixture handle, which cannot assign). */
+  setTamper(fn: TestLms['tamper']): void;
   publicJwk: JWK;
   kid: string;
   /** Serve `path` (exact pathname) with `handler`, replacing an earlier one. */
@@ -110,6 +112,9 @@ export async function startTestLms(): Promise<TestLms> {
     keysMode: 'ok',
     setKeysMode: (mode) => {
       lms.keysMode = mode;
+    },
+    setTamper: (fn) => {
+      lms.tamper = fn;
     },
     publicJwk,
     kid,

@@ -31,6 +31,8 @@ import { currentKey } from '../keys.ts';
 import { CLAIM, consumeOnce, isInstructorLaunch, LaunchError, useLaunchOnce, type VerifiedLaunch } from '../launch.ts';
 import { STATE_SECONDS } from '../login.ts';
 import { sendErrorPage } from '../pages.ts';
+import { recordContext } from '../contexts.ts';
+import { queueRosterRead } from '../nrps.ts';
 import { MAX_PICKS, pickableActivities, pickedActivities } from './content.ts';
 import { sendPickerPage, sendReturnPage } from './page.ts';
 import { readPickerToken, signPickerToken, signResponse, type ResourceLinkItem } from './token.ts';
@@ -69,7 +71,7 @@ export async function deepLinkingLaunch(deps: Deps, launch: VerifiedLaunch, repl
   // 3. The launch used once; the tenant's content.
   const activities = await deps.db.transaction(async (tx) => {
     await useLaunchOnce(tx, launch, STATE_SECONDS);
-    // NRPS roster read on an instructor's launch (r-ags's `queueRosterRead`) hooks in here too.
+    await queueRosterRead(tx, platform.tenant_id, await recordContext(tx, platform, claims)); // the course's roster (NRPS, ../nrps.ts)
     return pickableActivities(tx, platform.tenant_id);
   });
   const s = settings.data;
