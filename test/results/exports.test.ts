@@ -175,22 +175,29 @@ describe('GET /v1/exports/*', () => {
   it('one export at a time per key: a second is 429 with Retry-After, another key is not blocked', async () => {
     await bulkResults(t.db, a.activityIds[2]!, 30_000);
     const other = await t.op('key.create', { tenant: a.slug, name: 'warehouse' });
-    const ac = new AbortController();
-    const first = await get(t, '/v1/exports/activity-results', a.key, 'bearer', {});
-    // Hold the first one open: read one chunk only (the rest waits on backpressure).
-    const reader = first.body!.getReader();
-    await reader.read();
+    // Hold the first one open: a raw request that reads one chunk, then pauses (backpressure).
+    const { request } = await import('node:http');
+    const held = await new Promise<import('node:http').ClientRequest>((resolve, reject) => {
+      const req = request(`${t.url}/v1/exports/activity-results`, { headers: { authorization: `Bearer ${a.key}` } }, (res) => {
+        expect(res.statusCode).toBe(200);
+        res.once('data', () => {
+          res.pause();
+          resolve(req);
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
     const second = await get(t, '/v1/exports/progress', a.key);
     expect(second.headers.get('retry-after')).toMatch(/^\d+$/);
     await expectError(second, 429, 'rate_limited');
     // Another key of the tenant is not refused (on PGlite it waits for the one connection).
     const byOther = get(t, '/v1/exports/progress', other.key);
     if (t.db.kind === 'postgres') expect((await byOther).status).toBe(200);
-    await reader.cancel();
+    held.destroy();
     const otherRes = await byOther;
     expect(otherRes.status).toBe(200);
     await otherRes.text();
-    ac.abort();
     // Once the first is gone, the key may export again.
     let again: Response | undefined;
     for (let i = 0; i < 50; i++) {

@@ -38,11 +38,26 @@ export interface Slice {
  * The rows of `name` in `slice`, one column `obj` (json). COPY takes no parameters, so the
  * (validated) values are literals. No ORDER BY: the whole slice comes from one snapshot.
  */
-function baseSelect(name: ExportName, slice: Slice): string {
-  const { table, json, updatedColumn } = exportSource(name);
+function baseSelect(name: ExportName, slice: Slice, keyset = false): string {
+  const { table, json, updatedColumn, id } = exportSource(name);
   const where = [`t.tenant_id = ${literal(slice.tenantId)}::uuid`, `t.${updatedColumn} < ${literal(slice.horizon)}::timestamptz`];
   if (slice.since !== undefined) where.push(`t.${updatedColumn} >= ${literal(slice.since)}::timestamptz`);
-  return `select ${json('t')} as obj from ${table} t where ${where.join(' and ')}`;
+  if (!keyset) return `select ${json('t')} as obj from ${table} t where ${where.join(' and ')}`;
+  // A batch in keyset order after ($1, $2), $3 rows (PGlite: each batch its own statement).
+  where.push(`(t.${updatedColumn}, t.${id}) > ($1::timestamptz, $2::uuid)`);
+  return `select ${json('t')} as obj, t.${updatedColumn} as k_ts, t.${id} as k_id from ${table} t
+  where ${where.join(' and ')} order by t.${updatedColumn}, t.${id} limit $3::int`;
+}
+
+/**
+ * One batch in keyset order (PGlite), the format's columns plus its position (`k_ts`, `k_id`) —
+ * parameters: the position to start after, the batch size.
+ */
+export function keysetSelect(name: ExportName, format: Format, slice: Slice): string {
+  const pos = `to_char(b.k_ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as k_ts, b.k_id::text as k_id`;
+  if (format !== 'csv') return `select b.obj::text as line, ${pos} from (${baseSelect(name, slice, true)}) b order by b.k_ts, b.k_id`;
+  const cells = COLUMNS[name].map((c) => (c.kind === 'json' ? `nullif(x.j -> '${c.name}', 'null'::jsonb)::text as "${c.name}"` : `x.j ->> '${c.name}' as "${c.name}"`));
+  return `select ${cells.join(', ')}, x.k_ts, x.k_id from (select b.obj::jsonb as j, ${pos} from (${baseSelect(name, slice, true)}) b) x order by x.k_ts, x.k_id`;
 }
 
 /** One text column: the JSON object of each row (NDJSON lines; Parquet parses it). */

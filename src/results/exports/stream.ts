@@ -14,15 +14,14 @@
  * server-side cursor batch by batch. A client that goes away cancels the backend's query
  * (pg_cancel_backend from the pool) and closes the connection at once. One export per API key
  * across processes: a session advisory lock on that connection (and an in-process set).
- * PGlite: one connection, so the export is a transaction on it reading a cursor batch by batch;
- * other statements wait for it between batches (PGlite runs one transaction at a time).
+ * PGlite: batches in keyset order, each its own short transaction (see `startPglite`).
  */
 import { PassThrough, Readable } from 'node:stream';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Db, Queryable } from '../../db/index.ts';
 import { ApiError } from '../../http/api-errors.ts';
 import type { ExportName } from './columns.ts';
-import { copyStatement, csvHeader, csvRecords, csvSelect, jsonSelect, ParquetEncoder, type Format, type Slice } from './formats.ts';
+import { copyStatement, csvHeader, csvRecords, csvSelect, jsonSelect, keysetSelect, ParquetEncoder, type Format, type Slice } from './formats.ts';
 
 /** Rows fetched from the cursor per batch (and one Parquet row group each). */
 export const BATCH_ROWS = 10_000;
@@ -99,9 +98,11 @@ function producer(produce: (write: (chunk: Buffer | string) => Promise<void>) =>
   return stream;
 }
 
-/** Read the cursor `svc_export` batch by batch and write the format's bytes. Counts rows. */
-async function readCursor(
-  q: Queryable,
+type Batch = Record<string, string | null>[];
+
+/** Read batches from `fetch` until an empty one and write the format's bytes. Counts rows. */
+async function readBatches(
+  fetch: () => Promise<Batch>,
   req: ExportRequest,
   write: (chunk: Buffer | string) => Promise<void>,
   count: (n: number) => void,
@@ -110,7 +111,7 @@ async function readCursor(
   if (parquet) await write(parquet.header());
   if (req.format === 'csv') await write(csvHeader(req.name));
   for (;;) {
-    const rows = await q.query<Record<string, string | null>>(`fetch forward ${BATCH_ROWS} from svc_export`);
+    const rows = await fetch();
     if (rows.length === 0) break;
     count(rows.length);
     if (parquet) await write(parquet.rows(rows.map((r) => r.line!)));
@@ -183,7 +184,7 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
         exec: async (text: string) => void (await client.query(text)),
       };
       body = producer(async (write) => {
-        await readCursor(q, req, write, (n) => (rows += n));
+        await readBatches(() => q.query<Batch[number]>(`fetch forward ${BATCH_ROWS} from svc_export`), req, write, (n) => (rows += n));
         await client.query('commit');
         await client.query('select pg_advisory_unlock_all()');
         finish();
@@ -223,37 +224,35 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
   }
 }
 
+/**
+ * PGlite: one connection, one transaction at a time — a transaction held while a slow client
+ * reads would stop every other request of the embedded service. So each batch is its own short
+ * transaction (as svc_results for the tenant), in keyset order (updated_at, id) below the
+ * horizon taken first. Every row unchanged during the export comes exactly once; a row changed
+ * or deleted during it moves past the watermark (updated_at / deleted_at ≥ it), so the next pull
+ * with `updated_since=<watermark>` carries the change. (PostgreSQL gives one snapshot.)
+ */
 async function startPglite(db: Db, req: ExportRequest, release: () => void): Promise<RunningExport> {
+  const [h] = await db.query<{ horizon: string | null }>(HORIZON_SQL);
+  if (!h?.horizon) throw noHorizon();
+  const text = keysetSelect(req.name, req.format, { tenantId: req.tenantId, horizon: h.horizon, since: req.since });
+  let after = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
   let rows = 0;
-  let ready!: (watermark: string) => void;
-  let failed!: (err: unknown) => void;
-  const started = new Promise<string>((resolve, reject) => {
-    ready = resolve;
-    failed = reject;
-  });
-  let isReady = false;
+  const batch = async (): Promise<Batch> => {
+    const got = await db.transaction(async (tx) => {
+      await tx.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
+      return tx.query<Batch[number]>(text, [after.at, after.id, BATCH_ROWS]);
+    });
+    const last = got.at(-1);
+    if (last) after = { at: last.k_ts!, id: last.k_id! };
+    return got;
+  };
   const body = producer(async (write) => {
     try {
-      await db.transaction(async (tx) => {
-        await tx.query('set transaction isolation level repeatable read, read only');
-        const [h] = await tx.query<{ horizon: string | null }>(HORIZON_SQL);
-        if (!h?.horizon) throw noHorizon();
-        await tx.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
-        await tx.query(declareCursor(req, { tenantId: req.tenantId, horizon: h.horizon, since: req.since }));
-        isReady = true;
-        ready(h.horizon);
-        await readCursor(tx, req, write, (n) => (rows += n));
-        await tx.query('close svc_export');
-      });
-    } catch (err) {
-      if (!isReady) failed(err);
-      throw err;
+      await readBatches(batch, req, write, (n) => (rows += n));
     } finally {
       release();
     }
   }, release);
-  // A failure before the start: the body was never handed out; swallow its error event.
-  body.on('error', () => {});
-  const watermark = await started;
-  return { watermark, body, rows: () => rows };
+  return { watermark: h.horizon, body, rows: () => rows };
 }
