@@ -24,7 +24,7 @@ import type { Deps } from '../../deps.ts';
 import { ApiError } from '../../http/api-errors.ts';
 import { registry } from '../../telemetry/metrics.ts';
 import { keyOf } from '../auth.ts';
-import { ErrorBody } from '../schemas.ts';
+import { doc, ErrorBody } from '../schemas.ts';
 import { normalizeTimestamp } from '../timestamps.ts';
 import { EXPORTS, type ExportName } from './columns.ts';
 import { FORMATS, type Format } from './formats.ts';
@@ -47,8 +47,8 @@ const exportRows = new client.Counter<'export' | 'format'>({
 });
 
 const EXPORT_QUERY = z.strictObject({
-  format: z.enum(['ndjson', 'csv', 'parquet']).optional().describe('The format; overrides `Accept`. Default: by `Accept`, else ndjson.'),
-  updated_since: z
+  format: doc(z.enum(['ndjson', 'csv', 'parquet']), 'The format; overrides `Accept`. Default: by `Accept`, else ndjson.').optional(),
+  updated_since: doc(z
     .string()
     .transform((s, ctx) => {
       const normalized = normalizeTimestamp(s);
@@ -57,10 +57,15 @@ const EXPORT_QUERY = z.strictObject({
         return z.NEVER;
       }
       return normalized;
-    })
-    .optional()
-    .describe('Incremental pull: only rows changed at or after this instant — the `Svc-Consistent-Through` of the previous export.'),
+    }),
+    'Incremental pull: only rows changed at or after this RFC 3339 instant — the `Svc-Consistent-Through` of the previous export.',
+    { format: 'date-time' },
+  ).optional(),
 });
+
+const NDJSON_BODY = doc(z.string(), 'One JSON object a line: the list endpoint’s data items.');
+const CSV_BODY = doc(z.string(), 'RFC 4180: a header row, nested values as JSON text, null as an empty cell.');
+const PARQUET_BODY = doc(z.string(), 'A Parquet file (timestamps INT64 TIMESTAMP(MICROS, UTC)).', { contentMediaType: 'application/vnd.apache.parquet' });
 
 /** Media type → format, and the ranges that allow each. */
 const BY_TYPE = new Map(Object.entries(FORMATS).map(([f, t]) => [t, f as Format]));
@@ -172,9 +177,9 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
             200: {
               description: 'The rows: NDJSON (one JSON object a line), CSV (header row) or Parquet.',
               content: {
-                'application/x-ndjson': { schema: z.string() },
-                'text/csv': { schema: z.string() },
-                'application/vnd.apache.parquet': { schema: z.string() },
+                'application/x-ndjson': { schema: NDJSON_BODY },
+                'text/csv': { schema: CSV_BODY },
+                'application/vnd.apache.parquet': { schema: PARQUET_BODY },
               },
             },
             ...errors,
