@@ -36,13 +36,14 @@ export interface Slice {
 
 /**
  * The rows of `name` in `slice`, one column `obj` (json). COPY takes no parameters, so the
- * (validated) values are literals. No ORDER BY: the whole slice comes from one snapshot.
+ * (validated) values are literals. In the feed's order (updated_at, id), as `/v1/…?updated_since=`
+ * lists them (the (tenant_id, updated_at, id) index serves it).
  */
 function baseSelect(name: ExportName, slice: Slice, keyset = false): string {
   const { table, json, updatedColumn, id } = exportSource(name);
   const where = [`t.tenant_id = ${literal(slice.tenantId)}::uuid`, `t.${updatedColumn} < ${literal(slice.horizon)}::timestamptz`];
   if (slice.since !== undefined) where.push(`t.${updatedColumn} >= ${literal(slice.since)}::timestamptz`);
-  if (!keyset) return `select ${json('t')} as obj from ${table} t where ${where.join(' and ')}`;
+  if (!keyset) return `select ${json('t')} as obj from ${table} t where ${where.join(' and ')} order by t.${updatedColumn}, t.${id}`;
   // A batch in keyset order after ($1, $2), $3 rows (PGlite: each batch its own statement).
   where.push(`(t.${updatedColumn}, t.${id}) > ($1::timestamptz, $2::uuid)`);
   return `select ${json('t')} as obj, t.${updatedColumn} as k_ts, t.${id} as k_id from ${table} t
