@@ -12,7 +12,7 @@ import { COLUMNS, EXPORTS } from '../../src/results/exports/columns.ts';
 import { negotiateEncoding, negotiateFormat } from '../../src/results/exports/routes.ts';
 import { useApp, useFixture } from '../helpers/harness.ts';
 import { arrayBufferOf, bulkResults, bytes } from './exports-fixtures.ts';
-import { expectError, get, getJson, seedTenant } from './fixtures.ts';
+import { expectError, get, getJson, newResult, newUser, seedTenant } from './fixtures.ts';
 
 const t = useApp();
 const a = useFixture(() => seedTenant(t, 'alpha'));
@@ -137,6 +137,11 @@ describe('GET /v1/exports/*', () => {
     await expectError(await get(t, '/v1/exports/progress', a.key, 'bearer', { accept: 'application/json' }), 406, 'not_acceptable');
     await expectError(await get(t, '/v1/exports/progress?format=csv', a.key, 'bearer', { accept: 'image/png' }), 406, 'not_acceptable');
     await expectError(await get(t, '/v1/exports/progress'), 401, 'unauthorized');
+    // HEAD runs no export (no watermark taken).
+    const head = await fetch(`${t.url}/v1/exports/progress?format=csv`, { method: 'HEAD', headers: { authorization: `Bearer ${a.key}` } });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(head.headers.get('svc-consistent-through')).toBeNull();
   });
 
   it('negotiation: Accept q-values and wildcards; Accept-Encoding zstd, gzip, q=0', () => {
@@ -213,6 +218,63 @@ describe('GET /v1/exports/*', () => {
     const [{ n }] = await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id]);
     expect(all.rows.length).toBe(n);
     expect(new Set(all.rows.map((r) => r.id)).size).toBe(n);
+  });
+
+  it('writes during an export: each row at most once, none after the watermark, and the next pull has every change', async () => {
+    // (Runs after the 30,000-row test.) Open an export and hold it after its first chunk.
+    const { request } = await import('node:http');
+    let text = '';
+    let watermark = '';
+    let resume: (() => void) | undefined;
+    const done = new Promise<void>((resolve, reject) => {
+      const req = request(`${t.url}/v1/exports/activity-results`, { headers: { authorization: `Bearer ${a.key}` } }, (res) => {
+        watermark = String(res.headers['svc-consistent-through']);
+        res.setEncoding('utf8');
+        res.once('data', (c: string) => {
+          text += c;
+          res.pause();
+          resume = () => {
+            res.on('data', (more: string) => (text += more));
+            res.on('end', resolve);
+            res.on('aborted', () => reject(new Error('aborted')));
+            res.resume();
+          };
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    await new Promise<void>((r) => {
+      const wait = () => (resume ? r() : setTimeout(wait, 10));
+      wait();
+    });
+    // Concurrent writes while the export is under way: updates, deletions, an insert.
+    const victims = (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and status = 'in_progress' order by updated_at desc limit 20`, [a.id])).map((r) => r.id);
+    await t.db.query(`update activity_results set score = 1 where id = any($1::uuid[])`, [victims.slice(0, 10)]);
+    await t.db.query(`delete from activity_results where id = any($1::uuid[])`, [victims.slice(10)]);
+    const added = await newResult(t.db, { activityId: a.activityIds[1]!, userId: await newUser(t.db) });
+    resume!();
+    await done;
+    const rows = text.trim().split('\n').map((l) => JSON.parse(l));
+    const ids = rows.map((r) => r.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const r of rows) expect(r.updated_at < watermark).toBe(true);
+    expect(ids).not.toContain(added);
+    // Rows untouched since the watermark are all there.
+    const untouched = (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and updated_at < $2`, [a.id, watermark])).map((r) => r.id);
+    expect(new Set(ids)).toEqual(new Set([...untouched, ...ids.filter((id) => !untouched.includes(id))]));
+    for (const id of untouched) expect(ids.includes(id)).toBe(true);
+    // The next pull: every changed row, and the deletions' tombstones.
+    const next = (await ndjson(`/v1/exports/activity-results?updated_since=${watermark}`, a.key)).rows.map((r) => r.id);
+    expect(next).toEqual(expect.arrayContaining([...victims.slice(0, 10), added]));
+    const gone = (await ndjson(`/v1/exports/deletions?updated_since=${watermark}`, a.key)).rows.map((r) => r.id);
+    expect(gone).toEqual(expect.arrayContaining(victims.slice(10)));
+    // Applied in order, the pulls give exactly the database's rows.
+    const have = new Set(ids);
+    for (const id of next) have.add(id);
+    for (const id of gone) have.delete(id);
+    const [{ n }] = await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id]);
+    expect(have.size).toBe(n);
   });
 
   it('is in the OpenAPI document', async () => {

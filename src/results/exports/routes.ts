@@ -126,6 +126,8 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
     if (query.format && req.headers.accept && negotiateFormat(req.headers.accept) === undefined) {
       throw new ApiError('not_acceptable', `Accept does not allow ${FORMATS[query.format]} (format=${query.format})`);
     }
+    // HEAD: the headers of the format, without running an export (no watermark: none was taken).
+    if (req.method === 'HEAD') return reply.type(FORMATS[format]).header('cache-control', 'private, no-store').send('');
     const key = keyOf(req);
     let running;
     try {
