@@ -57,17 +57,21 @@ function baseSelect(name: ExportName, slice: Slice, keyset = false): string {
 export function keysetSelect(name: ExportName, format: Format, slice: Slice): string {
   const pos = `to_char(b.k_ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as k_ts, b.k_id::text as k_id`;
   if (format !== 'csv') return `select b.obj::text as line, ${pos} from (${baseSelect(name, slice, true)}) b order by b.k_ts, b.k_id`;
-  const cells = COLUMNS[name].map((c) => (c.kind === 'json' ? `nullif(x.j -> '${c.name}', 'null'::jsonb)::text as "${c.name}"` : `x.j ->> '${c.name}' as "${c.name}"`));
-  return `select ${cells.join(', ')}, x.k_ts, x.k_id from (select b.obj::jsonb as j, ${pos} from (${baseSelect(name, slice, true)}) b) x order by x.k_ts, x.k_id`;
+  return `select x.*, ${pos} from (${baseSelect(name, slice, true)}) b, json_to_record(b.obj) as x(${recordColumns(name)}) order by b.k_ts, b.k_id`;
 }
 
 /** One text column: the JSON object of each row (NDJSON lines; Parquet parses it). */
 export const jsonSelect = (name: ExportName, slice: Slice) => `select b.obj::text as line from (${baseSelect(name, slice)}) b`;
 
+/**
+ * `json_to_record` column list of `name`: nested values as `json` (their JSON text), the rest as
+ * text (JSON null → SQL null → an empty cell). One parse of each row's JSON for all its cells.
+ */
+const recordColumns = (name: ExportName) => COLUMNS[name].map((c) => `"${c.name}" ${c.kind === 'json' ? 'json' : 'text'}`).join(', ');
+
 /** The CSV columns of each row as text: scalars as their JSON value's text, nested values as JSON. */
 export function csvSelect(name: ExportName, slice: Slice): string {
-  const cells = COLUMNS[name].map((c) => (c.kind === 'json' ? `nullif(x.j -> '${c.name}', 'null'::jsonb)::text as "${c.name}"` : `x.j ->> '${c.name}' as "${c.name}"`));
-  return `select ${cells.join(', ')} from (select b.obj::jsonb as j from (${baseSelect(name, slice)}) b) x`;
+  return `select x.* from (${baseSelect(name, slice)}) b, json_to_record(b.obj) as x(${recordColumns(name)})`;
 }
 
 /**
