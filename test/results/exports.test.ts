@@ -9,6 +9,7 @@ import { parse } from 'csv-parse/sync';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { COLUMNS, EXPORTS } from '../../src/results/exports/columns.ts';
+import { registry } from '../../src/telemetry/metrics.ts';
 import { negotiateEncoding, negotiateFormat } from '../../src/results/exports/routes.ts';
 import { useApp, useFixture } from '../helpers/harness.ts';
 import { arrayBufferOf, bulkResults, bytes } from './exports-fixtures.ts';
@@ -54,6 +55,12 @@ describe('GET /v1/exports/*', () => {
       expect(rows.length, name).toBeGreaterThan(0);
       for (const r of rows) expect(Object.keys(r).sort(), name).toEqual(COLUMNS[name].map((c) => c.name).sort());
     }
+  });
+
+  it('counts exports and rows in the metrics', async () => {
+    const text = await registry.metrics();
+    expect(text).toMatch(/svc_exports_total\{export="activity-results",format="ndjson",outcome="completed"\} [1-9]/);
+    expect(text).toMatch(/svc_export_rows_total\{export="activity-results",format="ndjson"\} [1-9]/);
   });
 
   it('RLS: another tenant’s rows never appear', async () => {
