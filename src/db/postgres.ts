@@ -157,6 +157,16 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Db {
         return result;
       }),
     listen: (channel, onNotify, onListen) => listen(connection, channel, onNotify, onListen),
+    async dedicatedClient(applicationName: string) {
+      const { statement_timeout: _s, query_timeout: _q, ...rest } = connection;
+      const client = new pg.Client({ ...rest, application_name: applicationName });
+      try {
+        await client.connect();
+      } catch (err) {
+        throw new DbUnavailableError(err);
+      }
+      return client;
+    },
     poolStats: () => ({ max: pool.options.max, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     // Idempotent, as the embedded backend's (pg-pool throws on a second end()).
     close: () => (closing ??= pool.end()),

@@ -30,6 +30,12 @@ export interface Db extends Queryable {
    * Resolves once listening, with a function that stops it.
    */
   listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>>;
+  /**
+   * PostgreSQL only: a new connection of its own, outside the pool and without the pool's
+   * statement and read timeouts (long streaming reads: the exports of src/results/exports). The
+   * caller ends it. Undefined on PGlite (one connection: use `transaction`).
+   */
+  dedicatedClient?(applicationName: string): Promise<import('pg').Client>;
   /** The connections right now (metrics): open ones, idle ones, requests waiting for one, the bound. */
   poolStats(): PoolStats;
   close(): Promise<void>;

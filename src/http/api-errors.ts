@@ -10,6 +10,7 @@
  *                         tenant naming another tenant: the credential, not a record, is wrong)
  *   not_found       404   unknown path, unknown id, another tenant's id (never 403)
  *   method_not_allowed 405  another method than GET on a read-only path (`Allow` is set)
+ *   not_acceptable 406   an `Accept` the endpoint cannot serve (exports: ndjson, csv, parquet)
  *   archived        409   a submission to an archived activity (or one under archived content):
  *                         the state of the content, not the request, is the problem (issue #16)
  *   verdict_pending 409   an appeal of a result whose latest submission has no verdict yet (issue #21)
@@ -33,6 +34,7 @@ export const API_ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  not_acceptable: 406,
   archived: 409,
   verdict_pending: 409,
   appeal_open: 409,

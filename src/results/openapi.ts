@@ -98,7 +98,7 @@ function shareComponents(doc: { paths?: Record<string, Record<string, Operation>
         if (keyed && status !== '401') names.push('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset');
         if (status === '429' || status === '503') names.push('Retry-After');
         if (status === '200' && list) names.push('Link');
-        if (status === '200' && feed) names.push('Svc-Consistent-Through');
+        if (status === '200' && (feed || op.operationId?.startsWith('export_') === true)) names.push('Svc-Consistent-Through');
         const documented = { ...response, headers: Object.fromEntries(names.map((n) => [n, ref('headers', n)])) };
         const shared = keyed ? SHARED_ERRORS[status] : undefined;
         if (shared === undefined) {

@@ -227,6 +227,16 @@ const LISTS: Record<Endpoint, ListStatement> = {
   },
 };
 
+/**
+ * What an export (src/results/exports) reads of `endpoint`: its table, the same row-to-JSON SQL as
+ * the list's `data` items (`json(alias)`), and the column of the feed order (`updated_at`, or
+ * `deleted_at` for tombstones).
+ */
+export function exportSource(endpoint: Endpoint): { table: string; json: (alias: string) => string; updatedColumn: string; id: string } {
+  const s = LISTS[endpoint];
+  return { table: s.table, json: s.json, updatedColumn: s.orders.updated!, id: s.id ?? 'id' };
+}
+
 /** The orders `endpoint` can be listed in (programs: created only; deletions: the feed only). */
 export const ordersOf = (endpoint: Endpoint): Order[] => Object.keys(LISTS[endpoint].orders) as Order[];
 

@@ -50,6 +50,7 @@ import { strictValidatorCompiler } from './params.ts';
 import { findOne, installStatements, listPage, ordersOf, type ListOptions, type One, type Page } from './queries.ts';
 import { registerRateLimit } from './rate-limit.ts';
 import { publishHorizon } from './replica-horizon.ts';
+import { registerExports } from './exports/routes.ts';
 import { fromReplica } from '../db/replica.ts';
 import {
   ActivityResult,
@@ -149,6 +150,11 @@ const READ_PATHS = [
   '/programs/:id',
   '/deletions',
   '/audit-events',
+  '/exports/activity-results',
+  '/exports/artifacts',
+  '/exports/progress',
+  '/exports/learners',
+  '/exports/deletions',
 ];
 
 /** Handler of other methods on the read paths: 405 with `Allow`. */
@@ -302,5 +308,7 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
     );
     api.get('/deletions', { schema: listSchema('deletions') }, list('deletions'));
     api.get('/audit-events', { schema: listSchema('audit-events') }, list('audit-events'));
+    // Streaming exports (issue #24, src/results/exports): same key, rate limit and RLS.
+    await registerExports(api, deps, ERRORS);
   });
 }

@@ -31,7 +31,7 @@ export const componentRegistry = z.registry<{ id?: string; description?: string;
  * zod derives (`format`, or `type: 'integer'` for a parameter that is text on the wire; an
  * `undefined` keyword is left out).
  */
-function doc<T extends z.ZodType>(schema: T, description: string, keywords: Record<string, unknown> = {}): T {
+export function doc<T extends z.ZodType>(schema: T, description: string, keywords: Record<string, unknown> = {}): T {
   componentRegistry.add(schema, { description, ...keywords });
   return schema;
 }

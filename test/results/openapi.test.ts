@@ -41,7 +41,12 @@ const ROUTES: Record<string, number[]> = {
   '/v1/programs/{id}': [200, 400, 401, 404, 429, 500, 503],
   '/v1/deletions': [200, 400, 401, 404, 429, 500, 503],
   '/v1/audit-events': [200, 400, 401, 404, 429, 500, 503],
+  // Streaming exports (issue #24): 406 for an Accept they cannot serve.
+  ...Object.fromEntries(
+    ['activity-results', 'artifacts', 'progress', 'learners', 'deletions'].map((n) => [`/v1/exports/${n}`, [200, 400, 401, 404, 406, 429, 500, 503]]),
+  ),
 };
+const EXPORT_TYPES = ['application/vnd.apache.parquet', 'application/x-ndjson', 'text/csv'];
 
 /** Resolve a local `#/…` reference in the document. */
 function resolve(ref: string): unknown {
@@ -126,7 +131,8 @@ describe('the document', () => {
       const answers = Object.entries<any>(op.responses).map(([status, response]) => [status, answer(response)]);
       for (const [status, response] of answers) {
         expect(response.description, `${path} ${status}`).toEqual(expect.any(String));
-        expect(Object.keys(response.content), `${path} ${status}`).toEqual(['application/json']);
+        const exported = path.startsWith('/v1/exports/') && status === '200';
+        expect(Object.keys(response.content).sort(), `${path} ${status}`).toEqual(exported ? EXPORT_TYPES : ['application/json']);
       }
       expect(operationIds.has(op.operationId), path).toBe(false);
       operationIds.add(op.operationId);
@@ -191,7 +197,9 @@ describe('the document', () => {
     ]);
     for (const path of Object.keys(ROUTES)) {
       const op = doc.paths[path].get;
-      for (const response of Object.values<any>(op.responses).map(answer)) validatorFor(response.content['application/json'].schema);
+      for (const response of Object.values<any>(op.responses).map(answer)) {
+        for (const media of Object.values<any>(response.content)) validatorFor(media.schema);
+      }
       for (const p of op.parameters ?? []) validatorFor(p.schema);
     }
   });

@@ -16,7 +16,8 @@ import { stringify } from 'csv-stringify/sync';
 import { open, readFile, rename, writeFile, type FileHandle } from 'node:fs/promises';
 import type { ResultsClient, SyncCheckpoint, SyncResource } from './index.ts';
 
-export type ExportFormat = 'csv' | 'jsonl';
+/** `jsonl` is `ndjson` (the same bytes). */
+export type ExportFormat = 'csv' | 'jsonl' | 'ndjson' | 'parquet';
 
 export interface ExportOptions {
   resource: SyncResource;
@@ -26,13 +27,15 @@ export interface ExportOptions {
   /** Output file; stdout when undefined. */
   out?: string;
   resume?: boolean;
-  /** Rows per request (default 200). */
+  /** Rows per request: reads the paged feed instead of the stream (default: the stream). */
   limit?: number;
   /** Progress lines (default: stderr). */
   progress?: (line: string) => void;
 }
 
 interface ExportState {
+  /** True while a streamed export is under way (it restarts on --resume). */
+  stream?: boolean;
   checkpoint: SyncCheckpoint;
   bytes: number;
   rows: number;
@@ -55,6 +58,13 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
       state = undefined; // nothing to resume: start afresh
     }
   }
+  // A page-by-page export under way (or asked for with --limit) continues page by page; else the
+  // stream of /v1/exports (an interrupted stream is started over by --resume: it has no positions).
+  if (!(state && !state.stream) && options.limit === undefined) {
+    if (options.format === 'parquet' && !options.out) throw new Error('parquet needs --out (a binary file)');
+    return streamExport(client, options, progress, stateFile);
+  }
+  if (options.format === 'parquet') throw new Error('parquet comes from the stream only: drop --limit');
   const initial: SyncCheckpoint = {
     resource: options.resource,
     deletions: { since: null, cursor: null },
@@ -88,7 +98,7 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
     for await (const event of client.sync(options.resource, { checkpoint: state.checkpoint, limit: options.limit, tombstones: false })) {
       if (event.type === 'upsert') {
         const row = event.row as Record<string, unknown>;
-        if (options.format === 'jsonl') {
+        if (options.format !== 'csv') {
           chunk += `${JSON.stringify(row)}\n`;
         } else {
           if (!state.columns) {
@@ -118,4 +128,49 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
       (consistentThrough ? ` (next export: --updated-since ${consistentThrough})` : ''),
   );
   return { rows: state.rows, consistentThrough };
+}
+
+/**
+ * The streamed export: `/v1/exports/{resource}` in the format asked (`jsonl` = ndjson), its bytes
+ * written as they come. Rows are counted by line (ndjson, csv); Parquet reports bytes.
+ */
+async function streamExport(
+  client: ResultsClient,
+  options: ExportOptions,
+  progress: (line: string) => void,
+  stateFile: string | undefined,
+): Promise<{ rows: number; consistentThrough: string | null }> {
+  const format = options.format === 'jsonl' ? 'ndjson' : options.format;
+  const { watermark, body } = await client.exportRaw(options.resource, { format, updatedSince: options.updatedSince });
+  if (stateFile) await writeFile(stateFile, JSON.stringify({ stream: true, checkpoint: null, bytes: 0, rows: 0, columns: null }));
+  const file = options.out ? await open(options.out, 'w') : undefined;
+  let lines = 0;
+  let bytes = 0;
+  let lastReport = Date.now();
+  try {
+    for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+      if (file) await file.write(chunk);
+      else if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
+      bytes += chunk.length;
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines += 1;
+      if (Date.now() - lastReport > 1000) {
+        progress(`svc-results: ${options.resource}: ${format === 'parquet' ? `${bytes} bytes` : `${lines} lines`} exported`);
+        lastReport = Date.now();
+      }
+    }
+    await file?.sync();
+  } finally {
+    await file?.close();
+  }
+  const rows = format === 'csv' ? Math.max(0, lines - 1) : format === 'ndjson' ? lines : 0;
+  if (stateFile) {
+    const rowsState: SyncCheckpoint = { resource: options.resource, deletions: { since: watermark, cursor: null }, rows: { since: watermark, cursor: null } };
+    await writeFile(`${stateFile}.tmp`, JSON.stringify({ stream: false, done: true, checkpoint: rowsState, bytes, rows, columns: null }));
+    await rename(`${stateFile}.tmp`, stateFile);
+  }
+  progress(
+    `svc-results: ${options.resource}: ${format === 'parquet' ? `${bytes} bytes` : `${rows} rows`} exported, consistent through ${watermark ?? 'the start'}` +
+      (watermark ? ` (next export: --updated-since ${watermark})` : ''),
+  );
+  return { rows, consistentThrough: watermark };
 }

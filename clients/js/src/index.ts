@@ -6,7 +6,10 @@
  * wherever `fetch` does: Node 20+ and browsers. On top of the generated calls:
  *
  * - `list(resource, query)`: `for await` over every row of a list, following `next_cursor`.
- * - `sync(resource, {checkpoint})`: an incremental sync — tombstones of `/v1/deletions` first, then
+ * - `exportStream(resource)`: every row from one streamed export (`/v1/exports/*`, NDJSON), with
+ *   its watermark; `exportRaw` gives the bytes in any format (ndjson, csv, parquet).
+ * - `sync(resource, {checkpoint})`: an incremental sync (the first, without a checkpoint, pulls
+ *   everything through one export, then follows the feed) — tombstones of `/v1/deletions` first, then
  *   the rows of the `updated_since` feed — yielding `upsert`, `delete` and `checkpoint` events. A
  *   checkpoint (plain JSON) saved after any event resumes the sync where it stopped; the final one
  *   starts the next sync at the service's watermark (`consistent_through`), so no change committed
@@ -102,6 +105,25 @@ export interface SyncOptions {
   limit?: number;
   /** Follow the tombstones too (default true); an export of rows turns it off. */
   tombstones?: boolean;
+  /**
+   * Without a checkpoint, do the first full pull through `/v1/exports/{resource}` (default true):
+   * one streamed request instead of pages. It yields its one checkpoint at its end: a sync
+   * interrupted during it starts over.
+   */
+  useExport?: boolean;
+}
+
+/** What `/v1/exports/*` streams: the synced lists and the tombstones. */
+export type ExportResource = SyncResource | 'deletions';
+/** A row of an export: the list's object (a `Deletion` for `deletions`). */
+export type ExportRow<R extends ExportResource> = R extends SyncResource ? Row<R> : Deletion;
+/** The formats of `/v1/exports/*`. */
+export type ExportFormat = 'ndjson' | 'csv' | 'parquet';
+
+/** An export under way: its watermark (the `Svc-Consistent-Through` header) and its rows. */
+export interface ExportStream<R extends ExportResource> extends AsyncIterable<ExportRow<R>> {
+  /** Continue with `updatedSince: watermark` (null while a writer hides its start). */
+  readonly watermark: string | null;
 }
 
 const RETRYABLE = new Set([429, 503]);
@@ -136,12 +158,16 @@ export class ResultsClient {
   private readonly maxWaitSeconds: number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly fetchImpl: (request: Request) => Promise<Response>;
+  private readonly baseUrl: string;
+  private readonly apiKey: string;
 
   constructor(options: ResultsClientOptions) {
     this.maxRetries = options.maxRetries ?? 5;
     this.maxWaitSeconds = options.maxRetryAfterSeconds ?? 60;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.fetchImpl = options.fetch ?? ((request) => globalThis.fetch(request));
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.apiKey = options.apiKey;
     this.api = createClient<paths>({
       baseUrl: options.baseUrl.replace(/\/+$/, ''),
       headers: { authorization: `Bearer ${options.apiKey}` },
@@ -208,6 +234,58 @@ export class ResultsClient {
   }
 
   /**
+   * The raw answer of `GET /v1/exports/{resource}` in `format` (rows changed at or after
+   * `updatedSince`, else all): the body as it streams and the watermark. Retries 429 (another
+   * export of the key is running) and 503 like every request; other errors throw `ResultsApiError`
+   * before any byte. A failure of the service mid-stream makes reading the body throw.
+   */
+  async exportRaw(
+    resource: ExportResource,
+    options: { format?: ExportFormat; updatedSince?: string; signal?: AbortSignal } = {},
+  ): Promise<{ watermark: string | null; body: ReadableStream<Uint8Array> }> {
+    const url = new URL(`${this.baseUrl}/v1/exports/${resource}`);
+    url.searchParams.set('format', options.format ?? 'ndjson');
+    if (options.updatedSince) url.searchParams.set('updated_since', options.updatedSince);
+    const response = await this.send(new Request(url, { headers: { authorization: `Bearer ${this.apiKey}` }, signal: options.signal }));
+    if (!response.ok || !response.body) {
+      const text = await response.text();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      throw apiError(response, parsed);
+    }
+    return { watermark: response.headers.get('svc-consistent-through'), body: response.body };
+  }
+
+  /**
+   * Every row of `resource` (changed at or after `updatedSince`, else all) from one export —
+   * one request, one snapshot, streamed as NDJSON: `const s = await client.exportStream('progress');
+   * for await (const row of s) …; s.watermark`. Rows come in (updated_at, id) order.
+   */
+  async exportStream<R extends ExportResource>(resource: R, options: { updatedSince?: string; signal?: AbortSignal } = {}): Promise<ExportStream<R>> {
+    const { watermark, body } = await this.exportRaw(resource, { ...options, format: 'ndjson' });
+    return {
+      watermark,
+      async *[Symbol.asyncIterator]() {
+        const decoder = new TextDecoder();
+        let rest = '';
+        for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+          const text = rest + decoder.decode(chunk, { stream: true });
+          const lines = text.split('\n');
+          rest = lines.pop()!;
+          for (const line of lines) if (line) yield JSON.parse(line) as ExportRow<R>;
+        }
+        rest += decoder.decode();
+        // NDJSON ends every line with \n: anything left is a cut line.
+        if (rest) throw new ResultsApiError('network_error', 'the export ended in the middle of a row', 0);
+      },
+    };
+  }
+
+  /**
    * Follow `resource` incrementally from `checkpoint` (or from the beginning): first the
    * tombstones of that resource, then the changed rows, each to its watermark. Yields a
    * `checkpoint` event after every page; the last one is where the next sync starts.
@@ -218,6 +296,22 @@ export class ResultsClient {
     const start = options.checkpoint;
     if (start && start.resource !== resource) throw new TypeError(`checkpoint of ${start.resource}, not of ${resource}`);
     const cp: SyncCheckpoint = structuredClone(start ?? { resource, deletions: { since: null, cursor: null }, rows: { since: null, cursor: null } });
+    // A first sync: the full pull through one export (one request, one snapshot), then the feed
+    // from its watermark (tombstones before it concern rows this consumer never had).
+    if (!start && options.useExport !== false) {
+      let stream: ExportStream<R> | undefined;
+      try {
+        stream = await this.exportStream(resource);
+      } catch (err) {
+        if (!(err instanceof ResultsApiError && err.code === 'not_found')) throw err; // an older service: the feed
+      }
+      if (stream?.watermark) {
+        for await (const row of stream) yield { type: 'upsert', row: row as Row<R> };
+        cp.rows = { since: stream.watermark, cursor: null };
+        cp.deletions = { since: stream.watermark, cursor: null };
+        yield { type: 'checkpoint', checkpoint: structuredClone(cp) };
+      }
+    }
     // 1. Tombstones: a row deleted and then re-created (a progress row) must be re-created after.
     if (options.tombstones === false) return yield* this.rows(resource, cp, limit);
     const tombstones = { updated_since: cp.deletions.since ?? EPOCH, resource: TOMBSTONE_OF[resource], limit };

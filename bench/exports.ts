@@ -1,0 +1,114 @@
+/**
+ * Streaming exports vs `psql \copy` of the same rows, in one run (issue #24).
+ *
+ *   npm run bench:exports                       # 1,000,000 results in one tenant
+ *   BENCH_ROWS=200000 npm run bench:exports     # smaller, on a busy machine
+ *
+ * 1. A fresh database on BENCH_PG, migrated, BENCH_ROWS results in one tenant
+ *    (test/helpers/results-load.ts, as bench/results-sync.ts).
+ * 2. The real server as a child process (`node --import tsx src/main.ts`, DATABASE_URL mode).
+ * 3. `GET /v1/exports/activity-results` in NDJSON, CSV and Parquet, read to the end by fetch
+ *    (no compression), rows counted; the server's RSS sampled every 50 ms (growth = peak during
+ *    the export − RSS before it).
+ * 4. The client's full `sync('activity-results')` (the export, then the feed's empty page).
+ * 5. `psql \copy (select * … the tenant's results in (updated_at, id) order) to stdout` > /dev/null.
+ * 6. Rewrites the "exports" section of bench/README.md with the figures and the load average.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import postgres from 'postgres';
+import { createResultsClient } from '../clients/js/src/index.ts';
+import { migrate, openDb } from '../src/db/index.ts';
+import { createApiKey } from '../src/results/api-keys.ts';
+import { loadResults } from '../test/helpers/results-load.ts';
+import { BENCH_PG, BENCH_SECRETS, lastRun, markdownTable, startBenchServer, writeReadmeSection, type BenchServer } from './common.ts';
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const run = promisify(execFile);
+const dbName = `svc_bench_exports_${Date.now().toString(36)}`;
+const dbUrl = `${BENCH_PG}/${dbName}`;
+const uptime = async () => (await run('uptime')).stdout.trim().replace(/^.*load average:\s*/, '');
+
+/** Read one export to the end: rows (lines; CSV less its header), seconds, bytes, RSS growth (MiB). */
+async function readExport(server: BenchServer, key: string, format: 'ndjson' | 'csv' | 'parquet') {
+  const base = server.rss().now;
+  let peak = base;
+  const sampler = setInterval(() => (peak = Math.max(peak, server.rss().now)), 50);
+  const started = performance.now();
+  const res = await fetch(`${server.url}/v1/exports/activity-results?format=${format}`, { headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' } });
+  if (res.status !== 200) throw new Error(`${format}: ${res.status} ${await res.text()}`);
+  let lines = 0;
+  let bytes = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    bytes += chunk.length;
+    if (format !== 'parquet') for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines += 1;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  peak = Math.max(peak, server.rss().now);
+  return { rows: format === 'csv' ? lines - 1 : lines, seconds, bytes, growth: peak - base };
+}
+
+async function main() {
+  const before = await uptime();
+  const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${dbName}`);
+  let server: BenchServer | undefined;
+  try {
+    const db = await openDb({ databaseUrl: dbUrl, dbStatementTimeoutMs: 0 });
+    await migrate(db);
+    const loadStart = performance.now();
+    await loadResults(db, { rows: ROWS, tenants: 1, bigShare: 1 });
+    const loadSeconds = (performance.now() - loadStart) / 1000;
+    const [tenant] = await db.query<{ id: string }>(`select id from tenants where slug = 'bench-1'`);
+    const { key } = await createApiKey(db, tenant!.id, 'bench');
+    const [{ results }] = (await db.query<{ results: number }>(`select count(*)::int as results from activity_results where tenant_id = $1`, [tenant!.id])) as [{ results: number }];
+    await db.close();
+    server = await startBenchServer({ DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS });
+
+    const copyStart = performance.now();
+    await run('sh', ['-c', `psql -q -X "${dbUrl}" -c "\\copy (select * from activity_results where tenant_id = '${tenant!.id}' order by updated_at, id) to stdout" > /dev/null`]);
+    const copySeconds = (performance.now() - copyStart) / 1000;
+    const copyRate = results / copySeconds;
+
+    const figures: Record<string, Awaited<ReturnType<typeof readExport>>> = {};
+    for (const format of ['ndjson', 'csv', 'parquet'] as const) {
+      figures[format] = await readExport(server, key, format);
+      if (format !== 'parquet' && figures[format]!.rows !== results) throw new Error(`${format}: ${figures[format]!.rows} rows, the database has ${results}`);
+      figures[format]!.rows = results;
+      console.log(format, figures[format]);
+    }
+
+    const client = createResultsClient({ baseUrl: server.url, apiKey: key });
+    let upserts = 0;
+    const syncStart = performance.now();
+    for await (const e of client.sync('activity-results')) if (e.type === 'upsert') upserts += 1;
+    const syncSeconds = (performance.now() - syncStart) / 1000;
+    if (upserts !== results) throw new Error(`sync saw ${upserts}, the database has ${results}`);
+    const after = await uptime();
+
+    const rate = (rows: number, s: number) => Math.round(rows / s);
+    const ratio = (r: number) => `${((r / copyRate) * 100).toFixed(0)} %`;
+    const rowsOut = [
+      ...(['ndjson', 'csv', 'parquet'] as const).map((f) => {
+        const x = figures[f]!;
+        return [`\`GET /v1/exports/activity-results?format=${f}\``, x.rows.toLocaleString('en'), x.seconds.toFixed(1), rate(x.rows, x.seconds).toLocaleString('en'), ratio(x.rows / x.seconds), `${(x.bytes / 2 ** 20).toFixed(0)} MiB`, `${x.growth.toFixed(0)} MiB`];
+      }),
+      ['client `sync()` from scratch (export, then the feed)', upserts.toLocaleString('en'), syncSeconds.toFixed(1), rate(upserts, syncSeconds).toLocaleString('en'), ratio(upserts / syncSeconds), '', ''],
+      ['`psql \\copy` of the same results (text, to /dev/null)', results.toLocaleString('en'), copySeconds.toFixed(1), rate(results, copySeconds).toLocaleString('en'), '100 %', '', ''],
+    ];
+    const table = markdownTable(['what', 'rows', 's', 'rows / s', '÷ \\copy', 'bytes', 'server RSS growth'], rowsOut);
+    const body = `${lastRun(`${ROWS.toLocaleString('en')} results in one tenant, PostgreSQL, server and client on the same cores; uptime before: ${before}; after: ${after}.`)}\n\n${table}\n\nLoad of the rows: ${loadSeconds.toFixed(0)} s. Targets (issue #24): NDJSON ≥ 50 %, CSV ≥ 80 %, Parquet ≥ 20 %, sync() ≥ 30 % of \`\\copy\`, RSS growth ≤ 64 MiB.`;
+    console.log(`\n${body}`);
+    writeReadmeSection('exports', '## Streaming exports — `npm run bench:exports` (issue #24)', body);
+  } finally {
+    await server?.stop();
+    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
+    await admin.end();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,195 @@
+/**
+ * `GET /v1/exports/{activity-results|artifacts|progress|learners|deletions}` (issue #24): every row
+ * of the key's tenant in one answer, streamed — NDJSON, CSV or Parquet (formats.ts), from one
+ * snapshot whose watermark is the `Svc-Consistent-Through` header (stream.ts).
+ *
+ * Registered by src/results/routes.ts inside the API-key context: the same key check, rate limit
+ * (the request counts once), error body and RLS as the list endpoints. Query: `format`
+ * (`ndjson` | `csv` | `parquet`; else the `Accept` header decides, NDJSON by default) and
+ * `updated_since` (RFC 3339: only rows changed at or after it — give the previous export's
+ * watermark). `Accept-Encoding`: zstd, else gzip, else identity.
+ *
+ * Errors before the first row are the /v1 error body: 400 (unknown parameter, malformed
+ * `updated_since` or `format`), 404 (unknown export), 406 (`Accept` names nothing we serve),
+ * 429 with `Retry-After` (an export of this key is already running), 503. An error after the
+ * first byte aborts the connection (no terminating chunk): every reader sees a failed transfer,
+ * never a clean truncated file. Not bound by the list statement timeout (its own connection).
+ */
+import { pipeline, type Readable } from 'node:stream';
+import zlib from 'node:zlib';
+import client from '@prometheus-io/client';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Deps } from '../../deps.ts';
+import { ApiError } from '../../http/api-errors.ts';
+import { registry } from '../../telemetry/metrics.ts';
+import { keyOf } from '../auth.ts';
+import { doc, ErrorBody } from '../schemas.ts';
+import { normalizeTimestamp } from '../timestamps.ts';
+import { EXPORTS, type ExportName } from './columns.ts';
+import { FORMATS, type Format } from './formats.ts';
+import { startExport } from './stream.ts';
+
+/** Seconds a second export of the same key is told to wait. */
+export const BUSY_RETRY_AFTER_SECONDS = 5;
+
+const exportsTotal = new client.Counter<'export' | 'format' | 'outcome'>({
+  name: 'svc_exports_total',
+  help: 'Exports by export, format and outcome (completed, aborted, refused).',
+  labelNames: ['export', 'format', 'outcome'],
+  registers: [registry],
+});
+const exportRows = new client.Counter<'export' | 'format'>({
+  name: 'svc_export_rows_total',
+  help: 'Rows sent by exports (NDJSON and CSV: lines counted as they stream).',
+  labelNames: ['export', 'format'],
+  registers: [registry],
+});
+
+const EXPORT_QUERY = z.strictObject({
+  format: doc(z.enum(['ndjson', 'csv', 'parquet']), 'The format; overrides `Accept`. Default: by `Accept`, else ndjson.').optional(),
+  updated_since: doc(z
+    .string()
+    .transform((s, ctx) => {
+      const normalized = normalizeTimestamp(s);
+      if (normalized === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'must be an RFC 3339 date-time with at most 6 fractional digits, e.g. 2026-01-31T12:00:00.000001Z' });
+        return z.NEVER;
+      }
+      return normalized;
+    }),
+    'Incremental pull: only rows changed at or after this RFC 3339 instant — the `Svc-Consistent-Through` of the previous export.',
+    { format: 'date-time' },
+  ).optional(),
+});
+
+const NDJSON_BODY = doc(z.string(), 'One JSON object a line: the list endpoint’s data items.');
+const CSV_BODY = doc(z.string(), 'RFC 4180: a header row, nested values as JSON text, null as an empty cell.');
+const PARQUET_BODY = doc(z.string(), 'A Parquet file (timestamps INT64 TIMESTAMP(MICROS, UTC)).', { contentMediaType: 'application/vnd.apache.parquet' });
+
+/** Media type → format, and the ranges that allow each. */
+const BY_TYPE = new Map(Object.entries(FORMATS).map(([f, t]) => [t, f as Format]));
+
+/**
+ * The format an `Accept` header asks for (RFC 9110 §12.5.1): the acceptable type with the highest
+ * q (ties: the order of FORMATS, NDJSON first); `*\/*` and `application/*` allow NDJSON, `text/*`
+ * CSV. Undefined when nothing we serve is acceptable.
+ */
+export function negotiateFormat(accept: string | undefined): Format | undefined {
+  if (!accept || !accept.trim()) return 'ndjson';
+  let best: { format: Format; q: number; rank: number } | undefined;
+  const order = Object.keys(FORMATS) as Format[];
+  for (const part of accept.split(',')) {
+    const [range, ...params] = part.trim().toLowerCase().split(';').map((s) => s.trim());
+    if (!range) continue;
+    const qParam = params.find((p) => p.startsWith('q='));
+    const q = qParam ? Number(qParam.slice(2)) : 1;
+    if (!(q > 0)) continue;
+    const format = range === '*/*' || range === 'application/*' ? 'ndjson' : range === 'text/*' ? 'csv' : BY_TYPE.get(range as (typeof FORMATS)[Format]);
+    if (!format) continue;
+    const rank = order.indexOf(format);
+    if (!best || q > best.q || (q === best.q && rank < best.rank)) best = { format, q, rank };
+  }
+  return best?.format;
+}
+
+/** The coding to use for an `Accept-Encoding` header: zstd, else gzip, else none (q=0 refuses). */
+export function negotiateEncoding(header: string | undefined): 'zstd' | 'gzip' | undefined {
+  if (!header) return undefined;
+  const ok = new Set<string>();
+  for (const part of header.toLowerCase().split(',')) {
+    const [coding, ...params] = part.trim().split(';').map((s) => s.trim());
+    const q = params.find((p) => p.startsWith('q='));
+    if (coding && !(q && !(Number(q.slice(2)) > 0))) ok.add(coding);
+  }
+  if ((ok.has('zstd') || ok.has('*')) && typeof zlib.createZstdCompress === 'function') return 'zstd';
+  if (ok.has('gzip') || ok.has('*')) return 'gzip';
+  return undefined;
+}
+
+const DOCS: Record<ExportName, string> = {
+  'activity-results': 'Every activity result of the tenant (the `ActivityResult` objects of `/v1/activity-results`).',
+  artifacts: 'Every artifact of the tenant (the `Artifact` objects of `/v1/artifacts`).',
+  progress: 'Every progress row of the tenant (the `Progress` objects of `/v1/progress`).',
+  learners: 'Every learner of the tenant (the `Learner` objects of `/v1/learners`).',
+  deletions: 'Tombstones (the `Deletion` objects of `/v1/deletions`): with `updated_since`, what was deleted since the last export.',
+};
+
+const errorJson = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } });
+
+/** Register the export routes on `api` (the API-key context of src/results/routes.ts). */
+export async function registerExports(api: FastifyInstance, deps: Deps, errors: Record<number, unknown>): Promise<void> {
+  const handler = (name: ExportName) => async (req: FastifyRequest, reply: FastifyReply) => {
+    const query = req.query as z.output<typeof EXPORT_QUERY>;
+    const format = query.format ?? negotiateFormat(req.headers.accept);
+    if (!format) throw new ApiError('not_acceptable', 'Accept: exports are application/x-ndjson, text/csv or application/vnd.apache.parquet');
+    if (query.format && req.headers.accept && negotiateFormat(req.headers.accept) === undefined) {
+      throw new ApiError('not_acceptable', `Accept does not allow ${FORMATS[query.format]} (format=${query.format})`);
+    }
+    // HEAD: the headers of the format, without running an export (no watermark: none was taken).
+    if (req.method === 'HEAD') return reply.type(FORMATS[format]).header('cache-control', 'private, no-store').send('');
+    const key = keyOf(req);
+    let running;
+    try {
+      running = await startExport(deps.db, { name, format, tenantId: key.tenantId, keyId: key.id, since: query.updated_since });
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'rate_limited') {
+        exportsTotal.inc({ export: name, format, outcome: 'refused' });
+        reply.header('retry-after', String(BUSY_RETRY_AFTER_SECONDS));
+      }
+      throw err;
+    }
+    const coding = negotiateEncoding(req.headers['accept-encoding']);
+    let body: Readable = running.body;
+    if (coding) {
+      const compress = coding === 'zstd' ? zlib.createZstdCompress() : zlib.createGzip();
+      body = pipeline(running.body, compress, () => {});
+      reply.header('content-encoding', coding);
+    }
+    reply.raw.once('close', () => {
+      const outcome = reply.raw.writableFinished ? 'completed' : 'aborted';
+      exportsTotal.inc({ export: name, format, outcome });
+      exportRows.inc({ export: name, format }, running.rows());
+      if (outcome === 'aborted') running.body.destroy();
+    });
+    const ext = format === 'ndjson' ? 'ndjson' : format;
+    return reply
+      .type(FORMATS[format])
+      .header('vary', 'Accept, Accept-Encoding')
+      .header('cache-control', 'private, no-store')
+      .header('svc-consistent-through', running.watermark)
+      .header('content-disposition', `attachment; filename="${name}.${ext}"`)
+      .send(body);
+  };
+
+  for (const name of EXPORTS) {
+    api.get(
+      `/exports/${name}`,
+      {
+        schema: {
+          summary: `Export ${name}`,
+          description:
+            `${DOCS[name]} One snapshot, streamed; the watermark is \`Svc-Consistent-Through\`: pass it as \`updated_since\` next ` +
+            'time for the rows changed since. One export at a time per API key.',
+          tags: ['exports'],
+          operationId: `export_${name.replace('-', '_')}`,
+          security: [{ bearerKey: [] }, { headerKey: [] }],
+          querystring: EXPORT_QUERY,
+          response: {
+            200: {
+              description: 'The rows: NDJSON (one JSON object a line), CSV (header row) or Parquet.',
+              content: {
+                'application/x-ndjson': { schema: NDJSON_BODY },
+                'text/csv': { schema: CSV_BODY },
+                'application/vnd.apache.parquet': { schema: PARQUET_BODY },
+              },
+            },
+            ...errors,
+            406: errorJson('`not_acceptable`: `Accept` names no format an export has.'),
+          },
+        },
+      },
+      handler(name),
+    );
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * Running one export against the database, streamed with backpressure.
+ *
+ * The snapshot: the sync horizon H is taken first (svc.results_sync_horizon, migration 0020: no
+ * transaction still writing started before it, so every row changed before H is committed), then
+ * a REPEATABLE READ, READ ONLY transaction takes its snapshot — after H, so it holds every row
+ * changed before H — and `svc.results_enter(tenant)` switches it to the read-only role
+ * `svc_results` with the key's tenant set, so row-level security confines every row as in the
+ * list endpoints. The export is the rows changed before H (and at or after `updated_since`), H is
+ * the watermark: `?updated_since=H` later returns exactly what changed since.
+ *
+ * PostgreSQL: a connection of its own (outside the pool, none of the pool's statement timeouts);
+ * NDJSON and CSV are `COPY … TO STDOUT` (pg-copy-streams) piped as they come, Parquet reads a
+ * server-side cursor batch by batch. A client that goes away cancels the backend's query
+ * (pg_cancel_backend from the pool) and closes the connection at once. One export per API key
+ * across processes: a session advisory lock on that connection (and an in-process set).
+ * PGlite: batches in keyset order, each its own short transaction (see `startPglite`).
+ */
+import { PassThrough, Readable } from 'node:stream';
+import { to as copyTo } from 'pg-copy-streams';
+import type { Db, Queryable } from '../../db/index.ts';
+import { ApiError } from '../../http/api-errors.ts';
+import type { ExportName } from './columns.ts';
+import { copyStatement, csvHeader, csvRecords, csvSelect, jsonSelect, keysetSelect, ParquetEncoder, type Format, type Slice } from './formats.ts';
+
+/** Rows fetched from the cursor per batch (and one Parquet row group each). */
+export const BATCH_ROWS = 10_000;
+
+export interface ExportRequest {
+  name: ExportName;
+  format: Format;
+  tenantId: string;
+  keyId: string;
+  since?: string;
+}
+
+export interface RunningExport {
+  /** The watermark (RFC 3339 UTC µs): continue with `?updated_since=` it. */
+  watermark: string;
+  /** The body. Errors after the start destroy it (the route then aborts the connection). */
+  body: Readable;
+  /** Rows sent so far. */
+  rows(): number;
+}
+
+/** `svc.results_sync_horizon()` as RFC 3339, or null while a writer hides its start (-infinity). */
+const HORIZON_SQL = `select case when isfinite(h) then to_char(h at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') end as horizon
+from (select svc.results_sync_horizon() as h) x`;
+
+const noHorizon = () =>
+  new ApiError('unavailable', 'a transaction that hides its start is writing: no consistent watermark can be given now; retry shortly');
+
+/** Keys with an export running in this process. */
+const running = new Set<string>();
+
+/** Refuse a second export of one key (429 with Retry-After). */
+function busy(): ApiError {
+  return new ApiError('rate_limited', 'an export is already running for this API key: one at a time per key');
+}
+
+/**
+ * A readable fed by `produce(write)`: `write(chunk)` resolves once the consumer wants more
+ * (backpressure) and rejects once the stream was destroyed (the client left). When `produce`
+ * returns the stream ends; when it throws the stream is destroyed with that error.
+ */
+function producer(produce: (write: (chunk: Buffer | string) => Promise<void>) => Promise<void>, onDestroy: () => void): Readable {
+  let wake: (() => void) | undefined;
+  let gone = false;
+  const stream = new Readable({
+    read() {
+      const w = wake;
+      wake = undefined;
+      w?.();
+    },
+    destroy(err, cb) {
+      gone = true;
+      const w = wake;
+      wake = undefined;
+      w?.();
+      onDestroy();
+      cb(err);
+    },
+  });
+  const write = async (chunk: Buffer | string) => {
+    if (gone) throw new Error('export: the client went away');
+    if (chunk.length === 0) return;
+    if (!stream.push(chunk)) await new Promise<void>((resolve) => (wake = resolve));
+    if (gone) throw new Error('export: the client went away');
+  };
+  produce(write).then(
+    () => {
+      if (!gone) stream.push(null);
+    },
+    (err: unknown) => {
+      if (!gone) stream.destroy(err instanceof Error ? err : new Error(String(err)));
+    },
+  );
+  return stream;
+}
+
+type Batch = Record<string, string | null>[];
+
+/** Read batches from `fetch` until an empty one and write the format's bytes. Counts rows. */
+async function readBatches(
+  fetch: () => Promise<Batch>,
+  req: ExportRequest,
+  write: (chunk: Buffer | string) => Promise<void>,
+  count: (n: number) => void,
+): Promise<void> {
+  const parquet = req.format === 'parquet' ? new ParquetEncoder(req.name) : undefined;
+  if (parquet) await write(parquet.header());
+  if (req.format === 'csv') await write(csvHeader(req.name));
+  for (;;) {
+    const rows = await fetch();
+    if (rows.length === 0) break;
+    count(rows.length);
+    if (parquet) await write(parquet.rows(rows.map((r) => r.line!)));
+    else if (req.format === 'csv') await write(csvRecords(req.name, rows));
+    else await write(`${rows.map((r) => r.line).join('\n')}\n`);
+  }
+  if (parquet) await write(parquet.footer());
+}
+
+/** Declare the cursor of the request over `slice`. */
+const declareCursor = (req: ExportRequest, slice: Slice) =>
+  `declare svc_export no scroll cursor for ${req.format === 'csv' ? csvSelect(req.name, slice) : jsonSelect(req.name, slice)}`;
+
+/**
+ * Start an export: checks the one-per-key rule, takes the watermark and the snapshot, and
+ * returns once the first byte can be sent. Throws an ApiError (429, 503) before any row.
+ */
+export async function startExport(db: Db, req: ExportRequest): Promise<RunningExport> {
+  if (running.has(req.keyId)) throw busy();
+  running.add(req.keyId);
+  let released = false;
+  const release = () => {
+    if (!released) running.delete(req.keyId);
+    released = true;
+  };
+  try {
+    return db.dedicatedClient ? await startPostgres(db, req, release) : await startPglite(db, req, release);
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+async function startPostgres(db: Db, req: ExportRequest, release: () => void): Promise<RunningExport> {
+  const client = await db.dedicatedClient!('svc-export');
+  client.on('error', () => {});
+  let rows = 0;
+  let ended = false;
+  const pid = (client as unknown as { processID: number }).processID;
+  /** Cancel the backend's query (from the pool) and drop the connection: the client left or failed. */
+  const abort = () => {
+    if (ended) return;
+    ended = true;
+    release();
+    void db
+      .query('select pg_cancel_backend($1)', [pid])
+      .catch(() => {})
+      .finally(() => void client.end().catch(() => {}));
+  };
+  const finish = () => {
+    if (ended) return;
+    ended = true;
+    release();
+    void client.end().catch(() => {});
+  };
+  try {
+    const [lock] = (await client.query<{ ok: boolean }>(`select pg_try_advisory_lock(hashtextextended('svc-export:' || $1, 0)) as ok`, [req.keyId])).rows;
+    if (!lock?.ok) throw busy();
+    const horizon = (await client.query<{ horizon: string | null }>(HORIZON_SQL)).rows[0]?.horizon;
+    if (!horizon) throw noHorizon();
+    await client.query('begin isolation level repeatable read, read only');
+    await client.query(`set local statement_timeout = 0`);
+    await client.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
+    const slice: Slice = { tenantId: req.tenantId, horizon, since: req.since };
+    let body: Readable;
+    if (req.format === 'parquet') {
+      await client.query(declareCursor(req, slice));
+      const q: Queryable = {
+        query: async <T>(text: string) => (await client.query(text)).rows as T[],
+        exec: async (text: string) => void (await client.query(text)),
+      };
+      body = producer(async (write) => {
+        await readBatches(() => q.query<Batch[number]>(`fetch forward ${BATCH_ROWS} from svc_export`), req, write, (n) => (rows += n));
+        await client.query('commit');
+        await client.query('select pg_advisory_unlock_all()');
+        finish();
+      }, abort);
+    } else {
+      const copy = client.query(copyTo(copyStatement(req.name, req.format, slice)));
+      // The body ends only after COMMIT and the advisory unlock: a client that saw the end may
+      // start its next export at once.
+      const out = new PassThrough();
+      let newlines = req.format === 'csv' ? -1 : 0;
+      copy.on('data', (chunk: Buffer) => {
+        for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) newlines += 1;
+        rows = Math.max(0, newlines);
+      });
+      copy.pipe(out, { end: false });
+      copy.on('end', () => {
+        client.query('commit').then(
+          () => client.query('select pg_advisory_unlock_all()'),
+        ).then(
+          () => {
+            finish();
+            out.end();
+          },
+          (err: Error) => out.destroy(err),
+        );
+      });
+      copy.on('error', (err) => out.destroy(err));
+      out.on('close', () => {
+        if (!out.writableFinished) abort();
+      });
+      body = out;
+    }
+    return { watermark: horizon, body, rows: () => rows };
+  } catch (err) {
+    abort();
+    throw err;
+  }
+}
+
+/**
+ * PGlite: one connection, one transaction at a time — a transaction held while a slow client
+ * reads would stop every other request of the embedded service. So each batch is its own short
+ * transaction (as svc_results for the tenant), in keyset order (updated_at, id) below the
+ * horizon taken first. Every row unchanged during the export comes exactly once; a row changed
+ * or deleted during it moves past the watermark (updated_at / deleted_at ≥ it), so the next pull
+ * with `updated_since=<watermark>` carries the change. (PostgreSQL gives one snapshot.)
+ */
+async function startPglite(db: Db, req: ExportRequest, release: () => void): Promise<RunningExport> {
+  const [h] = await db.query<{ horizon: string | null }>(HORIZON_SQL);
+  if (!h?.horizon) throw noHorizon();
+  const text = keysetSelect(req.name, req.format, { tenantId: req.tenantId, horizon: h.horizon, since: req.since });
+  let after = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
+  let rows = 0;
+  const batch = async (): Promise<Batch> => {
+    const got = await db.transaction(async (tx) => {
+      await tx.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
+      return tx.query<Batch[number]>(text, [after.at, after.id, BATCH_ROWS]);
+    });
+    const last = got.at(-1);
+    if (last) after = { at: last.k_ts!, id: last.k_id! };
+    return got;
+  };
+  const body = producer(async (write) => {
+    try {
+      await readBatches(batch, req, write, (n) => (rows += n));
+    } finally {
+      release();
+    }
+  }, release);
+  return { watermark: h.horizon, body, rows: () => rows };
+}

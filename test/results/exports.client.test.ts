@@ -1,0 +1,118 @@
+/**
+ * The typed client and the CLI on the exports (issue #24): `exportStream()` yields the list's
+ * typed rows and the watermark; `sync()` without a checkpoint pulls through one export, then
+ * follows the feed from its watermark (one request for the full pull, exactly the database's rows
+ * after later changes); `svc-results export` writes ndjson, csv and parquet from the stream; a
+ * failure mid-stream is an error, not a short file.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { parse } from 'csv-parse/sync';
+import { parquetReadObjects } from 'hyparquet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createResultsClient, ResultsApiError, type ResultsClient } from '../../clients/js/src/index.ts';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { arrayBufferOf } from './exports-fixtures.ts';
+import { newResult, newUser, seedTenant } from './fixtures.ts';
+
+/** This checkout's CLI (`npx svc-results` may resolve to another checkout's workspace link). */
+const CLI = fileURLToPath(new URL('../../clients/js/bin/svc-results.js', import.meta.url));
+const t = useApp();
+const a = useFixture(() => seedTenant(t, 'alpha'));
+const b = useFixture(() => seedTenant(t, 'beta'));
+let tmp: string;
+let client: ResultsClient;
+const requests: string[] = [];
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'svc-exports-'));
+  client = createResultsClient({
+    baseUrl: t.url,
+    apiKey: a.key,
+    fetch: (req) => {
+      requests.push(new URL(req.url).pathname);
+      return fetch(req);
+    },
+  });
+});
+afterAll(() => rm(tmp, { recursive: true, force: true }));
+
+const dbIds = async (tenantId: string) =>
+  (await t.db.query<{ id: string }>('select id from activity_results where tenant_id = $1', [tenantId])).map((r) => r.id).sort();
+
+describe('exportStream()', () => {
+  it('yields the list’s rows (typed) and the watermark; updatedSince gives the changes', async () => {
+    const stream = await client.exportStream('activity-results');
+    const rows = [];
+    for await (const row of stream) rows.push(row);
+    expect(stream.watermark).toMatch(/Z$/);
+    expect(rows.map((r) => r.id).sort()).toEqual(await dbIds(a.id));
+    const listed = [];
+    for await (const r of client.list('activity-results', { updated_since: '1970-01-01T00:00:00Z' })) listed.push(r);
+    expect(rows).toEqual(listed); // same objects, same (updated_at, id) order
+    await t.db.query('update activity_results set score = 55 where id = $1', [a.resultIds[2]]);
+    const since = await client.exportStream('activity-results', { updatedSince: stream.watermark! });
+    const changed = [];
+    for await (const row of since) changed.push(row);
+    expect(changed.map((r) => [r.id, r.score])).toEqual([[a.resultIds[2], 55]]);
+  });
+
+  it('errors are ResultsApiError before any row', async () => {
+    const bad = await client.exportStream('progress', { updatedSince: 'yesterday' }).catch((e) => e);
+    expect(bad).toBeInstanceOf(ResultsApiError);
+    expect(bad.code).toBe('invalid_request');
+  });
+});
+
+describe('sync()', () => {
+  it('pulls everything through one export, then follows the feed from its watermark', async () => {
+    requests.length = 0;
+    const rows = new Map<string, any>();
+    let checkpoint;
+    for await (const e of client.sync('activity-results')) {
+      if (e.type === 'upsert') rows.set(e.row.id, e.row);
+      if (e.type === 'checkpoint') checkpoint = e.checkpoint;
+    }
+    expect(requests.filter((p) => p === '/v1/exports/activity-results')).toHaveLength(1);
+    expect(requests.filter((p) => p === '/v1/activity-results')).toHaveLength(1); // the feed's one (empty) page
+    expect([...rows.keys()].sort()).toEqual(await dbIds(a.id));
+    // Later changes come through the feed: a new result, a deleted one.
+    const user = await newUser(t.db);
+    const added = await newResult(t.db, { activityId: a.activityIds[2]!, userId: user });
+    await t.db.query('delete from artifacts where result_id = $1', [a.resultIds[1]]);
+    await t.db.query('delete from activity_results where id = $1', [a.resultIds[1]]);
+    for await (const e of client.sync('activity-results', { checkpoint })) {
+      if (e.type === 'upsert') rows.set(e.row.id, e.row);
+      if (e.type === 'delete') rows.delete(e.tombstone.id);
+    }
+    expect(rows.has(added)).toBe(true);
+    expect([...rows.keys()].sort()).toEqual(await dbIds(a.id));
+    for (const id of await dbIds(b.id)) expect(rows.has(id)).toBe(false);
+  });
+});
+
+describe('svc-results export (stream)', () => {
+  const run = (args: string[]) =>
+    promisify(execFile)(process.execPath, [CLI, ...args], { env: { ...process.env, SVC_BASE_URL: t.url, SVC_API_KEY: a.key } });
+
+  it('writes ndjson, csv and parquet from the stream', async () => {
+    const ids = await dbIds(a.id);
+    const nd = join(tmp, 'r.ndjson');
+    const { stderr } = await run(['export', 'activity-results', '--format', 'ndjson', '--out', nd]);
+    expect(stderr).toMatch(new RegExp(`activity-results: ${ids.length} rows exported, consistent through \\S+Z`));
+    const lines = (await readFile(nd, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.id).sort()).toEqual(ids);
+    const csv = join(tmp, 'r.csv');
+    await run(['export', 'activity-results', '--format', 'csv', '--out', csv]);
+    const records = parse(await readFile(csv, 'utf8'), { columns: true }) as Record<string, string>[];
+    expect(records.map((r) => r.id).sort()).toEqual(ids);
+    const pq = join(tmp, 'r.parquet');
+    await run(['export', 'activity-results', '--format', 'parquet', '--out', pq]);
+    const objs = await parquetReadObjects({ file: arrayBufferOf(await readFile(pq)), utf8: true });
+    expect(objs.map((o: any) => o.id).sort()).toEqual(ids);
+  });
+});

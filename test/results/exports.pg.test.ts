@@ -1,0 +1,102 @@
+/**
+ * Exports on PostgreSQL only (skipped on PGlite): one snapshot under concurrent inserts, updates
+ * and deletions (exactly once, nothing after the watermark); a client that disconnects ends the
+ * server's query at once (pg_stat_activity); a failure after the first byte aborts the transfer
+ * for every format (no clean truncated file).
+ */
+import { request } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { backend, useApp, useFixture } from '../helpers/harness.ts';
+import { bulkResults } from './exports-fixtures.ts';
+import { get, seedTenant } from './fixtures.ts';
+
+const t = useApp();
+const a = useFixture(() => seedTenant(t, 'alpha'));
+
+const exportBackends = () => t.db.query<{ pid: number; state: string }>(`select pid, state from pg_stat_activity where application_name = 'svc-export'`);
+
+/** Open an export and pause after its first chunk; resolves with the request (destroy to disconnect). */
+function holdExport(path: string, key: string) {
+  return new Promise<import('node:http').ClientRequest>((resolve, reject) => {
+    const req = request(`${t.url}${path}`, { headers: { authorization: `Bearer ${key}` } }, (res) => {
+      res.once('data', () => {
+        res.pause();
+        resolve(req);
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
+  it('one snapshot: exactly the rows changed before the watermark, under concurrent writes', async () => {
+    await bulkResults(t.db, a.activityIds[1]!, 40_000);
+    const before = await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1`, [a.id]);
+    let writing = true;
+    let writes = 0;
+    const writer = (async () => {
+      while (writing) {
+        await t.db.query(`update activity_results set score = random() * 100 where id = (select id from activity_results where tenant_id = $1 order by random() limit 1)`, [a.id]);
+        await t.db.query(`delete from activity_results where id = (select id from activity_results where tenant_id = $1 and status = 'in_progress' order by random() limit 1)`, [a.id]);
+        writes += 2;
+      }
+    })();
+    const res = await get(t, '/v1/exports/activity-results', a.key);
+    const watermark = res.headers.get('svc-consistent-through')!;
+    const rows = (await res.text()).trim().split('\n').map((l) => JSON.parse(l));
+    writing = false;
+    await writer;
+    expect(writes).toBeGreaterThan(0);
+    const ids = rows.map((r) => r.id);
+    expect(new Set(ids).size).toBe(ids.length); // each once
+    for (const r of rows) expect(r.updated_at < watermark).toBe(true); // nothing after the watermark
+    // What the database holds now, rewound to the watermark: rows updated before it, plus rows
+    // that were deleted or updated after it (then they existed at the watermark).
+    const now = await t.db.query<{ id: string }>(
+      `select id from activity_results where tenant_id = $1 and updated_at < $2
+       union select id from deletions where tenant_id = $1 and resource = 'activity_result' and deleted_at >= $2`,
+      [a.id, watermark],
+    );
+    const changedAfter = new Set(
+      (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and updated_at >= $2`, [a.id, watermark])).map((r) => r.id),
+    );
+    const expected = new Set([...now.map((r) => r.id), ...before.map((r) => r.id).filter((id) => changedAfter.has(id))]);
+    // Rows updated after the watermark existed before it (they were in `before`) unless inserted after it.
+    expect(new Set(ids)).toEqual(expected);
+  });
+
+  it('a client that disconnects ends the server’s query at once (pg_stat_activity)', async () => {
+    for (const format of ['ndjson', 'csv', 'parquet']) {
+      const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key);
+      expect((await exportBackends()).length, format).toBe(1);
+      held.destroy();
+      const started = Date.now();
+      while ((await exportBackends()).length > 0) {
+        expect(Date.now() - started, format).toBeLessThan(2000);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  });
+
+  it('a failure after the first byte aborts the transfer in every format (no clean truncated file)', async () => {
+    for (const format of ['ndjson', 'csv', 'parquet']) {
+      const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key);
+      const outcome = new Promise<string>((resolve) => {
+        held.on('response', () => {});
+        held.once('error', (e) => resolve(`error ${e.message}`));
+        held.on('close', () => resolve('close'));
+      });
+      const res = (held as unknown as { res: import('node:http').IncomingMessage }).res;
+      const ended = new Promise<string>((resolve) => {
+        res.on('aborted', () => resolve('aborted'));
+        res.on('error', () => resolve('aborted'));
+        res.on('end', () => resolve('complete'));
+      });
+      await t.db.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'svc-export'`);
+      res.resume();
+      expect(await ended, format).toBe('aborted');
+      await outcome;
+    }
+  });
+});

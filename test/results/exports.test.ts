@@ -1,0 +1,295 @@
+/**
+ * Streaming exports (issue #24) on the test backend (PGlite by default, PostgreSQL with
+ * TEST_DATABASE_URL): the same objects as the list endpoints in NDJSON, CSV (csv-parse) and
+ * Parquet (read back by hyparquet), the watermark and the incremental pull with tombstones, RLS
+ * across tenants, bad input before any row, one export per key, gzip and zstd.
+ */
+import zlib from 'node:zlib';
+import { parse } from 'csv-parse/sync';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { describe, expect, it } from 'vitest';
+import { COLUMNS, EXPORTS } from '../../src/results/exports/columns.ts';
+import { registry } from '../../src/telemetry/metrics.ts';
+import { negotiateEncoding, negotiateFormat } from '../../src/results/exports/routes.ts';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { arrayBufferOf, bulkResults, bytes } from './exports-fixtures.ts';
+import { expectError, get, getJson, newResult, newUser, seedTenant } from './fixtures.ts';
+
+const t = useApp();
+const a = useFixture(() => seedTenant(t, 'alpha'));
+const b = useFixture(() => seedTenant(t, 'beta'));
+
+/** Every item of a list endpoint (all pages). */
+async function listAll(path: string, key: string): Promise<any[]> {
+  const out: any[] = [];
+  let url = `${path}${path.includes('?') ? '&' : '?'}limit=200`;
+  for (;;) {
+    const page = await getJson(t, url, key);
+    out.push(...page.data);
+    if (!page.next_cursor) return out;
+    url = `${path}${path.includes('?') ? '&' : '?'}limit=200&cursor=${encodeURIComponent(page.next_cursor)}`;
+  }
+}
+
+const idOf = (o: any) => o.id ?? `${o.svc_user_id}/${o.program_id ?? ''}`;
+const byId = (rows: any[]) => [...rows].sort((x, y) => (idOf(x) < idOf(y) ? -1 : 1));
+
+async function ndjson(path: string, key: string, headers: Record<string, string> = {}) {
+  const res = await get(t, path, key, 'bearer', headers);
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+  const lines = text.split('\n');
+  expect(lines.pop()).toBe(''); // every line ends with \n
+  return { rows: lines.map((l) => JSON.parse(l)), watermark: res.headers.get('svc-consistent-through')!, res };
+}
+
+describe('GET /v1/exports/*', () => {
+  it('NDJSON: exactly the list endpoints’ objects, for every export, with a watermark', async () => {
+    await t.db.query(`delete from artifacts where id = $1`, [a.artifactIds[2]]); // one tombstone
+    for (const name of EXPORTS) {
+      const { rows, watermark } = await ndjson(`/v1/exports/${name}`, a.key);
+      expect(watermark).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+      const listed = await listAll(name === 'deletions' ? '/v1/deletions' : `/v1/${name}`, a.key);
+      expect(byId(rows), name).toEqual(byId(listed));
+      expect(rows.length, name).toBeGreaterThan(0);
+      for (const r of rows) expect(Object.keys(r).sort(), name).toEqual(COLUMNS[name].map((c) => c.name).sort());
+    }
+  });
+
+  it('counts exports and rows in the metrics', async () => {
+    const text = await registry.metrics();
+    expect(text).toMatch(/svc_exports_total\{export="activity-results",format="ndjson",outcome="completed"\} [1-9]/);
+    expect(text).toMatch(/svc_export_rows_total\{export="activity-results",format="ndjson"\} [1-9]/);
+  });
+
+  it('RLS: another tenant’s rows never appear', async () => {
+    const mine = new Set((await ndjson('/v1/exports/activity-results', a.key)).rows.map((r) => r.id));
+    const theirs = (await ndjson('/v1/exports/activity-results', b.key)).rows.map((r) => r.id);
+    expect(theirs).toEqual(expect.arrayContaining(b.resultIds));
+    for (const id of theirs) expect(mine.has(id)).toBe(false);
+    expect([...mine].sort()).toEqual([...a.resultIds].sort());
+  });
+
+  it('CSV: RFC 4180 with a header, nested values as JSON, null empty (csv-parse)', async () => {
+    const res = await get(t, '/v1/exports/activity-results?format=csv', a.key);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
+    const text = await res.text();
+    const records: Record<string, string>[] = parse(text, { columns: true, relax_quotes: false });
+    expect(Object.keys(records[0]!)).toEqual(COLUMNS['activity-results'].map((c) => c.name));
+    const json = (await ndjson('/v1/exports/activity-results', a.key)).rows;
+    expect(records.length).toBe(json.length);
+    for (const r of json) {
+      const rec = records.find((x) => x.id === r.id)!;
+      expect(rec.status).toBe(r.status);
+      expect(rec.score).toBe(r.score === null ? '' : String(r.score));
+      expect(rec.completed_at).toBe(r.completed_at ?? '');
+      expect(rec.updated_at).toBe(r.updated_at);
+      expect(JSON.parse(rec.artifact_ids!)).toEqual(r.artifact_ids);
+    }
+    // Accept picks CSV too; artifacts' verification is JSON text.
+    const art = await get(t, '/v1/exports/artifacts', a.key, 'bearer', { accept: 'text/csv' });
+    const arts: Record<string, string>[] = parse(await art.text(), { columns: true });
+    const withVerdict = arts.find((x) => x.id === a.artifactIds[0])!;
+    expect(JSON.parse(withVerdict.verification!)).toEqual({ passed: true, score: 92.5 });
+    expect(arts.find((x) => x.id === a.artifactIds[1])!.verification).toBe('');
+  });
+
+  it('Parquet: read back by hyparquet with the same values and types (µs UTC timestamps)', async () => {
+    const res = await get(t, '/v1/exports/activity-results', a.key, 'bearer', { accept: 'application/vnd.apache.parquet' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/vnd.apache.parquet');
+    const file = arrayBufferOf(await bytes(res));
+    const meta = parquetMetadata(file);
+    const updated = meta.schema.find((s) => s.name === 'updated_at')!;
+    expect(updated.type).toBe('INT64');
+    expect(updated.logical_type).toEqual({ type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MICROS' });
+    expect(meta.schema.find((s) => s.name === 'score')!.type).toBe('DOUBLE');
+    const raw = await parquetReadObjects({ file, utf8: true, utf8Timestamps: false } as any);
+    const json = (await ndjson('/v1/exports/activity-results', a.key)).rows;
+    expect(raw.length).toBe(json.length);
+    for (const r of json) {
+      const p = raw.find((x: any) => x.id === r.id)!;
+      expect(p.status).toBe(r.status);
+      expect(p.score).toBe(r.score);
+      expect(JSON.parse(p.artifact_ids as string)).toEqual(r.artifact_ids); // JSON-annotated text
+      expect((p.updated_at as Date).toISOString().slice(0, 23)).toBe(r.updated_at.slice(0, 23));
+    }
+    // Microseconds survive: the raw INT64 values.
+    const micros = await parquetReadObjects({ file, columns: ['updated_at'], utf8: true, parsers: { timestampFromMicroseconds: (v: bigint) => v } } as any);
+    const us = (s: string) => BigInt(Date.parse(s.slice(0, 19) + 'Z')) * 1000000n / 1000n + BigInt(s.slice(20, 26));
+    expect(micros.map((m: any) => m.updated_at).sort()).toEqual(json.map((r) => us(r.updated_at)).sort());
+  });
+
+  it('incremental: ?updated_since=<watermark> returns exactly the changes, and deletions the tombstones', async () => {
+    const first = await ndjson('/v1/exports/activity-results', a.key);
+    const deletions0 = await ndjson('/v1/exports/deletions', a.key);
+    expect((await ndjson(`/v1/exports/activity-results?updated_since=${first.watermark}`, a.key)).rows).toEqual([]);
+    await t.db.query(`update activity_results set score = 77 where id = $1`, [a.resultIds[1]]);
+    await t.db.query(`delete from artifacts where id = $1`, [a.artifactIds[1]]);
+    const next = await ndjson(`/v1/exports/activity-results?updated_since=${first.watermark}`, a.key);
+    expect(next.rows.map((r) => r.id)).toEqual([a.resultIds[1]]); // the updated one only
+    expect(next.watermark > first.watermark).toBe(true);
+    const gone = await ndjson(`/v1/exports/deletions?updated_since=${deletions0.watermark}`, a.key);
+    expect(gone.rows).toEqual([expect.objectContaining({ resource: 'artifact', id: a.artifactIds[1] })]);
+  });
+
+  it('bad input: 4xx with the /v1 error body before any row', async () => {
+    await expectError(await get(t, '/v1/exports/programs', a.key), 404, 'not_found');
+    await expectError(await get(t, '/v1/exports/nope', a.key), 404, 'not_found');
+    await expectError(await get(t, '/v1/exports/progress?format=xml', a.key), 400, 'invalid_request');
+    await expectError(await get(t, '/v1/exports/progress?updated_since=yesterday', a.key), 400, 'invalid_request');
+    await expectError(await get(t, '/v1/exports/progress?limit=5', a.key), 400, 'invalid_request');
+    await expectError(await get(t, '/v1/exports/progress', a.key, 'bearer', { accept: 'application/json' }), 406, 'not_acceptable');
+    await expectError(await get(t, '/v1/exports/progress?format=csv', a.key, 'bearer', { accept: 'image/png' }), 406, 'not_acceptable');
+    await expectError(await get(t, '/v1/exports/progress'), 401, 'unauthorized');
+    // HEAD runs no export (no watermark taken).
+    const head = await fetch(`${t.url}/v1/exports/progress?format=csv`, { method: 'HEAD', headers: { authorization: `Bearer ${a.key}` } });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(head.headers.get('svc-consistent-through')).toBeNull();
+  });
+
+  it('negotiation: Accept q-values and wildcards; Accept-Encoding zstd, gzip, q=0', () => {
+    expect(negotiateFormat(undefined)).toBe('ndjson');
+    expect(negotiateFormat('*/*')).toBe('ndjson');
+    expect(negotiateFormat('text/*')).toBe('csv');
+    expect(negotiateFormat('text/csv;q=0.5, application/vnd.apache.parquet')).toBe('parquet');
+    expect(negotiateFormat('application/x-ndjson;q=0, text/csv;q=0.1')).toBe('csv');
+    expect(negotiateFormat('application/json')).toBeUndefined();
+    expect(negotiateEncoding('gzip, deflate, br, zstd')).toBe('zstd');
+    expect(negotiateEncoding('gzip, zstd;q=0')).toBe('gzip');
+    expect(negotiateEncoding('identity')).toBeUndefined();
+  });
+
+  it('gzip and zstd round-trip to the same bytes', async () => {
+    const plain = await bytes(await get(t, '/v1/exports/artifacts?format=csv', a.key));
+    for (const coding of ['gzip', 'zstd'] as const) {
+      // undici's fetch decodes gzip itself; read the raw bytes through node:http instead.
+      const { request } = await import('node:http');
+      const raw = await new Promise<{ enc: string | undefined; body: Buffer }>((resolve, reject) => {
+        const req = request(`${t.url}/v1/exports/artifacts?format=csv`, { headers: { authorization: `Bearer ${a.key}`, 'accept-encoding': coding } }, (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (c) => parts.push(c));
+          res.on('end', () => resolve({ enc: res.headers['content-encoding'], body: Buffer.concat(parts) }));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(raw.enc).toBe(coding);
+      const decoded = coding === 'gzip' ? zlib.gunzipSync(raw.body) : zlib.zstdDecompressSync(raw.body);
+      expect(decoded.equals(plain)).toBe(true);
+    }
+  });
+
+  it('one export at a time per key: a second is 429 with Retry-After, another key is not blocked', async () => {
+    await bulkResults(t.db, a.activityIds[2]!, 30_000);
+    const other = await t.op('key.create', { tenant: a.slug, name: 'warehouse' });
+    // Hold the first one open: a raw request that reads one chunk, then pauses (backpressure).
+    const { request } = await import('node:http');
+    const held = await new Promise<import('node:http').ClientRequest>((resolve, reject) => {
+      const req = request(`${t.url}/v1/exports/activity-results`, { headers: { authorization: `Bearer ${a.key}` } }, (res) => {
+        expect(res.statusCode).toBe(200);
+        res.once('data', () => {
+          res.pause();
+          resolve(req);
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    const second = await get(t, '/v1/exports/progress', a.key);
+    expect(second.headers.get('retry-after')).toMatch(/^\d+$/);
+    await expectError(second, 429, 'rate_limited');
+    // Another key of the tenant is not refused (on PGlite it waits for the one connection).
+    const byOther = get(t, '/v1/exports/progress', other.key);
+    if (t.db.kind === 'postgres') expect((await byOther).status).toBe(200);
+    held.destroy();
+    const otherRes = await byOther;
+    expect(otherRes.status).toBe(200);
+    await otherRes.text();
+    // Once the first is gone, the key may export again.
+    let again: Response | undefined;
+    for (let i = 0; i < 50; i++) {
+      again = await get(t, '/v1/exports/progress', a.key);
+      if (again.status === 200) break;
+      await again.text();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(again!.status).toBe(200);
+    await again!.text();
+    // And the big export is whole when read to the end.
+    const all = await ndjson('/v1/exports/activity-results', a.key);
+    const [{ n }] = await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id]);
+    expect(all.rows.length).toBe(n);
+    expect(new Set(all.rows.map((r) => r.id)).size).toBe(n);
+  });
+
+  it('writes during an export: each row at most once, none after the watermark, and the next pull has every change', async () => {
+    // (Runs after the 30,000-row test.) Open an export and hold it after its first chunk.
+    const { request } = await import('node:http');
+    let text = '';
+    let watermark = '';
+    let resume: (() => void) | undefined;
+    const done = new Promise<void>((resolve, reject) => {
+      const req = request(`${t.url}/v1/exports/activity-results`, { headers: { authorization: `Bearer ${a.key}` } }, (res) => {
+        watermark = String(res.headers['svc-consistent-through']);
+        res.setEncoding('utf8');
+        res.once('data', (c: string) => {
+          text += c;
+          res.pause();
+          resume = () => {
+            res.on('data', (more: string) => (text += more));
+            res.on('end', resolve);
+            res.on('aborted', () => reject(new Error('aborted')));
+            res.resume();
+          };
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    await new Promise<void>((r) => {
+      const wait = () => (resume ? r() : setTimeout(wait, 10));
+      wait();
+    });
+    // Concurrent writes while the export is under way: updates, deletions, an insert.
+    const victims = (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and status = 'in_progress' order by updated_at desc limit 20`, [a.id])).map((r) => r.id);
+    await t.db.query(`update activity_results set score = 1 where id = any($1::uuid[])`, [victims.slice(0, 10)]);
+    await t.db.query(`delete from activity_results where id = any($1::uuid[])`, [victims.slice(10)]);
+    const added = await newResult(t.db, { activityId: a.activityIds[1]!, userId: await newUser(t.db) });
+    resume!();
+    await done;
+    const rows = text.trim().split('\n').map((l) => JSON.parse(l));
+    const ids = rows.map((r) => r.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const r of rows) expect(r.updated_at < watermark).toBe(true);
+    expect(ids).not.toContain(added);
+    // Rows untouched since the watermark are all there.
+    const untouched = (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and updated_at < $2`, [a.id, watermark])).map((r) => r.id);
+    expect(new Set(ids)).toEqual(new Set([...untouched, ...ids.filter((id) => !untouched.includes(id))]));
+    for (const id of untouched) expect(ids.includes(id)).toBe(true);
+    // The next pull: every changed row, and the deletions' tombstones.
+    const next = (await ndjson(`/v1/exports/activity-results?updated_since=${watermark}`, a.key)).rows.map((r) => r.id);
+    expect(next).toEqual(expect.arrayContaining([...victims.slice(0, 10), added]));
+    const gone = (await ndjson(`/v1/exports/deletions?updated_since=${watermark}`, a.key)).rows.map((r) => r.id);
+    expect(gone).toEqual(expect.arrayContaining(victims.slice(10)));
+    // Applied in order, the pulls give exactly the database's rows.
+    const have = new Set(ids);
+    for (const id of next) have.add(id);
+    for (const id of gone) have.delete(id);
+    const [{ n }] = await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id]);
+    expect(have.size).toBe(n);
+  });
+
+  it('is in the OpenAPI document', async () => {
+    const doc = await getJson(t, '/v1/openapi.json');
+    for (const name of EXPORTS) {
+      const op = doc.paths[`/v1/exports/${name}`]?.get;
+      expect(op, name).toBeDefined();
+      expect(Object.keys(op.responses[200].content).sort()).toEqual(['application/vnd.apache.parquet', 'application/x-ndjson', 'text/csv']);
+    }
+  });
+});
