@@ -48,7 +48,7 @@ async function httpLaunch(t: TestApp, lms: TestLms, services: LmsServices, activ
     body: new URLSearchParams({ id_token: await lms.idToken(claims), state: auth.searchParams.get('state')! }),
   });
   const html = await page.text();
-  return JSON.parse(/<script type="application\/json" id="svc-config">([^]*?)<\/script>/.exec(html)![1]!.replace(/\\u003c/g, '<')).session.access_token;
+  return JSON.parse(/<script type="application\/json" id="svc-config">([\s\S]*?)<\/script>/.exec(html)![1]!.replace(/\\u003c/g, '<')).session.access_token;
 }
 
 /** Verdict → FullyGraded score at the LMS, in ms, for `n` learners (header, step 3). */

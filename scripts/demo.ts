@@ -127,10 +127,10 @@ async function existingService(base: string): Promise<Service> {
 }
 
 /** Run one admin operation the way `npx svc` does with this environment, printing its command line. */
-async function svc(env: NodeJS.ProcessEnv, line: string, op: OpName, args: Record<string, unknown>): Promise<Record<string, any>> {
+async function svc<T = Record<string, unknown>>(env: NodeJS.ProcessEnv, line: string, op: OpName, args: Record<string, unknown>): Promise<T> {
   show(`$ npx svc ${line}`);
   const target = await resolveTarget(loadConfig(env, { requireSecrets: false }));
-  return (await target.run(op, args)) as Record<string, any>;
+  return (await target.run(op, args)) as T;
 }
 
 /** An MCP client signed in with `accessToken`. */
@@ -188,7 +188,7 @@ async function main() {
     await svc(service.env, `tenant create ${tenant} --name "Demo school"`, 'tenant.create', { slug: tenant, name: 'Demo school' });
     await svc(service.env, `user create --email ${email} --password '…'`, 'user.create', { email, password });
     await svc(service.env, `author grant ${tenant} ${email}`, 'author.grant', { tenant, email });
-    const { key } = await svc(service.env, `key create ${tenant} --name dashboard`, 'key.create', { tenant, name: 'dashboard' });
+    const { key } = await svc<{ key: string }>(service.env, `key create ${tenant} --name dashboard`, 'key.create', { tenant, name: 'dashboard' });
     show(`API key ${String(key).slice(0, 17)}… (shown once)`);
     real('an operator runs these once per school; with PostgreSQL `svc` talks to the database directly');
     const { anonKey } = loadConfig(service.env, { requireSecrets: false });

@@ -96,7 +96,9 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
   // /mcp register `auditContextHook` themselves; the hot paths (/v1, embed, player) do not pay for it.
   // LTI scores owed to the platforms: the outbox's notices put deliveries on the job queue (issue #22, src/lti/ags/).
   let scores: ScoreSender | undefined;
-  app.addHook('onReady', async () => void (scores = startScoreSender(deps, app.log.child({ surface: 'lti' }), jobs)));
+  app.addHook('onReady', async () => {
+    scores = startScoreSender(deps, app.log.child({ surface: 'lti' }), jobs);
+  });
   app.addHook('onClose', async () => scores?.stop());
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);

@@ -96,7 +96,11 @@ export interface QueueHandle<T extends object> {
 /** pg-boss `send` options for one job (id, priority, startAfter, singletonKey, retries, expiry…), without `db`. */
 export type EnqueueOptions = Omit<PgBoss.SendOptions, 'db'>;
 
-const definitions = new Map<string, QueueDefinition<any>>();
+/** A queue of any job type (the registry holds queues of different types; each handler gets its own queue's jobs). */
+// biome-ignore lint/suspicious/noExplicitAny: the job type varies per queue; QueueDefinition<T> is invariant in T (handler and schedule data), so no other type holds them all
+type AnyQueueDefinition = QueueDefinition<any>;
+
+const definitions = new Map<string, AnyQueueDefinition>();
 /** Names declared on some `Jobs` with `declare` (the grading queue), so `enqueue` knows them. */
 const declaredByInstances = new Set<string>();
 
@@ -105,14 +109,14 @@ const declaredByInstances = new Set<string>();
  * a name twice throws. Returns a handle whose `enqueue` puts jobs on it.
  */
 export function defineQueue<T extends object>(def: QueueDefinition<T>): QueueHandle<T> {
-  if (!/^[\w.\/-]+$/.test(def.name)) throw new Error(`job queue name ${JSON.stringify(def.name)}: letters, digits, - _ . / only`);
+  if (!/^[\w./-]+$/.test(def.name)) throw new Error(`job queue name ${JSON.stringify(def.name)}: letters, digits, - _ . / only`);
   if (definitions.has(def.name) && definitions.get(def.name) !== def) throw new Error(`job queue ${def.name} is declared twice`);
   definitions.set(def.name, def);
   return { name: def.name, enqueue: (tx, data, options) => enqueue(tx, def.name, data, options) };
 }
 
 /** The queues declared with `defineQueue`, by name. */
-export const definedQueues = (): ReadonlyMap<string, QueueDefinition<any>> => definitions;
+export const definedQueues = (): ReadonlyMap<string, AnyQueueDefinition> => definitions;
 
 /**
  * pg-boss used only to write jobs through a caller's transaction: `send` with `{ db }` runs one
@@ -135,7 +139,7 @@ export interface JobsOptions {
   /** Seconds between pg-boss maintenance runs (expiring jobs of dead processes, archiving). Default 60. */
   maintenanceIntervalSeconds?: number;
   /** The queues to work (default: every `defineQueue` declaration). */
-  queues?: QueueDefinition<any>[];
+  queues?: AnyQueueDefinition[];
   /** Longest `stop` waits for running handlers, in milliseconds (default 10 000). */
   stopTimeoutMs?: number;
 }

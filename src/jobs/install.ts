@@ -2,7 +2,7 @@
  * pg-boss on our `Db`: its `db` adapter (`bossDb`) and the install of its schema, queues and
  * schedules at start, one process at a time (`installQueues`). See index.ts for the design.
  */
-import PgBoss from 'pg-boss';
+import type PgBoss from 'pg-boss';
 import type { Db, Queryable } from '../db/index.ts';
 
 /** Namespace of the advisory lock under which processes install pg-boss and the queues (key 1). */

@@ -159,7 +159,7 @@ export class PublishedKeys {
   async get(): Promise<{ keys: PublicJwk[] }> {
     if (this.kept && Date.now() - this.kept.at < this.maxAgeMs) return this.kept.set;
     const generation = this.generation;
-    const read = (this.pending ??= this.db.transaction(async (tx) => {
+    this.pending ??= this.db.transaction(async (tx) => {
       const set = await publicKeySet(tx);
       // Kept no longer than until the soonest retired key leaves the set.
       const [row] = await tx.query<{ ms: number | null }>(
@@ -167,7 +167,8 @@ export class PublishedKeys {
         [RETIRED_KEY_SECONDS],
       );
       return { set, ms: row?.ms ?? null };
-    }));
+    });
+    const read = this.pending;
     try {
       const { set, ms } = await read;
       const maxAge = ms === null ? this.maxAgeMs : Math.max(0, Math.min(this.maxAgeMs, ms));

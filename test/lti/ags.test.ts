@@ -44,7 +44,7 @@ async function launch(sub: string, activity: string, change: (c: JWTPayload) => 
   });
   const html = await page.text();
   expect(page.status, html).toBe(200);
-  const config = JSON.parse(/<script type="application\/json" id="svc-config">([^]*?)<\/script>/.exec(html)![1]!.replace(/\\u003c/g, '<'));
+  const config = JSON.parse(/<script type="application\/json" id="svc-config">([\s\S]*?)<\/script>/.exec(html)![1]!.replace(/\\u003c/g, '<'));
   return config.session.access_token;
 }
 

@@ -55,11 +55,18 @@ export function addRegistration(lms: TestLms): LmsRegistration {
   const reg: LmsRegistration = {
     configUrl: `${lms.origin}/.well-known/openid-configuration`,
     token: randomUUID(),
-    newToken: () => (reg.token = randomUUID()),
+    newToken: () => {
+      reg.token = randomUUID();
+      return reg.token;
+    },
     mode: 'ok',
-    setMode: (mode) => void (reg.mode = mode),
+    setMode: (mode) => {
+      reg.mode = mode;
+    },
     deploymentId: DEPLOYMENT_ID,
-    setDeploymentId: (id) => void (reg.deploymentId = id),
+    setDeploymentId: (id) => {
+      reg.deploymentId = id;
+    },
     requests: [],
     configHits: 0,
     openUrl: (toolUrl) => `${toolUrl}${toolUrl.includes('?') ? '&' : '?'}${new URLSearchParams({ openid_configuration: reg.configUrl, registration_token: reg.token })}`,

@@ -103,8 +103,12 @@ export function addLmsServices(lms: TestLms, toolUrl: () => string): LmsServices
     memberPages: 0,
     mode: 'ok',
     tokenMode: 'ok',
-    setMode: (m) => void (s.mode = m),
-    setTokenMode: (m) => void (s.tokenMode = m),
+    setMode: (m) => {
+      s.mode = m;
+    },
+    setTokenMode: (m) => {
+      s.tokenMode = m;
+    },
     revokeTokens: () => tokens.clear(),
     addLineItem: (item) => {
       const li = { id: `${lms.origin}/lineitems/${s.lineItems.length + 1}`, ...item };

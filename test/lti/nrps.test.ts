@@ -87,7 +87,7 @@ describe('the roster read (NRPS 2.0)', () => {
   it('queues nothing without the NRPS claim, and a platform refusing the roster is a refusal (4xx, not retried)', async () => {
     const pages = world.services.memberPages;
     await instructorLaunch('teach-2', (c) => {
-      const { ['https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice']: _, ...rest } = c as Record<string, unknown>;
+      const { 'https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice': _, ...rest } = c as Record<string, unknown>;
       return { ...rest, 'https://purl.imsglobal.org/spec/lti/claim/context': { id: 'course-2', title: 'No roster' } };
     });
     await new Promise((r) => setTimeout(r, 2500));

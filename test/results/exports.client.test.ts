@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { parse } from 'csv-parse/sync';
 import { parquetReadObjects } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createResultsClient, ResultsApiError, type ResultsClient } from '../../clients/js/src/index.ts';
+import { createResultsClient, ResultsApiError, type ResultsClient, type SyncCheckpoint } from '../../clients/js/src/index.ts';
 import { useApp, useFixture } from '../helpers/harness.ts';
 import { arrayBufferOf } from './exports-fixtures.ts';
 import { newResult, newUser, seedTenant } from './fixtures.ts';
@@ -72,7 +72,7 @@ describe('sync()', () => {
   it('pulls everything through one export, then follows the feed from its watermark', async () => {
     requests.length = 0;
     const rows = new Map<string, any>();
-    let checkpoint;
+    let checkpoint: SyncCheckpoint | undefined;
     for await (const e of client.sync('activity-results')) {
       if (e.type === 'upsert') rows.set(e.row.id, e.row);
       if (e.type === 'checkpoint') checkpoint = e.checkpoint;

@@ -118,7 +118,7 @@ describe('GET /v1/exports/*', () => {
     }
     // Microseconds survive: the raw INT64 values.
     const micros = await parquetReadObjects({ file, columns: ['updated_at'], utf8: true, parsers: { timestampFromMicroseconds: (v: bigint) => v } } as any);
-    const us = (s: string) => BigInt(Date.parse(s.slice(0, 19) + 'Z')) * 1000000n / 1000n + BigInt(s.slice(20, 26));
+    const us = (s: string) => BigInt(Date.parse(`${s.slice(0, 19)}Z`)) * 1000000n / 1000n + BigInt(s.slice(20, 26));
     expect(micros.map((m: any) => m.updated_at).sort()).toEqual(json.map((r) => us(r.updated_at)).sort());
   });
 

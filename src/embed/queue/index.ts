@@ -125,7 +125,8 @@ export class GradingQueue {
     private readonly options: QueueOptions,
   ) {
     this.boss = jobs.boss;
-    const db = (this.db = jobs.db);
+    this.db = jobs.db;
+    const db = jobs.db;
     jobs.declare({ name: GRADING_QUEUE, options: { policy: 'standard', ...jobOptions(options.leaseSeconds) } });
     const { handler } = options;
     if (handler) {

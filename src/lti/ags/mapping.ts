@@ -70,7 +70,7 @@ export const MAX_COMMENT_CHARS = 4000;
 /** The score for `s` (table in the header), or null when there is nothing to say (no submission). */
 export function scoreFor(s: ScoreSnapshot): ScoreDraft | null {
   const a = s.artifact;
-  if (!a || !a.status) return null;
+  if (!a?.status) return null;
   const waiting = (gradingProgress: GradingProgress): ScoreDraft => ({ scoreMaximum: 100, activityProgress: 'Submitted', gradingProgress, pass: false });
   if (a.status === 'pending') return waiting(a.reason === 'calibration_required' ? 'PendingManual' : 'Pending');
   if (a.status === 'passed' && a.review === 'required') return waiting('PendingManual');

@@ -77,7 +77,7 @@ export async function registerWithCode(deps: Deps, code: string, query: Record<s
       const clientName = `Learning activities (${tenant?.name || tenant?.slug || 'service'})`;
       const answer = await postRegistration(deps.config, platform, toolRegistration(deps.config.baseUrl, platform, clientName), token);
       const stored = await deps.db.transaction(async (tx) => {
-        let added;
+        let added: Awaited<ReturnType<typeof addPlatform>>;
         try {
           added = await addPlatform(tx, held.tenant_id, {
             issuer: platform.issuer,

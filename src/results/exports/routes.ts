@@ -76,7 +76,7 @@ const BY_TYPE = new Map(Object.entries(FORMATS).map(([f, t]) => [t, f as Format]
  * CSV. Undefined when nothing we serve is acceptable.
  */
 export function negotiateFormat(accept: string | undefined): Format | undefined {
-  if (!accept || !accept.trim()) return 'ndjson';
+  if (!accept?.trim()) return 'ndjson';
   let best: { format: Format; q: number; rank: number } | undefined;
   const order = Object.keys(FORMATS) as Format[];
   for (const part of accept.split(',')) {
@@ -129,7 +129,7 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
     // HEAD: the headers of the format, without running an export (no watermark: none was taken).
     if (req.method === 'HEAD') return reply.type(FORMATS[format]).header('cache-control', 'private, no-store').send('');
     const key = keyOf(req);
-    let running;
+    let running: Awaited<ReturnType<typeof startExport>>;
     try {
       running = await startExport(deps.db, { name, format, tenantId: key.tenantId, keyId: key.id, since: query.updated_since });
     } catch (err) {
