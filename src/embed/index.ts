@@ -54,6 +54,5 @@ export {
 // The outbound guard (SSRF-safe fetch), for the LTI tool's fetches of platform URLs (issue #22, src/lti/).
 // What the LTI instructor preview shows as learners see it (issue #22, src/lti/preview.ts): the
 // spec rendered as the player gets it, the rubric's criteria, and an attempt's verdict in words.
-export { markdownToSafeHtml } from './markdown.ts';
-export { rubricCriteria } from './grading/prompt.ts';
+export { playerActivity } from './reads.ts';
 export { attemptOf } from './grading/verdict-view.ts';

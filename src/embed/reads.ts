@@ -126,40 +126,51 @@ async function withAttempts(tx: Queryable, row: ResultRow): Promise<ResultView> 
   };
 }
 
+/**
+ * Activity `id` as the player shows it, without the learner's result: the unarchived activity
+ * with its spec as safe HTML, its rubric criteria, and its program, unit and lesson; undefined
+ * when there is none (or it is archived). `tenantId` narrows it to one tenant (the LTI preview,
+ * which reads outside RLS); null under RLS, which already narrows it to the caller's tenants.
+ */
+export async function playerActivity(q: Queryable, id: string, tenantId: string | null): Promise<Omit<z.infer<typeof activityView>, 'result'> | undefined> {
+  const [a] = await q.query<{
+    id: string; title: string; kind: 'diagram' | 'document' | 'site' | 'repo'; spec: string; rubric: unknown; pass_threshold: string;
+    program_id: string; program_title: string; unit_id: string; unit_title: string; lesson_id: string; lesson_title: string;
+  }>(
+    `select a.id, a.title, a.kind, a.spec, a.rubric, a.pass_threshold::text as pass_threshold,
+            p.id as program_id, p.title as program_title, u.id as unit_id, u.title as unit_title, l.id as lesson_id, l.title as lesson_title
+       from activities a
+       join lessons l on l.id = a.lesson_id
+       join units u on u.id = l.unit_id
+       join programs p on p.id = a.program_id
+      where a.id = $1 and a.tenant_id = coalesce($2::uuid, a.tenant_id) and not a.archived`,
+    [id, tenantId],
+  );
+  if (!a) return undefined;
+  return {
+    id: a.id,
+    title: a.title,
+    kind: a.kind,
+    spec: a.spec,
+    spec_html: markdownToSafeHtml(a.spec),
+    rubric: rubricCriteria(a.rubric),
+    pass_threshold: Number(a.pass_threshold),
+    program: { id: a.program_id, title: a.program_title },
+    unit: { id: a.unit_id, title: a.unit_title },
+    lesson: { id: a.lesson_id, title: a.lesson_title },
+  };
+}
+
 /** `GET /activities/{id}`; 404 when the learner cannot see it. */
 export function readActivity(deps: Deps, token: string | undefined, id: string): Promise<z.infer<typeof activityView>> {
   return asLearner(deps, token, async (tx) => {
-    const [a] = await tx.query<{
-      id: string; title: string; kind: 'diagram' | 'document' | 'site' | 'repo'; spec: string; rubric: unknown; pass_threshold: string;
-      program_id: string; program_title: string; unit_id: string; unit_title: string; lesson_id: string; lesson_title: string;
-    }>(
-      `select a.id, a.title, a.kind, a.spec, a.rubric, a.pass_threshold::text as pass_threshold,
-              p.id as program_id, p.title as program_title, u.id as unit_id, u.title as unit_title, l.id as lesson_id, l.title as lesson_title
-         from activities a
-         join lessons l on l.id = a.lesson_id
-         join units u on u.id = l.unit_id
-         join programs p on p.id = a.program_id
-        where a.id = $1 and a.tenant_id is not null and not a.archived`,
-      [id],
-    );
+    const a = await playerActivity(tx, id, null);
     if (!a) throw notFound(`activity ${id} not found`);
     const [result] = await tx.query<ResultRow>(
       `select ${RESULT_COLUMNS} from activity_results r where r.activity_id = $1 and r.user_id = public.current_itera_user_id()`,
       [id],
     );
-    return {
-      id: a.id,
-      title: a.title,
-      kind: a.kind,
-      spec: a.spec,
-      spec_html: markdownToSafeHtml(a.spec),
-      rubric: rubricCriteria(a.rubric),
-      pass_threshold: Number(a.pass_threshold),
-      program: { id: a.program_id, title: a.program_title },
-      unit: { id: a.unit_id, title: a.unit_title },
-      lesson: { id: a.lesson_id, title: a.lesson_title },
-      result: result ? await withAttempts(tx, result) : null,
-    };
+    return { ...a, result: result ? await withAttempts(tx, result) : null };
   });
 }
 

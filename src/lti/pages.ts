@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import { escapeUTF8 } from 'entities';
 import { htmlPage } from '../http/html-page.ts';
+import { playerCsp, playerPage, type PlayerAssets, type PlayerConfig } from '../player/index.ts';
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:1.5rem;color:#1b1b1b;background:#fff}
 main{max-width:40rem}h1{font-size:1.4rem;margin:0 0 .75rem}p{margin:0 0 1rem}
@@ -106,4 +107,18 @@ export function sendStoragePage(reply: FastifyReply, step: StorageStep, action: 
     body: `<main><h1>Signing you in…</h1><form method="${method}" action="${escapeUTF8(action)}">${inputs}<noscript><p>Scripts are off: press the button to continue.</p><button type="submit">Continue</button></noscript></form></main><script>${STORAGE}</script>`,
   });
   return send(reply, 200, html, csp(ancestors, method === 'get' ? originOf(action) : "'self'", 'storage'));
+}
+
+/**
+ * The player page of a verified launch (a learner's activity, an instructor's preview): `config`
+ * for the page, framed by the launch's platform origins (`framed`), the browser-binding cookie
+ * cleared (`clearCookie`), never cached. Assets come from `/embed/v1/`.
+ */
+export function sendPlayer(reply: FastifyReply, launch: { framed: string; clearCookie: string }, config: PlayerConfig, assets: PlayerAssets) {
+  return reply
+    .header('set-cookie', launch.clearCookie)
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('content-security-policy', playerCsp(launch.framed))
+    .send(playerPage(config, assets, '/embed/v1/'));
 }

@@ -18,50 +18,20 @@
 import type { FastifyReply } from 'fastify';
 import type { Deps } from '../deps.ts';
 import type { Queryable } from '../db/index.ts';
-import { attemptOf, markdownToSafeHtml, MAX_CONTENT_BYTES, rubricCriteria } from '../embed/index.ts';
-import { playerCsp, playerPage, type PlayerAssets, type PlayerConfig, type PreviewLearner } from '../player/index.ts';
+import { attemptOf, MAX_CONTENT_BYTES, playerActivity } from '../embed/index.ts';
+import type { PlayerAssets, PlayerConfig, PreviewLearner } from '../player/index.ts';
 import { recordContext, recordResourceLink } from './contexts.ts';
 import { queueRosterRead } from './nrps.ts';
 import { CLAIM, useLaunchOnce, type VerifiedLaunch } from './launch.ts';
 import { ltiProvider } from './learners.ts';
 import { STATE_SECONDS } from './login.ts';
+import { sendPlayer } from './pages.ts';
 
 /** Most learners listed on a preview (a course's roster; the rest are counted). */
 export const MAX_PREVIEW_LEARNERS = 500;
 
 /** A role of the LIS vocabulary (or its short form) that makes a course member a learner. */
 const LEARNER_ROLE_SQL = `'^(http://purl\\.imsglobal\\.org/vocab/lis/v2/membership#)?Learner$'`;
-
-/** The activity as a learner's player gets it (src/embed/reads.ts `readActivity`), `result` null; null when archived. */
-async function previewActivity(q: Queryable, tenantId: string, activityId: string): Promise<Record<string, unknown> | null> {
-  const [a] = await q.query<{
-    id: string; title: string; kind: string; spec: string; rubric: unknown; pass_threshold: string;
-    program_id: string; program_title: string; unit_id: string; unit_title: string; lesson_id: string; lesson_title: string;
-  }>(
-    `select a.id, a.title, a.kind, a.spec, a.rubric, a.pass_threshold::text as pass_threshold,
-            p.id as program_id, p.title as program_title, u.id as unit_id, u.title as unit_title, l.id as lesson_id, l.title as lesson_title
-       from activities a
-       join lessons l on l.id = a.lesson_id
-       join units u on u.id = l.unit_id
-       join programs p on p.id = a.program_id
-      where a.id = $1 and a.tenant_id = $2 and not a.archived`,
-    [activityId, tenantId],
-  );
-  if (!a) return null;
-  return {
-    id: a.id,
-    title: a.title,
-    kind: a.kind,
-    spec: a.spec,
-    spec_html: markdownToSafeHtml(a.spec),
-    rubric: rubricCriteria(a.rubric),
-    pass_threshold: Number(a.pass_threshold),
-    program: { id: a.program_id, title: a.program_title },
-    unit: { id: a.unit_id, title: a.unit_title },
-    lesson: { id: a.lesson_id, title: a.lesson_title },
-    result: null,
-  };
-}
 
 interface LearnerRow {
   name: string | null;
@@ -118,14 +88,15 @@ export async function courseResults(q: Queryable, launch: Pick<VerifiedLaunch, '
  * registration's tenant, `slug`): the player in preview mode.
  */
 export async function instructorPreview(deps: Deps, launch: VerifiedLaunch, reply: FastifyReply, assets: PlayerAssets, activityId: string, slug: string) {
-  const { platform, claims, framed } = launch;
+  const { platform, claims } = launch;
   const view = await deps.db.transaction(async (tx) => {
     await useLaunchOnce(tx, launch, STATE_SECONDS);
     const context = await recordContext(tx, platform, claims);
     await recordResourceLink(tx, platform, claims, context, activityId);
     // The course's roster (NRPS, nrps.ts), read in the background, fills the list below before anyone launches.
     await queueRosterRead(tx, platform.tenant_id, context);
-    const activity = await previewActivity(tx, platform.tenant_id, activityId);
+    const found = await playerActivity(tx, activityId, platform.tenant_id);
+    const activity = found ? { ...found, result: null } : null;
     const results = context ? await courseResults(tx, launch, context, activityId) : { learners: [], more: 0 };
     return { activity, ...results };
   });
@@ -145,10 +116,5 @@ export async function instructorPreview(deps: Deps, launch: VerifiedLaunch, repl
       more: view.more,
     },
   };
-  return reply
-    .header('set-cookie', launch.clearCookie)
-    .type('text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('content-security-policy', playerCsp(framed))
-    .send(playerPage(config, assets, '/embed/v1/'));
+  return sendPlayer(reply, launch, config, assets);
 }

@@ -13,12 +13,12 @@ import { z } from 'zod';
 import type { Deps } from '../deps.ts';
 import { startSession } from '../identity/index.ts';
 import { MAX_CONTENT_BYTES } from '../embed/index.ts';
-import { playerCsp, playerPage, type PlayerAssets, type PlayerConfig } from '../player/index.ts';
+import type { PlayerAssets, PlayerConfig } from '../player/index.ts';
 import { recordContext, recordMember, recordResourceLink } from './contexts.ts';
 import { CLAIM, isInstructorLaunch, useLaunchOnce, type VerifiedLaunch } from './launch.ts';
 import { ltiLearner } from './learners.ts';
 import { STATE_SECONDS } from './login.ts';
-import { sendErrorPage } from './pages.ts';
+import { sendErrorPage, sendPlayer } from './pages.ts';
 import { instructorPreview } from './preview.ts';
 
 const uuid = z.uuid();
@@ -58,10 +58,5 @@ export async function resourceLinkLaunch(deps: Deps, launch: VerifiedLaunch, rep
     maxContentBytes: MAX_CONTENT_BYTES,
     session: { access_token: session.access_token, refresh_token: session.refresh_token, expires_in: session.expires_in },
   };
-  return reply
-    .header('set-cookie', launch.clearCookie)
-    .type('text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('content-security-policy', playerCsp(framed))
-    .send(playerPage(config, assets, '/embed/v1/'));
+  return sendPlayer(reply, launch, config, assets);
 }
