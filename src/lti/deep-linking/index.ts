@@ -71,7 +71,8 @@ export async function deepLinkingLaunch(deps: Deps, launch: VerifiedLaunch, repl
   // 3. The launch used once; the tenant's content.
   const activities = await deps.db.transaction(async (tx) => {
     await useLaunchOnce(tx, launch, STATE_SECONDS);
-    await queueRosterRead(tx, platform.tenant_id, await recordContext(tx, platform, claims)); // the course's roster (NRPS, ../nrps.ts)
+    // The course's roster (NRPS, ../nrps.ts) when the launch names one: the course is recorded for it.
+    if (claims[CLAIM.nrps]) await queueRosterRead(tx, platform.tenant_id, await recordContext(tx, platform, claims));
     return pickableActivities(tx, platform.tenant_id);
   });
   const s = settings.data;
