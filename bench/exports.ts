@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import postgres from 'postgres';
 import { createResultsClient } from '../clients/js/src/index.ts';
 import { migrate, openDb } from '../src/db/index.ts';
-import { createApiKey } from '../src/results/api-keys.ts';
+import { createApiKey } from '../src/results/index.ts';
 import { loadResults } from '../test/helpers/results-load.ts';
 import { BENCH_PG, BENCH_SECRETS, lastRun, markdownTable, startBenchServer, writeReadmeSection, type BenchServer } from './common.ts';
 

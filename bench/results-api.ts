@@ -34,9 +34,16 @@ import { migrate, openDb } from '../src/db/index.ts';
 import { DEFAULT_POOL_SIZE } from '../src/config/db-defaults.ts';
 import { arrayLiteral } from '../test/helpers/plans.ts';
 import { loadResults } from '../test/helpers/results-load.ts';
-import { createApiKey } from '../src/results/api-keys.ts';
-import { cursorCodec, type Endpoint, type Position } from '../src/results/cursor.ts';
-import { listStatement, statementFunction, type ListOptions, type PageStatement } from '../src/results/queries.ts';
+import {
+  createApiKey,
+  cursorCodec,
+  listStatement,
+  statementFunction,
+  type Endpoint,
+  type ListOptions,
+  type PageStatement,
+  type Position,
+} from '../src/results/index.ts';
 import { BENCH_PG, BENCH_SECRETS, START_FLAGS, startBenchServer } from './common.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);

@@ -25,7 +25,7 @@ import { cpus, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { migrate, openDb } from '../src/db/index.ts';
-import { createApiKey } from '../src/results/api-keys.ts';
+import { createApiKey } from '../src/results/index.ts';
 import { createCluster, createReplica, type Cluster } from '../test/helpers/pg-cluster.ts';
 import { loadResults } from '../test/helpers/results-load.ts';
 import { BENCH_SECRETS, lastRun, startBenchServer, writeReadmeSection, type BenchServer } from './common.ts';

@@ -17,7 +17,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { migrate } from '../src/db/index.ts';
-import { createApiKey } from '../src/results/api-keys.ts';
+import { createApiKey } from '../src/results/index.ts';
 import { loadResults } from '../test/helpers/results-load.ts';
 import { BENCH_SECRETS, benchDatabase, eachBackend, lastRun, one, startBenchServer, writeReadmeSection } from './common.ts';
 

@@ -1,5 +1,5 @@
 /**
- * Which `svc` admin operations (ops.ts) are privileged acts, and the audit event each leaves
+ * Which `svc` admin operations (ops.ts, ops/) are privileged acts, and the audit event each leaves
  * (issue #23, src/audit). `runOp` calls `auditOp` in the operation's own transaction, after the
  * operation succeeded: a refused operation (AdminError, bad input) rolls back and leaves no row.
  *
@@ -16,16 +16,12 @@ import { sha256Hex as sha256 } from '../lib/hash.ts';
 import { audit, type AuditEvent } from '../audit/index.ts';
 import type { Queryable } from '../db/index.ts';
 import { findUserByEmail } from '../identity/index.ts';
+import { findTenantId } from './ops/shared.ts';
 
 type Args = Record<string, unknown>;
 type Out = Record<string, unknown>;
 type Describe = (q: Queryable, args: Args, out: Out) => Promise<Omit<AuditEvent, 'actor' | 'requestId'> | undefined>;
 
-
-async function tenantIdOf(q: Queryable, slug: unknown): Promise<string | null> {
-  const [row] = await q.query<{ id: string }>('select id from tenants where slug = $1', [slug]);
-  return row?.id ?? null;
-}
 
 /** The target of an author grant or revocation (see the header). */
 const authorTarget = (out: Out) =>
@@ -38,7 +34,7 @@ const authorTarget = (out: Out) =>
 const tenantAct =
   (action: AuditEvent['action'], detail: (args: Args, out: Out) => AuditEvent['detail'] = () => undefined): Describe =>
   async (q, args, out) => {
-    const tenantId = await tenantIdOf(q, args.tenant);
+    const tenantId = await findTenantId(q, args.tenant);
     return { tenantId, action, target: { type: 'tenant', id: tenantId! }, detail: detail(args, out) };
   };
 
@@ -53,13 +49,13 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
   'user.update': userAct('user.update'),
   'user.ban': userAct('user.ban'),
   'user.delete': userAct('user.delete'),
-  'author.grant': async (q, args, out) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'author.grant', target: authorTarget(out) }),
-  'author.revoke': async (q, args, out) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'author.revoke', target: authorTarget(out) }),
+  'author.grant': async (q, args, out) => ({ tenantId: await findTenantId(q, args.tenant), action: 'author.grant', target: authorTarget(out) }),
+  'author.revoke': async (q, args, out) => ({ tenantId: await findTenantId(q, args.tenant), action: 'author.revoke', target: authorTarget(out) }),
   'key.create': async (_q, _a, out) => ({ tenantId: String(out.tenant_id), action: 'key.create', target: { type: 'api_key', id: String(out.prefix) } }),
   'key.revoke': async (_q, _a, out) => ({ tenantId: String(out.tenant_id), action: 'key.revoke', target: { type: 'api_key', id: String(out.prefix) } }),
   'embed.origins.add': async (q, args, out) =>
-    out.added ? { tenantId: await tenantIdOf(q, args.tenant), action: 'embed.origin.add', target: { type: 'origin', id: String(out.origin) } } : undefined,
-  'embed.origins.remove': async (q, args, out) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'embed.origin.remove', target: { type: 'origin', id: String(out.origin) } }),
+    out.added ? { tenantId: await findTenantId(q, args.tenant), action: 'embed.origin.add', target: { type: 'origin', id: String(out.origin) } } : undefined,
+  'embed.origins.remove': async (q, args, out) => ({ tenantId: await findTenantId(q, args.tenant), action: 'embed.origin.remove', target: { type: 'origin', id: String(out.origin) } }),
   'idp.set': tenantAct('idp.set', (_a, out) => ({ issuer: String(out.issuer) })),
   'idp.refresh': tenantAct('idp.refresh', (_a, out) => ({ keys_version: Number(out.keys_version) })),
   'oauth.clients.revoke': async (_q, args) => ({ tenantId: null, action: 'oauth.client.revoke', target: { type: 'oauth_client', id: String(args.client_id) } }),
@@ -67,8 +63,8 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
     const user = await findUserByEmail(q, String(args.email));
     return { tenantId: null, action: 'oauth.grant.revoke', target: { type: 'user', id: user!.svc_user_id }, detail: { client_id: String(args.client_id) } };
   },
-  'learner.delete': async (q, args) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'learner.erase', target: { type: 'user', id: String(args.svc_user_id) } }),
-  'learner.export': async (q, args) => ({ tenantId: await tenantIdOf(q, args.tenant), action: 'learner.export', target: { type: 'user', id: String(args.svc_user_id) } }),
+  'learner.delete': async (q, args) => ({ tenantId: await findTenantId(q, args.tenant), action: 'learner.erase', target: { type: 'user', id: String(args.svc_user_id) } }),
+  'learner.export': async (q, args) => ({ tenantId: await findTenantId(q, args.tenant), action: 'learner.export', target: { type: 'user', id: String(args.svc_user_id) } }),
   'retention.set': tenantAct('retention.set', (_a, out) => ({
     artifact_content_days: out.artifact_content_days as number | null,
     model_bodies_days: out.model_bodies_days as number | null,
@@ -85,13 +81,13 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
   'lti.platforms.add': async (_q, _a, out) =>
     out.created ? { tenantId: String(out.tenant_id), action: 'lti.platform.add', target: { type: 'lti_platform', id: String(out.id) } } : undefined,
   'lti.platforms.remove': async (q, args) => ({
-    tenantId: await tenantIdOf(q, args.tenant),
+    tenantId: await findTenantId(q, args.tenant),
     action: 'lti.platform.remove',
     target: { type: 'lti_platform', id: `${String(args.issuer)} ${String(args.client_id)}` },
   }),
   // A registration URL is named by its code's id (the code itself is never stored or logged).
   'lti.registration_url': async (_q, _a, out) => ({
-    tenantId: await tenantIdOf(_q, out.tenant),
+    tenantId: await findTenantId(_q, out.tenant),
     action: 'lti.registration_url.create',
     target: { type: 'lti_registration_code', id: String(out.id) },
     detail: { expires_at: String(out.expires_at) },

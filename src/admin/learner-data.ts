@@ -14,7 +14,7 @@ import { identityLearnerData } from '../identity/index.ts';
 import { ltiLearnerData } from '../lti/index.ts';
 import type { Queryable } from '../db/index.ts';
 import type { LearnerData, LearnerScope } from '../lib/learner-data.ts';
-import { resultsLearnerData } from '../results/learner-data.ts';
+import { resultsLearnerData } from '../results/index.ts';
 
 /** The surfaces, in erasure order (the account's surface last). */
 export const SURFACES: readonly LearnerData[] = [embedLearnerData, resultsLearnerData, ltiLearnerData, identityLearnerData];

@@ -1,6 +1,6 @@
 /**
  * User administration — the one code path behind `/auth/v1/admin/users[/{id}]` (service-role
- * key) and `svc user list|get|update|delete|ban` (src/admin/ops.ts). Follows GoTrue's
+ * key) and `svc user list|get|update|delete|ban` (src/admin/ops/users.ts). Follows GoTrue's
  * internal/api/admin.go:
  *
  * - list: newest first (`created_at desc, id desc`). Page mode (`page`, `per_page`, what

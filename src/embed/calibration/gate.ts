@@ -181,7 +181,7 @@ export async function thresholdsOf(q: Queryable, tenantId: string): Promise<Thre
 
 /**
  * Change some of `tenantId`'s thresholds (`svc judge thresholds set`); the others keep their value.
- * Returns the thresholds now. Values are checked by the caller (ops.ts) and by 0140's checks.
+ * Returns the thresholds now. Values are checked by the caller (src/admin/ops/judge.ts) and by 0140's checks.
  */
 export async function setThresholds(q: Queryable, tenantId: string, change: Partial<Thresholds>): Promise<Thresholds> {
   const next = { ...(await thresholdsOf(q, tenantId)), ...change };

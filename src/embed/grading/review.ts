@@ -9,7 +9,7 @@
  *   appeal per result).
  *
  * A review is `open` until resolved, once, by an author of the tenant (MCP `resolve_review`, as
- * the author under RLS) or an admin (`svc review approve|reject`, src/admin/ops.ts):
+ * the author under RLS) or an admin (`svc review approve|reject`, src/admin/ops/judge.ts):
  * - `uphold` → `upheld`: the model's verdict stands. For a held pass that means it counts as if it
  *   had not been held — `review: "approved"`, the result `completed` with the held score, progress
  *   counted once (verdict.ts `pass`);
