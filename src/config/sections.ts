@@ -24,7 +24,7 @@ export interface JudgeConfig {
   seed: number;
 }
 
-/** A per-tenant model budget: calls and tokens per UTC hour and per UTC day (src/embed/budget.ts). */
+/** A per-tenant model budget: calls and tokens per UTC hour and per UTC day (src/embed/grading/ledger.ts `reserveCall`). */
 export interface ModelBudget {
   callsPerHour: number;
   callsPerDay: number;

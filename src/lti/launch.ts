@@ -145,7 +145,7 @@ export async function verifyIdToken(keys: PlatformKeys, platform: Platform, stat
 
 /**
  * A launch that passed every check of `verifyIdToken` and the browser binding, handed to the
- * handler of its message type (resource-link.ts, deep-linking.ts). `framed` is the
+ * handler of its message type (resource-link.ts, deep-linking/). `framed` is the
  * `frame-ancestors` value for its pages; `clearCookie` the Set-Cookie that removes the binding.
  */
 export interface VerifiedLaunch {

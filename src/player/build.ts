@@ -3,7 +3,7 @@
  * bundles `client/player.ts` and `client/loader.ts` (plain TypeScript, no framework) into one
  * minified IIFE each, in memory; `client/player.css` is served as written. Each asset gets a
  * content hash, so the page can link `player.js?v=<hash>` for long caching. Budget: the player
- * script ≤ 30 KB gzipped (checked in test/player/assets.test.ts, measured in bench/player.ts).
+ * script ≤ 30 KB gzipped (checked in test/player/page.test.ts, measured in bench/player.ts).
  *
  * The compiled service (`npm run build` → dist/) carries them prebuilt in `dist/player/assets.json`
  * (written by scripts/build-assets.ts), so production start-up does not bundle.

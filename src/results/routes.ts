@@ -43,7 +43,7 @@ import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler } from '../http/api-errors.ts';
 import { SERVICE_NAME, VERSION } from '../version.ts';
 import { apiKeyHook, tenantOf } from './auth.ts';
-import { cursorCodec, type Endpoint } from './cursor.ts';
+import { cursorCodec, type CursorCodec, type Endpoint } from './cursor.ts';
 import { ApiKeyCache } from './key-cache.ts';
 import { registerOpenApi } from './openapi.ts';
 import { strictValidatorCompiler } from './params.ts';
@@ -163,6 +163,117 @@ async function methodNotAllowed(req: FastifyRequest, reply: FastifyReply) {
   throw new ApiError('method_not_allowed', `${req.method} is not allowed here: the Results API is read-only (GET)`);
 }
 
+/** `GET /v1/health`: liveness, no API key; `{status: "ok", service, version}`. */
+async function health() {
+  return { status: 'ok', service: SERVICE_NAME, version: VERSION };
+}
+
+/** Not-found handler of /v1: 404 `not_found` naming the method and path (cut to 200 characters). */
+async function unknownEndpoint(req: FastifyRequest) {
+  const path = (req.raw.url ?? req.url).split('?')[0]!.slice(0, 200);
+  throw new ApiError('not_found', `no such endpoint: ${req.method} ${path}`);
+}
+
+/**
+ * `onRequest` hook of /v1: 400 `invalid_request` for a request target over `MAX_URL_LENGTH`; 404
+ * `not_found` for a path with a trailing slash (which would otherwise reach `/:id` with an empty id).
+ */
+async function checkRequestTarget(req: FastifyRequest) {
+  if ((req.raw.url ?? req.url).length > MAX_URL_LENGTH) {
+    throw new ApiError('invalid_request', `url: the request URL is longer than ${MAX_URL_LENGTH} characters`);
+  }
+  // `/v1/activity-results/` would otherwise reach `/:id` with an empty id ("id: must be a uuid").
+  const path = req.url.split('?')[0]!;
+  if (path.length > 4 && path.endsWith('/')) {
+    throw new ApiError('not_found', `no such endpoint: ${req.method} ${path.slice(0, 200)} (paths take no trailing slash: ${path.slice(0, 200).replace(/\/+$/, '')})`);
+  }
+}
+
+/**
+ * The handler of `GET /v1/<endpoint>` (a list): one page `{data, next_cursor, has_more}` (plus
+ * `consistent_through` and its header on a feed page), with a `Link: rel="next"` header when
+ * another page follows. The key's tenant only (RLS). Errors: 400 `invalid_request` for a cursor
+ * that is not ours or not for this query (cursor.ts); query parameters are checked by the schema.
+ */
+function listHandler(deps: Deps, cursors: CursorCodec, endpoint: Endpoint) {
+  return async (req: FastifyRequest, reply: FastifyReply) => {
+    const tenantId = tenantOf(req);
+    const { limit = DEFAULT_LIMIT, cursor, updated_since: since, ...filters } = req.query as ListQuery;
+    // The feed with updated_since; a list without a created order (deletions) is always the feed.
+    const order = since !== undefined || !ordersOf(endpoint).includes('created') ? 'updated' : 'created';
+    const scope = { tenantId, endpoint, order, filters: { ...(filters as Record<string, string>), updated_since: since } } as const;
+    const after = cursor === undefined ? undefined : cursors.decode(scope, cursor);
+    const options: ListOptions = { limit, filters: filters as Record<string, string>, order, since, after };
+    // On a read replica, a feed page without a watermark (nothing published yet, migration 0120)
+    // or whose watermark is not past where it starts (the cursor, else updated_since) is empty
+    // only because the replica has not replayed that far — the previous page may have come from
+    // the primary: the primary serves it instead.
+    const start = after?.at ?? since;
+    const behind = (page: Page) =>
+      order === 'updated' && (page.consistentThrough === undefined || (start !== undefined && page.consistentThrough <= start));
+    const page = await fromReplica(deps, (db) => listPage(db, endpoint, tenantId, options), { result: behind });
+    const next = page.last ? cursors.encode(scope, page.last) : null;
+    if (next) reply.header('link', `<${nextPageUrl(deps.config.baseUrl, req, next)}>; rel="next"`);
+    let watermark = '';
+    if (order === 'updated') {
+      if (page.consistentThrough) reply.header(WATERMARK_HEADER, page.consistentThrough);
+      watermark = `,"consistent_through":${JSON.stringify(page.consistentThrough ?? null)}`;
+    }
+    return reply
+      .type(JSON_TYPE)
+      .header('cache-control', 'private, no-store')
+      .send(`{"data":${page.data},"next_cursor":${JSON.stringify(next)},"has_more":${page.hasMore}${watermark}}`);
+  };
+}
+
+/**
+ * The handler of `GET /v1/<endpoint>/:id`: the object as JSON (with `include=spec` on programs,
+ * the activities' specs). 404 `not_found` ("no <noun> with id …") for an unknown id or another
+ * tenant's; a malformed id is 400 from the schema.
+ */
+function oneHandler(deps: Deps, endpoint: One, noun: string) {
+  return async (req: FastifyRequest, reply: FastifyReply) => {
+    const tenantId = tenantOf(req);
+    const { id } = req.params as { id: string };
+    const include = (req.query as { include?: 'spec' }).include;
+    const read = (db: Db) => findOne(db, include === 'spec' ? `${endpoint}+spec` as One : endpoint, tenantId, id);
+    // An id the replica does not have yet (just written) is looked up on the primary.
+    const body = await fromReplica(deps, read, { result: (found) => found === undefined });
+    if (body === undefined) throw new ApiError('not_found', `no ${noun} with id ${id}`);
+    return reply.type(JSON_TYPE).header('cache-control', 'private, no-store').send(body);
+  };
+}
+
+/** The route schema (and OpenAPI entry) of a list endpoint. */
+function listSchema(endpoint: Endpoint): FastifySchema {
+  return {
+    ...LIST_DOCS[endpoint],
+    tags: ['results'],
+    operationId: `list_${endpoint.replace('-', '_')}`,
+    security: SECURITY,
+    querystring: LIST_QUERY[endpoint],
+    response: { 200: json('One page, oldest first. `Link: <…>; rel="next"` when another page follows.', LIST_RESPONSE[endpoint]), ...ERRORS },
+  };
+}
+
+/** The route schema (and OpenAPI entry) of a by-id endpoint. */
+function oneSchema(
+  operationId: string,
+  summary: string,
+  item: typeof ActivityResult | typeof Artifact | typeof Learner | typeof ProgramOutline,
+  querystring: typeof NO_QUERY | typeof PROGRAM_QUERY = NO_QUERY,
+): FastifySchema {
+  return {
+    summary,
+    tags: ['results'],
+    operationId,
+    security: SECURITY,
+    params: ID_PARAMS,
+    querystring,
+    response: { 200: json('The object.', item), ...ERRORS },
+  };
+}
+
 /**
  * The Fastify plugin of the Results API. `deps` are the options app.ts registers it with
  * (`{prefix: '/v1', ...deps}`): the database, the clock, and the config (JWT secret keying the
@@ -185,20 +296,8 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
   }
 
   app.setErrorHandler(apiErrorHandler('results'));
-  app.setNotFoundHandler(async (req) => {
-    const path = (req.raw.url ?? req.url).split('?')[0]!.slice(0, 200);
-    throw new ApiError('not_found', `no such endpoint: ${req.method} ${path}`);
-  });
-  app.addHook('onRequest', async (req) => {
-    if ((req.raw.url ?? req.url).length > MAX_URL_LENGTH) {
-      throw new ApiError('invalid_request', `url: the request URL is longer than ${MAX_URL_LENGTH} characters`);
-    }
-    // `/v1/activity-results/` would otherwise reach `/:id` with an empty id ("id: must be a uuid").
-    const path = req.url.split('?')[0]!;
-    if (path.length > 4 && path.endsWith('/')) {
-      throw new ApiError('not_found', `no such endpoint: ${req.method} ${path.slice(0, 200)} (paths take no trailing slash: ${path.slice(0, 200).replace(/\/+$/, '')})`);
-    }
-  });
+  app.setNotFoundHandler(unknownEndpoint);
+  app.addHook('onRequest', checkRequestTarget);
   app.setValidatorCompiler(strictValidatorCompiler);
   // Data answers are JSON text from PostgreSQL (sent untouched); objects (health, errors) are stringified.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -216,7 +315,7 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
         response: { 200: json('The service is up.', Health), 400: json('`invalid_request`: the request URL is too long.', ErrorBody) },
       },
     },
-    async () => ({ status: 'ok', service: SERVICE_NAME, version: VERSION }),
+    health,
   );
 
   // A read-only API: another method on a read path is 405 (before the key check), not "no such endpoint".
@@ -226,69 +325,8 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
     api.addHook('onRequest', apiKeyHook(keys));
     await registerRateLimit(api, deps);
 
-    const list = (endpoint: Endpoint) => async (req: FastifyRequest, reply: FastifyReply) => {
-      const tenantId = tenantOf(req);
-      const { limit = DEFAULT_LIMIT, cursor, updated_since: since, ...filters } = req.query as ListQuery;
-      // The feed with updated_since; a list without a created order (deletions) is always the feed.
-      const order = since !== undefined || !ordersOf(endpoint).includes('created') ? 'updated' : 'created';
-      const scope = { tenantId, endpoint, order, filters: { ...(filters as Record<string, string>), updated_since: since } } as const;
-      const after = cursor === undefined ? undefined : cursors.decode(scope, cursor);
-      const options: ListOptions = { limit, filters: filters as Record<string, string>, order, since, after };
-      // On a read replica, a feed page without a watermark (nothing published yet, migration 0120)
-      // or whose watermark is not past where it starts (the cursor, else updated_since) is empty
-      // only because the replica has not replayed that far — the previous page may have come from
-      // the primary: the primary serves it instead.
-      const start = after?.at ?? since;
-      const behind = (page: Page) =>
-        order === 'updated' && (page.consistentThrough === undefined || (start !== undefined && page.consistentThrough <= start));
-      const page = await fromReplica(deps, (db) => listPage(db, endpoint, tenantId, options), { result: behind });
-      const next = page.last ? cursors.encode(scope, page.last) : null;
-      if (next) reply.header('link', `<${nextPageUrl(deps.config.baseUrl, req, next)}>; rel="next"`);
-      let watermark = '';
-      if (order === 'updated') {
-        if (page.consistentThrough) reply.header(WATERMARK_HEADER, page.consistentThrough);
-        watermark = `,"consistent_through":${JSON.stringify(page.consistentThrough ?? null)}`;
-      }
-      return reply
-        .type(JSON_TYPE)
-        .header('cache-control', 'private, no-store')
-        .send(`{"data":${page.data},"next_cursor":${JSON.stringify(next)},"has_more":${page.hasMore}${watermark}}`);
-    };
-
-    const one = (endpoint: One, noun: string) => async (req: FastifyRequest, reply: FastifyReply) => {
-      const tenantId = tenantOf(req);
-      const { id } = req.params as { id: string };
-      const include = (req.query as { include?: 'spec' }).include;
-      const read = (db: Db) => findOne(db, include === 'spec' ? `${endpoint}+spec` as One : endpoint, tenantId, id);
-      // An id the replica does not have yet (just written) is looked up on the primary.
-      const body = await fromReplica(deps, read, { result: (found) => found === undefined });
-      if (body === undefined) throw new ApiError('not_found', `no ${noun} with id ${id}`);
-      return reply.type(JSON_TYPE).header('cache-control', 'private, no-store').send(body);
-    };
-
-    const listSchema = (endpoint: Endpoint): FastifySchema => ({
-      ...LIST_DOCS[endpoint],
-      tags: ['results'],
-      operationId: `list_${endpoint.replace('-', '_')}`,
-      security: SECURITY,
-      querystring: LIST_QUERY[endpoint],
-      response: { 200: json('One page, oldest first. `Link: <…>; rel="next"` when another page follows.', LIST_RESPONSE[endpoint]), ...ERRORS },
-    });
-    const oneSchema = (
-      operationId: string,
-      summary: string,
-      item: typeof ActivityResult | typeof Artifact | typeof Learner | typeof ProgramOutline,
-      querystring: typeof NO_QUERY | typeof PROGRAM_QUERY = NO_QUERY,
-    ): FastifySchema => ({
-      summary,
-      tags: ['results'],
-      operationId,
-      security: SECURITY,
-      params: ID_PARAMS,
-      querystring,
-      response: { 200: json('The object.', item), ...ERRORS },
-    });
-
+    const list = (endpoint: Endpoint) => listHandler(deps, cursors, endpoint);
+    const one = (endpoint: One, noun: string) => oneHandler(deps, endpoint, noun);
     api.get('/activity-results', { schema: listSchema('activity-results') }, list('activity-results'));
     api.get(
       '/activity-results/:id',

@@ -46,7 +46,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       judgeAttempts: 2,
       judgeRetryDelaySeconds: 1,
       judgeRetryMaxDelaySeconds: 2,
-      // Per-learner rate and tenant budget: out of reach unless a suite lowers them (test/embed/bounds).
+      // Per-learner rate and tenant budget: out of reach unless a suite lowers them (test/embed/judge.costs.test.ts).
       learnerRate: 100_000,
       tenantBudget: { callsPerHour: 1e9, callsPerDay: 1e9, tokensPerHour: 1e12, tokensPerDay: 1e12 },
       judgePollSeconds: 60,

@@ -63,7 +63,7 @@ export interface GradingRequest {
   sha256: string;
   criteria: Criterion[];
   passThreshold: number;
-  /** Heuristic injection signals of the section (injection.ts). */
+  /** Heuristic injection signals of the section (injection/). */
   heuristic: string[];
   rubricHash: string;
   artifactHash: string;

@@ -103,115 +103,25 @@ function gitReason(stderr: string): string {
   return text.slice(0, 160);
 }
 
+/**
+ * Read a git repository over HTTP(S): resolve and pin its host (`resolveGitHost`), clone it bare
+ * into a temporary folder (`cloneBare`), list its tree (`listTree`) and show it with the blobs
+ * read on demand (`blobReader`). The folder is removed afterwards. Throws `Unreadable`.
+ */
 async function readGit(url: URL, o: ReadOptions, budget: number): Promise<{ detail: string; text: string }> {
-  let target: { address: string; family: number };
-  try {
-    target = await resolveAllowed(url, { allowPrivate: o.allowPrivate, timeoutMs: o.timeoutMs, lookup: o.lookup, isBlocked: o.isBlocked });
-  } catch (err) {
-    throw new Unreadable(err instanceof FetchRefused ? `the repository ${err.message.replace(/^the URL /, 'URL ')}` : 'the repository host could not be resolved');
-  }
+  const target = await resolveGitHost(url, o);
   const work = await mkdtemp(join(tmpdir(), 'svc-repo-'));
   const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(o.timeoutMs)]) : AbortSignal.timeout(o.timeoutMs);
-  const kill = new AbortController();
-  const both = AbortSignal.any([signal, kill.signal]);
   try {
     const dir = join(work, 'repo.git');
-    const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-    const pin = host === target.address ? [] : ['-c', `http.curloptResolve=${host}:${port}:${target.family === 6 ? `[${target.address}]` : target.address}`];
-    const cloneArgs = [
-      '-c', 'http.followRedirects=false',
-      ...pin,
-      '-c', 'credential.helper=',
-      '-c', 'core.askPass=',
-      '-c', 'http.proxy=',
-      '-c', 'protocol.allow=never',
-      '-c', `protocol.${url.protocol.slice(0, -1)}.allow=always`,
-      'clone', '--bare', '--depth=1', '--single-branch', '--no-tags', '--quiet',
-      `--filter=blob:limit=${MAX_BLOB_BYTES}`,
-      '--', url.toString(), dir,
-    ];
-    let tooBig = false;
-    const watch = setInterval(() => {
-      void folderSize(work).then((size) => {
-        if (size > o.maxBytes && !tooBig) {
-          tooBig = true;
-          kill.abort();
-        }
-      });
-    }, 150);
-    let clone: RunResult;
-    try {
-      clone = await git(cloneArgs, gitEnv(work, url.protocol.slice(0, -1)), { signal: both, cwd: work });
-    } finally {
-      clearInterval(watch);
-    }
-    if (tooBig || (clone.code === 0 && (await folderSize(work)) > o.maxBytes)) {
-      throw new Unreadable(`the repository is over the size limit (${humanSize(o.maxBytes)})`);
-    }
-    if (signal.aborted) throw new Unreadable('the repository could not be cloned in time');
-    if (clone.code !== 0) throw new Unreadable(`the repository could not be cloned: ${gitReason(clone.stderr)}`);
-
+    await cloneBare(url, target, work, dir, o.maxBytes, signal);
     // From here on no command may reach the network: no transport is allowed.
     const env = gitEnv(work, 'none');
-    const run = (args: string[], stdin?: string) => git(['-c', 'protocol.allow=never', '-C', dir, ...args], env, { signal, stdin });
+    const run: GitRun = (args, stdin) => git(['-c', 'protocol.allow=never', '-C', dir, ...args], env, { signal, stdin });
     const head = (await run(['rev-parse', 'HEAD'])).stdout.toString().trim();
     if (!/^[0-9a-f]{40,64}$/.test(head)) throw new Unreadable('the repository has no commits');
-    const listing = await run(['ls-tree', '-r', '-z', '--full-tree', 'HEAD']);
-    if (listing.code !== 0) throw new Unreadable('the repository could not be listed');
-    const entries = listing.stdout
-      .toString('utf8')
-      .split('\0')
-      .filter(Boolean)
-      .map((line) => {
-        const [meta, path] = [line.slice(0, line.indexOf('\t')), line.slice(line.indexOf('\t') + 1)];
-        const [mode, type, oid] = meta.split(' ');
-        return { mode: mode!, type: type!, oid: oid!, path };
-      });
-    const missing = new Set(
-      (await run(['rev-list', '--objects', '--missing=print', 'HEAD'])).stdout
-        .toString()
-        .split('\n')
-        .filter((l) => l.startsWith('?'))
-        .map((l) => l.slice(1).trim()),
-    );
-    const present = entries.filter((e) => e.type === 'blob' && !missing.has(e.oid));
-    const sizes = new Map<string, number>();
-    const check = await run(['cat-file', '--batch-check=%(objectname) %(objectsize)'], `${present.map((e) => e.oid).join('\n')}\n`);
-    for (const line of check.stdout.toString().split('\n')) {
-      const [oid, size] = line.split(' ');
-      if (oid && size) sizes.set(oid, Number(size));
-    }
-    const files: RepoFile[] = entries.map((e) => ({
-      path: e.path,
-      size: sizes.get(e.oid),
-      skipped:
-        e.type === 'commit' ? 'submodule' : e.mode === '120000' ? 'symbolic link' : missing.has(e.oid) ? `over the size limit (${humanSize(MAX_BLOB_BYTES)})` : undefined,
-    }));
-    const oidOf = new Map(entries.map((e) => [e.path, e.oid]));
-    const read = async (paths: string[]) => {
-      const result = new Map<string, Uint8Array>();
-      const wanted = paths.map((p) => oidOf.get(p)).filter((oid): oid is string => Boolean(oid) && !missing.has(oid!));
-      if (!wanted.length) return result;
-      const out = (await run(['cat-file', '--batch'], `${wanted.join('\n')}\n`)).stdout;
-      const byOid = new Map<string, Uint8Array>();
-      let at = 0;
-      while (at < out.length) {
-        const eol = out.indexOf(10, at);
-        if (eol < 0) break;
-        const [oid, , size] = out.subarray(at, eol).toString().split(' ');
-        const n = Number(size);
-        if (!Number.isFinite(n)) break;
-        byOid.set(oid!, out.subarray(eol + 1, eol + 1 + n));
-        at = eol + 1 + n + 1;
-      }
-      for (const p of paths) {
-        const bytes = byOid.get(oidOf.get(p) ?? '');
-        if (bytes) result.set(p, bytes);
-      }
-      return result;
-    };
-    const { text, shown } = await repoText(`git repository, commit ${head}`, files, budget, read);
+    const { entries, missing, files } = await listTree(run);
+    const { text, shown } = await repoText(`git repository, commit ${head}`, files, budget, blobReader(run, entries, missing));
     return { detail: `git ${head.slice(0, 12)}, ${files.length} files, ${shown.length} shown`, text };
   } catch (err) {
     if (err instanceof Unreadable) throw err;
@@ -220,6 +130,138 @@ async function readGit(url: URL, o: ReadOptions, budget: number): Promise<{ deta
   } finally {
     await rm(work, { recursive: true, force: true }).catch(() => {});
   }
+}
+
+/** A git command in the cloned repository, offline (see `readGit`). */
+type GitRun = (args: string[], stdin?: string) => Promise<RunResult>;
+
+/** An entry of `git ls-tree -r`: mode, type (`blob`, `commit` for a submodule), object id, path. */
+interface TreeEntry {
+  mode: string;
+  type: string;
+  oid: string;
+  path: string;
+}
+
+/** The address git is pinned to: `url`'s host resolved and checked (outbound.ts); else `Unreadable`. */
+async function resolveGitHost(url: URL, o: ReadOptions): Promise<{ address: string; family: number }> {
+  try {
+    return await resolveAllowed(url, { allowPrivate: o.allowPrivate, timeoutMs: o.timeoutMs, lookup: o.lookup, isBlocked: o.isBlocked });
+  } catch (err) {
+    throw new Unreadable(err instanceof FetchRefused ? `the repository ${err.message.replace(/^the URL /, 'URL ')}` : 'the repository host could not be resolved');
+  }
+}
+
+/**
+ * `git clone --bare --depth 1 …` of `url` into `dir` (inside `work`), pinned to `target`, with no
+ * redirects, credentials, proxy or other transport. Killed when `work` grows over `maxBytes`.
+ * Throws `Unreadable`: over the size limit, not in time (`signal`), or git's reason.
+ */
+async function cloneBare(url: URL, target: { address: string; family: number }, work: string, dir: string, maxBytes: number, signal: AbortSignal): Promise<void> {
+  const kill = new AbortController();
+  const both = AbortSignal.any([signal, kill.signal]);
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const pin = host === target.address ? [] : ['-c', `http.curloptResolve=${host}:${port}:${target.family === 6 ? `[${target.address}]` : target.address}`];
+  const cloneArgs = [
+    '-c', 'http.followRedirects=false',
+    ...pin,
+    '-c', 'credential.helper=',
+    '-c', 'core.askPass=',
+    '-c', 'http.proxy=',
+    '-c', 'protocol.allow=never',
+    '-c', `protocol.${url.protocol.slice(0, -1)}.allow=always`,
+    'clone', '--bare', '--depth=1', '--single-branch', '--no-tags', '--quiet',
+    `--filter=blob:limit=${MAX_BLOB_BYTES}`,
+    '--', url.toString(), dir,
+  ];
+  let tooBig = false;
+  const watch = setInterval(() => {
+    void folderSize(work).then((size) => {
+      if (size > maxBytes && !tooBig) {
+        tooBig = true;
+        kill.abort();
+      }
+    });
+  }, 150);
+  let clone: RunResult;
+  try {
+    clone = await git(cloneArgs, gitEnv(work, url.protocol.slice(0, -1)), { signal: both, cwd: work });
+  } finally {
+    clearInterval(watch);
+  }
+  if (tooBig || (clone.code === 0 && (await folderSize(work)) > maxBytes)) {
+    throw new Unreadable(`the repository is over the size limit (${humanSize(maxBytes)})`);
+  }
+  if (signal.aborted) throw new Unreadable('the repository could not be cloned in time');
+  if (clone.code !== 0) throw new Unreadable(`the repository could not be cloned: ${gitReason(clone.stderr)}`);
+}
+
+/**
+ * The tree at HEAD: its entries, the object ids the partial clone left out (`missing`), and the
+ * files for repo-files.ts with sizes and why some are skipped (submodule, symbolic link, over
+ * `MAX_BLOB_BYTES`). Throws `Unreadable` when the tree cannot be listed.
+ */
+async function listTree(run: GitRun): Promise<{ entries: TreeEntry[]; missing: Set<string>; files: RepoFile[] }> {
+  const listing = await run(['ls-tree', '-r', '-z', '--full-tree', 'HEAD']);
+  if (listing.code !== 0) throw new Unreadable('the repository could not be listed');
+  const entries = listing.stdout
+    .toString('utf8')
+    .split('\0')
+    .filter(Boolean)
+    .map((line) => {
+      const [meta, path] = [line.slice(0, line.indexOf('\t')), line.slice(line.indexOf('\t') + 1)];
+      const [mode, type, oid] = meta.split(' ');
+      return { mode: mode!, type: type!, oid: oid!, path };
+    });
+  const missing = new Set(
+    (await run(['rev-list', '--objects', '--missing=print', 'HEAD'])).stdout
+      .toString()
+      .split('\n')
+      .filter((l) => l.startsWith('?'))
+      .map((l) => l.slice(1).trim()),
+  );
+  const present = entries.filter((e) => e.type === 'blob' && !missing.has(e.oid));
+  const sizes = new Map<string, number>();
+  const check = await run(['cat-file', '--batch-check=%(objectname) %(objectsize)'], `${present.map((e) => e.oid).join('\n')}\n`);
+  for (const line of check.stdout.toString().split('\n')) {
+    const [oid, size] = line.split(' ');
+    if (oid && size) sizes.set(oid, Number(size));
+  }
+  const files: RepoFile[] = entries.map((e) => ({
+    path: e.path,
+    size: sizes.get(e.oid),
+    skipped:
+      e.type === 'commit' ? 'submodule' : e.mode === '120000' ? 'symbolic link' : missing.has(e.oid) ? `over the size limit (${humanSize(MAX_BLOB_BYTES)})` : undefined,
+  }));
+  return { entries, missing, files };
+}
+
+/** The reader repo-files.ts calls: the bytes of the given paths, in one `git cat-file --batch`. */
+function blobReader(run: GitRun, entries: TreeEntry[], missing: Set<string>): (paths: string[]) => Promise<Map<string, Uint8Array>> {
+  const oidOf = new Map(entries.map((e) => [e.path, e.oid]));
+  return async (paths) => {
+    const result = new Map<string, Uint8Array>();
+    const wanted = paths.map((p) => oidOf.get(p)).filter((oid): oid is string => Boolean(oid) && !missing.has(oid!));
+    if (!wanted.length) return result;
+    const out = (await run(['cat-file', '--batch'], `${wanted.join('\n')}\n`)).stdout;
+    const byOid = new Map<string, Uint8Array>();
+    let at = 0;
+    while (at < out.length) {
+      const eol = out.indexOf(10, at);
+      if (eol < 0) break;
+      const [oid, , size] = out.subarray(at, eol).toString().split(' ');
+      const n = Number(size);
+      if (!Number.isFinite(n)) break;
+      byOid.set(oid!, out.subarray(eol + 1, eol + 1 + n));
+      at = eol + 1 + n + 1;
+    }
+    for (const p of paths) {
+      const bytes = byOid.get(oidOf.get(p) ?? '');
+      if (bytes) result.set(p, bytes);
+    }
+    return result;
+  };
 }
 
 /** A file of an archive: its path, its size, and its first `MAX_FILE_BYTES + 1` bytes. */

@@ -93,33 +93,7 @@ const signInMessages: Partial<Record<string, string>> = {
 /** The OAuth routes; `limits` are the identity plugin's sign-in and refresh counters. */
 export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps: Deps; limits: TokenLimits }) {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, parseForm(body as string)));
-
-  app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
-    const surface = req.routeOptions.config?.surface ?? 'gotrue';
-    const status = err instanceof AuthError ? err.status : err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
-    if (status === 500 && !isDbUnavailable(err) && !(err instanceof OAuthError) && !(err instanceof PageError)) {
-      req.log.error({ err }, 'oauth: unexpected error');
-    }
-    if (surface === 'oauth') {
-      if (err instanceof OAuthError) return sendOAuthError(reply, err);
-      if (isDbUnavailable(err)) return sendOAuthError(reply, new OAuthError(503, 'temporarily_unavailable', 'the service is briefly unavailable; retry', DB_RETRY_AFTER_SECONDS));
-      if (status === 429) return sendOAuthError(reply, new OAuthError(429, 'temporarily_unavailable', 'too many requests; retry after the time in Retry-After'));
-      if (status < 500) return sendOAuthError(reply, new OAuthError(status === 413 ? 413 : 400, 'invalid_request', err.message));
-      return sendOAuthError(reply, new OAuthError(500, 'server_error', 'unexpected failure'));
-    }
-    if (surface === 'page') {
-      if (err instanceof PageError) return sendPage(reply, err.status, errorPage(err.title, err.message));
-      if (status === 429) return sendPage(reply, 429, errorPage('Too many requests', 'Too many sign-in requests came from your network. Wait a minute, then try again.'));
-      if (isDbUnavailable(err)) return sendPage(reply.header('retry-after', String(DB_RETRY_AFTER_SECONDS)), 503, errorPage('Briefly unavailable', 'The service cannot reach its database. Try again in a moment.'));
-      if (status < 500) return sendPage(reply, status, errorPage('Invalid request', err instanceof AuthError ? err.message : 'The request could not be read.'));
-      return sendPage(reply, 500, errorPage('Something went wrong', 'An unexpected error happened. Try again.'));
-    }
-    if (err instanceof AuthError) return sendAuthError(req, reply, err);
-    if (err instanceof TokenError) return sendAuthError(req, reply, new AuthError(403, 'bad_jwt', `invalid JWT: unable to parse or verify signature, ${err.message}`));
-    if (isDbUnavailable(err)) return sendAuthError(req, reply, unavailable());
-    if (status < 500) return sendAuthError(req, reply, new AuthError(status, 'validation_failed', err.message));
-    return sendAuthError(req, reply, new AuthError(500, 'unexpected_failure', 'Unexpected failure, please check server logs for more information'));
-  });
+  app.setErrorHandler(oauthErrorHandler);
 
   metadataRoutes(app, deps);
   const oauth = { apikey: false, surface: 'oauth' as const };
@@ -128,131 +102,212 @@ export async function oauthRoutes(app: FastifyInstance, { deps, limits }: { deps
 
   // Over the per-IP limit the page says so (429, Retry-After) before any client lookup or row.
   app.get('/oauth/authorize', { config: page, onRequest: limits.authorize }, (req, reply) => authorize(deps, req, reply));
+  app.post('/oauth/sign-in', { config: page }, (req, reply) => signIn(deps, limits, req, reply));
+  app.post('/oauth/decision', { config: page }, (req, reply) => decision(deps, req, reply));
+  app.post('/oauth/token', { config: oauth, onRequest: limits.oauthToken, onResponse: countTokenGrant }, (req, reply) => token(deps, req, reply));
+  app.post('/oauth/revoke', { config: oauth }, (req, reply) => revoke(deps, req, reply));
+  app.post('/oauth/clients/register', { config: oauth, onRequest: limits.register }, (req, reply) => register(deps, req, reply));
+  // GoTrue's JSON pair for a custom consent UI: a first-party session (aud "authenticated") acts.
+  app.get<{ Params: { id: string } }>('/oauth/authorizations/:id', { config: gotrue }, (req) => getAuthorization(deps, req));
+  app.post<{ Params: { id: string } }>('/oauth/authorizations/:id/consent', { config: gotrue }, (req) => consent(deps, req));
+  app.get('/user/oauth/grants', { config: { surface: 'gotrue' } }, (req) => grants(deps, req));
+  app.delete('/user/oauth/grants', { config: { surface: 'gotrue' }, onRequest: auditContextHook }, (req, reply) => revokeGrantOfClient(deps, req, reply));
+}
 
-  app.post('/oauth/sign-in', { config: page }, async (req, reply) => {
-    const { authz, client, csrf } = await formStep(deps, req.body);
-    const email = formField(req.body, 'email').trim();
-    const password = formField(req.body, 'password');
-    const again = (status: number, error: string) =>
-      sendPage(reply, status, signInPage({ authorizationId: authz.id, csrf, clientName: clientLabel(client), email, error }));
-    if (!email || !password) return again(400, 'Enter your email and your password.');
-    try {
-      await limits.signIn(req, reply, email);
-    } catch (err) {
-      if (err instanceof AuthError && err.status === 429) return again(429, 'Too many sign-in attempts. Wait a few minutes, then try again.');
-      throw err;
-    }
-    let user: UserRow;
-    try {
-      user = await checkPassword(deps, email, password);
-    } catch (err) {
-      if (err instanceof AuthError && signInMessages[err.code]) return again(400, signInMessages[err.code]!);
-      throw err;
-    }
-    await rehashIfOutdated(deps.db, user, password);
-    const next = await bindUser(deps, authz.id, user.id);
-    if (!next) throw expired();
-    if (await consentCovers(deps.db, user.id, client.client_id, authz.scope)) {
-      const url = await decide(deps, authz.id, user.id, 'approve');
-      if (!url) throw expired();
-      return reply.redirect(url, 303);
-    }
-    return sendPage(
-      reply,
-      200,
-      consentPage({
-        authorizationId: authz.id,
-        csrf: next,
-        clientName: clientLabel(client),
-        clientId: client.client_id,
-        redirectUri: authz.redirect_uri,
-        localOnly: onlyLoopback([authz.redirect_uri]),
-        scope: authz.scope,
-        email: user.email ?? email,
-      }),
-    );
-  });
+/**
+ * The error handler of every OAuth route: renders an error in the route's `config.surface` —
+ * `oauth` (RFC 6749 §5.2 JSON), `page` (an HTML error page) or `gotrue` (the identity platform's
+ * body). A lost database is 503 with Retry-After; anything unexpected is logged and is a 500.
+ */
+function oauthErrorHandler(err: Error & { statusCode?: number }, req: FastifyRequest, reply: FastifyReply) {
+  const surface = req.routeOptions.config?.surface ?? 'gotrue';
+  const status = err instanceof AuthError ? err.status : err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+  if (status === 500 && !isDbUnavailable(err) && !(err instanceof OAuthError) && !(err instanceof PageError)) {
+    req.log.error({ err }, 'oauth: unexpected error');
+  }
+  if (surface === 'oauth') {
+    if (err instanceof OAuthError) return sendOAuthError(reply, err);
+    if (isDbUnavailable(err)) return sendOAuthError(reply, new OAuthError(503, 'temporarily_unavailable', 'the service is briefly unavailable; retry', DB_RETRY_AFTER_SECONDS));
+    if (status === 429) return sendOAuthError(reply, new OAuthError(429, 'temporarily_unavailable', 'too many requests; retry after the time in Retry-After'));
+    if (status < 500) return sendOAuthError(reply, new OAuthError(status === 413 ? 413 : 400, 'invalid_request', err.message));
+    return sendOAuthError(reply, new OAuthError(500, 'server_error', 'unexpected failure'));
+  }
+  if (surface === 'page') {
+    if (err instanceof PageError) return sendPage(reply, err.status, errorPage(err.title, err.message));
+    if (status === 429) return sendPage(reply, 429, errorPage('Too many requests', 'Too many sign-in requests came from your network. Wait a minute, then try again.'));
+    if (isDbUnavailable(err)) return sendPage(reply.header('retry-after', String(DB_RETRY_AFTER_SECONDS)), 503, errorPage('Briefly unavailable', 'The service cannot reach its database. Try again in a moment.'));
+    if (status < 500) return sendPage(reply, status, errorPage('Invalid request', err instanceof AuthError ? err.message : 'The request could not be read.'));
+    return sendPage(reply, 500, errorPage('Something went wrong', 'An unexpected error happened. Try again.'));
+  }
+  if (err instanceof AuthError) return sendAuthError(req, reply, err);
+  if (err instanceof TokenError) return sendAuthError(req, reply, new AuthError(403, 'bad_jwt', `invalid JWT: unable to parse or verify signature, ${err.message}`));
+  if (isDbUnavailable(err)) return sendAuthError(req, reply, unavailable());
+  if (status < 500) return sendAuthError(req, reply, new AuthError(status, 'validation_failed', err.message));
+  return sendAuthError(req, reply, new AuthError(500, 'unexpected_failure', 'Unexpected failure, please check server logs for more information'));
+}
 
-  app.post('/oauth/decision', { config: page }, async (req, reply) => {
-    const { authz } = await formStep(deps, req.body);
-    if (!authz.user_id) throw new PageError(403, 'Sign in first', 'This request has no signed-in user yet.');
-    const decision = formField(req.body, 'decision');
-    if (decision !== 'allow' && decision !== 'deny') throw new PageError(400, 'Invalid form', 'Choose Allow or Deny.');
-    const url = await decide(deps, authz.id, authz.user_id, decision === 'allow' ? 'approve' : 'deny');
+/**
+ * `POST /oauth/sign-in` (the sign-in form): checks the email and password, binds the user to the
+ * authorization, then answers the consent page — or, when a stored consent covers the scope, 303
+ * to the client with a code. A missing field, wrong credentials or the per-email limit re-show the
+ * sign-in page (400 / 429); an unknown, expired or foreign form is a `PageError` page.
+ */
+async function signIn(deps: Deps, limits: TokenLimits, req: FastifyRequest, reply: FastifyReply) {
+  const { authz, client, csrf } = await formStep(deps, req.body);
+  const email = formField(req.body, 'email').trim();
+  const password = formField(req.body, 'password');
+  const again = (status: number, error: string) =>
+    sendPage(reply, status, signInPage({ authorizationId: authz.id, csrf, clientName: clientLabel(client), email, error }));
+  if (!email || !password) return again(400, 'Enter your email and your password.');
+  try {
+    await limits.signIn(req, reply, email);
+  } catch (err) {
+    if (err instanceof AuthError && err.status === 429) return again(429, 'Too many sign-in attempts. Wait a few minutes, then try again.');
+    throw err;
+  }
+  let user: UserRow;
+  try {
+    user = await checkPassword(deps, email, password);
+  } catch (err) {
+    if (err instanceof AuthError && signInMessages[err.code]) return again(400, signInMessages[err.code]!);
+    throw err;
+  }
+  await rehashIfOutdated(deps.db, user, password);
+  const next = await bindUser(deps, authz.id, user.id);
+  if (!next) throw expired();
+  if (await consentCovers(deps.db, user.id, client.client_id, authz.scope)) {
+    const url = await decide(deps, authz.id, user.id, 'approve');
     if (!url) throw expired();
     return reply.redirect(url, 303);
-  });
-
-  const countTokenGrant = (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    countGrant((req.body as Record<string, unknown> | undefined)?.grant_type, reply);
-    done();
-  };
-  app.post('/oauth/token', { config: oauth, onRequest: limits.oauthToken, onResponse: countTokenGrant }, async (req, reply) => {
-    const body = req.body;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new OAuthError(400, 'invalid_request', 'the body must be form-encoded parameters');
-    const answer = await tokenRequest(deps, body as Record<string, unknown>);
-    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(answer);
-  });
-
-  app.post('/oauth/revoke', { config: oauth }, async (req, reply) => {
-    const body = req.body;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new OAuthError(400, 'invalid_request', 'the body must be form-encoded parameters');
-    await revokeToken(deps, body as Record<string, unknown>);
-    return reply.code(200).header('cache-control', 'no-store').send();
-  });
-
-  app.post('/oauth/clients/register', { config: oauth, onRequest: limits.register }, async (req, reply) =>
-    reply.code(201).header('cache-control', 'no-store').send(await registerClient(deps, req.body)),
-  );
-
-  // GoTrue's JSON pair for a custom consent UI: a first-party session (aud "authenticated") acts.
-  app.get<{ Params: { id: string } }>('/oauth/authorizations/:id', { config: gotrue }, async (req) => {
-    const { user } = await requireSession(deps, req);
-    const authz = await ownAuthorization(deps, req.params.id, user.id);
-    if (!authz.user_id) {
-      if (!(await bindUser(deps, authz.id, user.id))) throw notFound();
-      if (await consentCovers(deps.db, user.id, authz.client_id, authz.scope)) {
-        const url = await decide(deps, authz.id, user.id, 'approve');
-        if (!url) throw notFound();
-        return { redirect_url: url };
-      }
-    }
-    const client = await knownClient(deps.db, authz.client_id);
-    if (!client) throw notFound();
-    return {
-      authorization_id: authz.id,
-      redirect_uri: authz.redirect_uri,
-      client: { id: client.client_id, name: client.client_name ?? '', uri: client.client_uri ?? '', logo_uri: client.logo_uri ?? '' },
-      user: { id: user.id, email: user.email ?? '' },
+  }
+  return sendPage(
+    reply,
+    200,
+    consentPage({
+      authorizationId: authz.id,
+      csrf: next,
+      clientName: clientLabel(client),
+      clientId: client.client_id,
+      redirectUri: authz.redirect_uri,
+      localOnly: onlyLoopback([authz.redirect_uri]),
       scope: authz.scope,
-    };
-  });
+      email: user.email ?? email,
+    }),
+  );
+}
 
-  app.post<{ Params: { id: string } }>('/oauth/authorizations/:id/consent', { config: gotrue }, async (req) => {
-    const { user } = await requireSession(deps, req);
-    const action = (req.body as { action?: unknown } | undefined)?.action;
-    if (action !== 'approve' && action !== 'deny') throw new AuthError(400, 'validation_failed', "action must be 'approve' or 'deny'");
-    const authz = await ownAuthorization(deps, req.params.id, user.id);
-    if (authz.user_id !== user.id) throw notFound();
-    const url = await decide(deps, authz.id, user.id, action);
-    if (!url) throw notFound();
-    return { redirect_url: url };
-  });
+/**
+ * `POST /oauth/decision` (the consent form): 303 to the client with `code` (Allow) or
+ * `error=access_denied` (Deny). 403 page before sign-in, 400 page for another decision or an
+ * expired request.
+ */
+async function decision(deps: Deps, req: FastifyRequest, reply: FastifyReply) {
+  const { authz } = await formStep(deps, req.body);
+  if (!authz.user_id) throw new PageError(403, 'Sign in first', 'This request has no signed-in user yet.');
+  const choice = formField(req.body, 'decision');
+  if (choice !== 'allow' && choice !== 'deny') throw new PageError(400, 'Invalid form', 'Choose Allow or Deny.');
+  const url = await decide(deps, authz.id, authz.user_id, choice === 'allow' ? 'approve' : 'deny');
+  if (!url) throw expired();
+  return reply.redirect(url, 303);
+}
 
-  app.get('/user/oauth/grants', { config: { surface: 'gotrue' } }, async (req) => listGrants(deps.db, (await requireSession(deps, req)).user.id));
+/** `onResponse` of the token route: counts the grant type and its outcome (telemetry). */
+function countTokenGrant(req: FastifyRequest, reply: FastifyReply, done: () => void) {
+  countGrant((req.body as Record<string, unknown> | undefined)?.grant_type, reply);
+  done();
+}
 
-  app.delete('/user/oauth/grants', { config: { surface: 'gotrue' }, onRequest: auditContextHook }, async (req, reply) => {
-    const { user } = await requireSession(deps, req);
-    const clientId = (req.query as Record<string, unknown>).client_id;
-    if (typeof clientId !== 'string' || !clientId || clientId.length > 2048) throw new AuthError(400, 'validation_failed', 'client_id is required');
-    const revoked = await deps.db.transaction(async (tx) => {
-      if (!(await revokeGrant(tx, user.id, clientId))) return false;
-      await audit(tx, { tenantId: null, action: 'oauth.grant.revoke', target: { type: 'user', id: user.svc_user_id }, detail: { client_id: clientId }, actor: { kind: 'auth_user', id: user.id } });
-      return true;
-    });
-    if (!revoked) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
-    return reply.code(204).send();
+/**
+ * `POST /oauth/token` (RFC 6749 §3.2, token.ts): the token response, not cached. A body that is
+ * not form parameters is 400 `invalid_request`; grant errors are OAuth errors from token.ts.
+ */
+async function token(deps: Deps, req: FastifyRequest, reply: FastifyReply) {
+  const body = req.body;
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new OAuthError(400, 'invalid_request', 'the body must be form-encoded parameters');
+  const answer = await tokenRequest(deps, body as Record<string, unknown>);
+  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(answer);
+}
+
+/**
+ * `POST /oauth/revoke` (RFC 7009, revoke.ts): 200 with an empty body, also for an unknown token.
+ * A body that is not form parameters is 400 `invalid_request`; client errors come from revoke.ts.
+ */
+async function revoke(deps: Deps, req: FastifyRequest, reply: FastifyReply) {
+  const body = req.body;
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new OAuthError(400, 'invalid_request', 'the body must be form-encoded parameters');
+  await revokeToken(deps, body as Record<string, unknown>);
+  return reply.code(200).header('cache-control', 'no-store').send();
+}
+
+/** `POST /oauth/clients/register` (RFC 7591, clients.ts): 201 with the registration; metadata errors are OAuth errors. */
+async function register(deps: Deps, req: FastifyRequest, reply: FastifyReply) {
+  return reply.code(201).header('cache-control', 'no-store').send(await registerClient(deps, req.body));
+}
+
+/**
+ * `GET /oauth/authorizations/{id}` (GoTrue): the authorization's client, user and scope for a
+ * consent UI, or `{redirect_url}` when a stored consent already covers it. 404
+ * `oauth_authorization_not_found` for an unknown, answered or foreign one; a session is required.
+ */
+async function getAuthorization(deps: Deps, req: FastifyRequest<{ Params: { id: string } }>) {
+  const { user } = await requireSession(deps, req);
+  const authz = await ownAuthorization(deps, req.params.id, user.id);
+  if (!authz.user_id) {
+    if (!(await bindUser(deps, authz.id, user.id))) throw notFound();
+    if (await consentCovers(deps.db, user.id, authz.client_id, authz.scope)) {
+      const url = await decide(deps, authz.id, user.id, 'approve');
+      if (!url) throw notFound();
+      return { redirect_url: url };
+    }
+  }
+  const client = await knownClient(deps.db, authz.client_id);
+  if (!client) throw notFound();
+  return {
+    authorization_id: authz.id,
+    redirect_uri: authz.redirect_uri,
+    client: { id: client.client_id, name: client.client_name ?? '', uri: client.client_uri ?? '', logo_uri: client.logo_uri ?? '' },
+    user: { id: user.id, email: user.email ?? '' },
+    scope: authz.scope,
+  };
+}
+
+/**
+ * `POST /oauth/authorizations/{id}/consent` (GoTrue): `{redirect_url}` carrying the code or the
+ * denial. 400 `validation_failed` for an action other than approve/deny; 404 when the
+ * authorization is unknown or not bound to the session's user.
+ */
+async function consent(deps: Deps, req: FastifyRequest<{ Params: { id: string } }>) {
+  const { user } = await requireSession(deps, req);
+  const action = (req.body as { action?: unknown } | undefined)?.action;
+  if (action !== 'approve' && action !== 'deny') throw new AuthError(400, 'validation_failed', "action must be 'approve' or 'deny'");
+  const authz = await ownAuthorization(deps, req.params.id, user.id);
+  if (authz.user_id !== user.id) throw notFound();
+  const url = await decide(deps, authz.id, user.id, action);
+  if (!url) throw notFound();
+  return { redirect_url: url };
+}
+
+/** `GET /user/oauth/grants` (grants.ts): the signed-in user's grants; a session is required. */
+async function grants(deps: Deps, req: FastifyRequest) {
+  return listGrants(deps.db, (await requireSession(deps, req)).user.id);
+}
+
+/**
+ * `DELETE /user/oauth/grants?client_id=…`: revokes the user's grant to that client and audits it,
+ * in one transaction; 204. 400 `validation_failed` without a usable `client_id`, 404
+ * `oauth_consent_not_found` when no active grant exists.
+ */
+async function revokeGrantOfClient(deps: Deps, req: FastifyRequest, reply: FastifyReply) {
+  const { user } = await requireSession(deps, req);
+  const clientId = (req.query as Record<string, unknown>).client_id;
+  if (typeof clientId !== 'string' || !clientId || clientId.length > 2048) throw new AuthError(400, 'validation_failed', 'client_id is required');
+  const revoked = await deps.db.transaction(async (tx) => {
+    if (!(await revokeGrant(tx, user.id, clientId))) return false;
+    await audit(tx, { tenantId: null, action: 'oauth.grant.revoke', target: { type: 'user', id: user.svc_user_id }, detail: { client_id: clientId }, actor: { kind: 'auth_user', id: user.id } });
+    return true;
   });
+  if (!revoked) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
+  return reply.code(204).send();
 }
 
 const expired = () => new PageError(400, 'This sign-in has expired', 'The request is unknown, already answered, or older than 10 minutes.');
