@@ -197,6 +197,20 @@ export function useFixture<T extends object>(make: () => Promise<T>): T {
   });
 }
 
+/**
+ * A fresh, migrated database (`freshDb`) of a test file or `describe` block, instead of a
+ * `beforeAll`/`afterAll` pair: made before the block's tests, dropped after them. The handle
+ * forwards to `{ db, url, drop }`.
+ */
+export function useFreshDb(): Awaited<ReturnType<typeof freshDb>> {
+  let made: Awaited<ReturnType<typeof freshDb>> | undefined;
+  const store = useFixture(async () => (made = await freshDb()));
+  afterAll(async () => {
+    await made?.drop();
+  });
+  return store;
+}
+
 /** Create a tenant, a user with a password, and make the user an author of the tenant. */
 export async function seedAuthor(t: TestApp, slug: string, email = `author@${slug}.test`, password = 'correct horse battery') {
   const tenant = await t.op('tenant.create', { slug, name: `Tenant ${slug}` });
