@@ -162,9 +162,10 @@ export function useApp(start: () => Promise<TestApp> = () => startApp()): TestAp
  * A server of a test file or `describe` block — an app, a test IdP, a test model, an `EmbedWorld`,
  * a partner site, a browser — instead of a `beforeAll`/`afterAll` pair: `start` runs before the
  * block's tests (`useFixture`, whose handle forwards to the server) and `close` after them.
+ * `timeout` (ms) bounds the start, when it may take longer than the suite's hook timeout.
  */
-export function useServer<T extends { close(): Promise<unknown> }>(start: () => Promise<T>): T {
-  const server = useFixture(start);
+export function useServer<T extends { close(): Promise<unknown> }>(start: () => Promise<T>, timeout?: number): T {
+  const server = useFixture(start, timeout);
   afterAll(async () => {
     await (server as Partial<T>).close?.();
   });
@@ -175,12 +176,13 @@ export function useServer<T extends { close(): Promise<unknown> }>(start: () => 
  * A value made once for a test file or `describe` block by `make` (in a `beforeAll`, after the
  * hooks registered before this call): the returned handle forwards to it, so
  * `const a = useFixture(() => seedTenant(t, 'alpha'))` reads as the seeded tenant in tests.
+ * `timeout` (ms) bounds `make`, when it may take longer than the suite's hook timeout.
  */
-export function useFixture<T extends object>(make: () => Promise<T>): T {
+export function useFixture<T extends object>(make: () => Promise<T>, timeout?: number): T {
   let value: T | undefined;
   beforeAll(async () => {
     value = await make();
-  });
+  }, timeout);
   const target = () => {
     if (!value) throw new Error('the fixture is used before its beforeAll hook ran');
     return value;
