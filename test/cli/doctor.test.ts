@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Finding } from '../../src/admin/doctor/index.ts';
-import { backend, useServer } from '../helpers/harness.ts';
+import { backend, useFixture, useServer } from '../helpers/harness.ts';
 import { clusterUnavailable, createCluster, createSvcDb, freePort } from '../helpers/pg-cluster.ts';
 import { killAll, startServerProcess, type ServerProcess } from '../helpers/server-process.ts';
 import { cliStore, runSvc } from '../helpers/svc-cli.ts';
@@ -31,12 +31,11 @@ const SECRETS = {
 
 const idp = useServer(() => startTestIdp());
 const model = useServer(() => startTestModel());
-let store: Awaited<ReturnType<typeof cliStore>>;
+const store = useFixture(() => cliStore('doctor'), { release: (s) => s.cleanup() });
 /** The healthy stack's environment: the store, the judge, the loopback IdP allowed through the outbound guard. */
 let healthy: Record<string, string>;
 
 beforeAll(async () => {
-  store = await cliStore('doctor');
   healthy = {
     ...store.env,
     ...(backend === 'postgres' ? SECRETS : {}),
@@ -48,7 +47,6 @@ beforeAll(async () => {
   expect((await runSvc(store.env, 'tenant', 'create', 'acme')).code).toBe(0);
   expect((await runSvc(store.env, 'idp', 'set', 'acme', '--issuer', idp.issuer, '--discovery')).code).toBe(0);
 }, 120_000);
-afterAll(() => store?.cleanup());
 
 /** `svc doctor --json` with `env`: exit code, findings, stderr. */
 async function doctor(env: Record<string, string>, ...args: string[]) {

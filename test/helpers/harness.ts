@@ -165,24 +165,31 @@ export function useApp(start: () => Promise<TestApp> = () => startApp()): TestAp
  * `timeout` (ms) bounds the start, when it may take longer than the suite's hook timeout.
  */
 export function useServer<T extends { close(): Promise<unknown> }>(start: () => Promise<T>, timeout?: number): T {
-  const server = useFixture(start, timeout);
-  afterAll(async () => {
-    await (server as Partial<T>).close?.();
-  });
-  return server;
+  return useFixture(start, { release: (server) => server.close(), timeout });
 }
 
 /**
  * A value made once for a test file or `describe` block by `make` (in a `beforeAll`, after the
  * hooks registered before this call): the returned handle forwards to it, so
  * `const a = useFixture(() => seedTenant(t, 'alpha'))` reads as the seeded tenant in tests.
- * `timeout` (ms) bounds `make`, when it may take longer than the suite's hook timeout.
+ * `release` (in an `afterAll`) frees what `make` made — a database to drop, a folder to remove —
+ * when `make` got that far; `timeout` (ms) bounds `make`, when it may take longer than the suite's
+ * hook timeout.
  */
-export function useFixture<T extends object>(make: () => Promise<T>, timeout?: number): T {
+export function useFixture<T extends object>(
+  make: () => Promise<T>,
+  options: { release?: (value: T) => Promise<unknown>; timeout?: number } = {},
+): T {
   let value: T | undefined;
   beforeAll(async () => {
     value = await make();
-  }, timeout);
+  }, options.timeout);
+  const { release } = options;
+  if (release) {
+    afterAll(async () => {
+      if (value !== undefined) await release(value);
+    });
+  }
   const target = () => {
     if (!value) throw new Error('the fixture is used before its beforeAll hook ran');
     return value;
@@ -205,12 +212,7 @@ export function useFixture<T extends object>(make: () => Promise<T>, timeout?: n
  * forwards to `{ db, url, drop }`.
  */
 export function useFreshDb(): Awaited<ReturnType<typeof freshDb>> {
-  let made: Awaited<ReturnType<typeof freshDb>> | undefined;
-  const store = useFixture(async () => (made = await freshDb()));
-  afterAll(async () => {
-    await made?.drop();
-  });
-  return store;
+  return useFixture(freshDb, { release: (store) => store.drop() });
 }
 
 /** Create a tenant, a user with a password, and make the user an author of the tenant. */
