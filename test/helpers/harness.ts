@@ -176,10 +176,7 @@ export function useServer<T extends { close(): Promise<unknown> }>(start: () => 
  * when `make` got that far; `timeout` (ms) bounds `make`, when it may take longer than the suite's
  * hook timeout.
  */
-export function useFixture<T extends object>(
-  make: () => Promise<T>,
-  options: { release?: (value: T) => Promise<unknown>; timeout?: number } = {},
-): T {
+export function useFixture<T extends object>(make: () => Promise<T>, options: { release?: (value: T) => Promise<unknown>; timeout?: number } = {}): T {
   let value: T | undefined;
   beforeAll(async () => {
     value = await make();

@@ -130,7 +130,10 @@ describe('keys lead with tenant_id (what distributing by tenant_id on Citus requ
     const [program] = await store.db.query<{ id: string }>(`insert into programs (tenant_id, title) values ($1, 'P') returning id`, [t1!.id]);
     const [unit] = await store.db.query<{ id: string }>(`insert into units (program_id, title) values ($1, 'U') returning id`, [program!.id]);
     const [lesson] = await store.db.query<{ id: string }>(`insert into lessons (unit_id, title) values ($1, 'L') returning id`, [unit!.id]);
-    const [activity] = await store.db.query<{ id: string }>(`insert into activities (lesson_id, title, kind, spec) values ($1, 'A', 'site', 's') returning id`, [lesson!.id]);
+    const [activity] = await store.db.query<{ id: string }>(
+      `insert into activities (lesson_id, title, kind, spec) values ($1, 'A', 'site', 's') returning id`,
+      [lesson!.id],
+    );
     const [auth] = await store.db.query<{ id: string }>(`insert into auth.users (email) values ('keys@example.test') returning id`);
     const [user] = await store.db.query<{ id: string }>(`insert into users (auth_user_id) values ($1) returning id`, [auth!.id]);
     const [result] = await store.db.query<{ id: string }>(
