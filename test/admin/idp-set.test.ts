@@ -2,26 +2,18 @@
  * `idp set` keeps an issuer bound to one key source across tenants: (issuer, subject) is one
  * learner everywhere, so a second tenant may not verify the same issuer with other keys.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AdminError } from '../../src/admin/ops.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { useApp, useServer } from '../helpers/harness.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 
-let t: TestApp;
-let real: Awaited<ReturnType<typeof startTestIdp>>;
-let rogue: Awaited<ReturnType<typeof startTestIdp>>;
+const t = useApp();
+const real = useServer(() => startTestIdp());
+const rogue = useServer(() => startTestIdp());
 beforeAll(async () => {
-  t = await startApp();
-  real = await startTestIdp();
-  rogue = await startTestIdp();
   await t.op('tenant.create', { slug: 'aaa' });
   await t.op('tenant.create', { slug: 'bbb' });
   await t.op('idp.set', { tenant: 'aaa', issuer: real.issuer, jwks_url: real.jwksUrl });
-});
-afterAll(async () => {
-  await t.close();
-  await real.close();
-  await rogue.close();
 });
 
 const session = (tenant: string, idpToken: string) =>

@@ -4,22 +4,18 @@
  * removed or renumbered, and the results API still resolves the result with its activity.
  * Content without results is deleted (with everything under it) and the siblings close up.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
-import { authorClient, fails, ok, type Structured, contentSnapshot } from './helpers.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { fails, ok, type Structured, contentSnapshot, useAuthor } from './helpers.ts';
 
 const t = useApp();
-let client: Client;
-let author: Awaited<ReturnType<typeof authorClient>>;
+const author = useAuthor(t, 'acme');
+const client = useFixture(async () => author.client);
 let apiKey: string;
 
 beforeAll(async () => {
-  author = await authorClient(t, 'acme');
-  client = author.client;
   apiKey = (await t.op('key.create', { tenant: 'acme', name: 'dashboard' })).key;
 });
-afterAll(() => client?.close());
 
 const snapshot = () => contentSnapshot(t);
 

@@ -5,8 +5,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, expect } from 'vitest';
-import { seedAuthor, useFixture, type TestApp } from '../helpers/harness.ts';
+import { expect } from 'vitest';
+import { seedAuthor, useServer, type TestApp } from '../helpers/harness.ts';
 
 /** Password grant → the session's access token. */
 export async function signIn(t: TestApp, email: string, password: string): Promise<string> {
@@ -38,11 +38,15 @@ export async function authorClient(t: TestApp, slug: string) {
 
 /** The MCP client of an author of tenant `slug` in app `t`, for a test file or block (closed after it). */
 export function useAuthorClient(t: TestApp, slug = 'acme'): Client {
-  const client = useFixture(async () => (await authorClient(t, slug)).client);
-  afterAll(async () => {
-    await (client as Partial<Client>).close?.();
+  return useServer(async () => (await authorClient(t, slug)).client);
+}
+
+/** `authorClient(t, slug)` for a test file or block: the seeded author, token and client (closed after it). */
+export function useAuthor(t: TestApp, slug = 'acme'): Awaited<ReturnType<typeof authorClient>> {
+  return useServer(async () => {
+    const author = await authorClient(t, slug);
+    return { ...author, close: () => author.client.close() };
   });
-  return client;
 }
 
 export type Structured = Record<string, any>;

@@ -5,16 +5,15 @@
  * batch is refused (-32600), malformed JSON is -32700, JSON that is not JSON-RPC -32600, params
  * that do not fit the method -32602.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
-import { authorClient, contentCounts, ok, rawPost, type Structured } from './helpers.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { contentCounts, ok, rawPost, type Structured, useAuthor, useAuthorClient } from './helpers.ts';
 
 const t = useApp();
-let a: Client; // author of acme
-let b: Client; // author of beta
-let token: string;
+const author = useAuthor(t, 'acme');
+const a = useFixture(async () => author.client); // author of acme
+const b = useAuthorClient(t, 'beta'); // author of beta
 let x: { program: Structured; activity: Structured };
 let catalogId: string;
 const GHOST = '00000000-0000-7000-8000-000000000000';
@@ -29,10 +28,6 @@ const rpcError = (p: Promise<unknown>) =>
   );
 
 beforeAll(async () => {
-  const author = await authorClient(t, 'acme');
-  a = author.client;
-  token = author.token;
-  b = (await authorClient(t, 'beta')).client;
   const program = await ok(a, 'create_program', { tenant: 'acme', title: 'Grid course' });
   const unit = await ok(a, 'create_unit', { program_id: program.id, title: 'Grid' });
   const lesson = await ok(a, 'create_lesson', { unit_id: unit.id, title: 'Tracks' });
@@ -40,9 +35,6 @@ beforeAll(async () => {
   x = { program, activity };
   await ok(b, 'create_program', { tenant: 'beta', title: 'Beta only' });
   [{ id: catalogId }] = (await t.db.query<{ id: string }>(`insert into programs (tenant_id, title) values (null, 'Catalog course') returning id`)) as [{ id: string }];
-});
-afterAll(async () => {
-  await Promise.all([a, b].map((c) => c?.close()));
 });
 
 describe('resources', () => {
@@ -137,7 +129,7 @@ describe('progress notifications', () => {
     const res = await rawPost(
       t,
       { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'import_program', arguments: { tenant: 'acme', external_id: 'progress-2', title: 'P', units } } },
-      { authorization: `Bearer ${token}` },
+      { authorization: `Bearer ${author.token}` },
     );
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(((await res.json()) as { result: Structured }).result.structuredContent.counts).toEqual({ units: 3, lessons: 3, activities: 3 });
@@ -145,7 +137,7 @@ describe('progress notifications', () => {
 });
 
 describe('protocol edges over HTTP', () => {
-  const auth = () => ({ authorization: `Bearer ${token}` });
+  const auth = () => ({ authorization: `Bearer ${author.token}` });
 
   it('refuses a JSON-RPC batch (-32600) and runs none of it', async () => {
     const before = await contentCounts(t);

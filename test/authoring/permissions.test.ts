@@ -3,17 +3,16 @@
  * A (A's ids read as not found, exactly like ids that do not exist), and a learner of A reads A
  * but cannot write it. After every refused call, SQL (as the owner) shows nothing changed.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useApp, useServer } from '../helpers/harness.ts';
 import { connect, useAuthorClient, fails, ok, signIn, type Structured, contentSnapshot } from './helpers.ts';
 
 const NOT_ALLOWED = 'not allowed: you are not an author of that tenant';
+const LEARNER = { email: 'learner@acme.test', password: 'correct horse battery' };
 
 const t = useApp();
 const a = useAuthorClient(t, 'acme');
 const b = useAuthorClient(t, 'beta');
-let learner: Client; // learner of acme
 let tree: { program: Structured; unit: Structured; lesson: Structured; activity: Structured };
 let betaProgram: Structured;
 
@@ -29,8 +28,7 @@ beforeAll(async () => {
   tree = { program, unit, lesson, activity };
   betaProgram = await ok(b, 'create_program', { tenant: 'beta', title: 'Beta course' });
 
-  const email = 'learner@acme.test';
-  const password = 'correct horse battery';
+  const { email, password } = LEARNER;
   await t.op('user.create', { email, password });
   await t.db.query(
     `insert into memberships (tenant_id, user_id, role)
@@ -38,9 +36,9 @@ beforeAll(async () => {
       where t.slug = 'acme' and au.email = $1`,
     [email],
   );
-  learner = await connect(t, await signIn(t, email, password));
 });
-afterAll(() => learner?.close());
+/** A learner of acme. */
+const learner = useServer(async () => connect(t, await signIn(t, LEARNER.email, LEARNER.password)));
 
 describe('an author of another tenant', () => {
   it('sees tenant A ids as not found, like ids that do not exist', async () => {

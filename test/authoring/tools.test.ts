@@ -1,18 +1,11 @@
 /** The authoring tools through the MCP SDK's client: listing, CRUD, pages, instantiation (order: positions.test.ts). */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useApp } from '../helpers/harness.ts';
-import { authorClient, contentCounts, fails, ok } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { useApp, useFixture } from '../helpers/harness.ts';
+import { contentCounts, fails, ok, useAuthor } from './helpers.ts';
 
 const t = useApp();
-let client: Client;
-let author: Awaited<ReturnType<typeof authorClient>>;
-
-beforeAll(async () => {
-  author = await authorClient(t, 'acme');
-  client = author.client;
-});
-afterAll(() => client?.close());
+const author = useAuthor(t, 'acme');
+const client = useFixture(async () => author.client);
 
 const ALL_TOOLS = [
   'whoami', 'list_tenants', 'list_programs', 'get_program', 'get_unit', 'get_lesson', 'get_activity', 'search_content',

@@ -15,12 +15,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Finding } from '../../src/admin/doctor/index.ts';
-import { backend } from '../helpers/harness.ts';
+import { backend, useFixture, useServer } from '../helpers/harness.ts';
 import { clusterUnavailable, createCluster, createSvcDb, freePort } from '../helpers/pg-cluster.ts';
 import { killAll, startServerProcess, type ServerProcess } from '../helpers/server-process.ts';
 import { cliStore, runSvc } from '../helpers/svc-cli.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
 
 /** Strong secrets a PostgreSQL-backed service needs (embedded stores make their own). */
 const SECRETS = {
@@ -29,14 +29,13 @@ const SECRETS = {
   SVC_SERVICE_ROLE_KEY: 'sb_secret_Jf7Qm2Xz9Kp4Lw8Rt3Vn6Yb1Hc5Gd0S',
 };
 
-let store: Awaited<ReturnType<typeof cliStore>>;
-let idp: TestIdp;
-let model: TestModel;
+const idp = useServer(() => startTestIdp());
+const model = useServer(() => startTestModel());
+const store = useFixture(() => cliStore('doctor'), { release: (s) => s.cleanup() });
 /** The healthy stack's environment: the store, the judge, the loopback IdP allowed through the outbound guard. */
 let healthy: Record<string, string>;
 
 beforeAll(async () => {
-  [store, idp, model] = await Promise.all([cliStore('doctor'), startTestIdp(), startTestModel()]);
   healthy = {
     ...store.env,
     ...(backend === 'postgres' ? SECRETS : {}),
@@ -48,9 +47,6 @@ beforeAll(async () => {
   expect((await runSvc(store.env, 'tenant', 'create', 'acme')).code).toBe(0);
   expect((await runSvc(store.env, 'idp', 'set', 'acme', '--issuer', idp.issuer, '--discovery')).code).toBe(0);
 }, 120_000);
-afterAll(async () => {
-  await Promise.all([store?.cleanup(), idp?.close(), model?.close()]);
-});
 
 /** `svc doctor --json` with `env`: exit code, findings, stderr. */
 async function doctor(env: Record<string, string>, ...args: string[]) {

@@ -3,20 +3,14 @@
  * statements (one round trip each once prepared, no re-parsing), and values come and go as the
  * embedded backend's do (src/db/types.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/db/index.ts';
-import { backend, freshDb } from '../helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { backend, useFreshDb } from '../helpers/harness.ts';
 
 describe.skipIf(backend !== 'postgres')('postgres.js backend', () => {
-  let db: Db;
-  let drop: () => Promise<void>;
-  beforeAll(async () => {
-    ({ db, drop } = await freshDb());
-  });
-  afterAll(() => drop());
+  const store = useFreshDb();
 
   it('prepares queries that have parameters, and only those', async () => {
-    const statements = await db.transaction(async (tx) => {
+    const statements = await store.db.transaction(async (tx) => {
       await tx.query('select $1::int + 1 as n', [1]);
       await tx.query('select 41 + 1 as n');
       return tx.query<{ statement: string }>('select statement from pg_prepared_statements where statement like $1 order by 1', ['select % + 1 as n']);
@@ -25,7 +19,7 @@ describe.skipIf(backend !== 'postgres')('postgres.js backend', () => {
   });
 
   it('returns timestamps as text with microseconds, numeric as numbers, and takes a string bound to jsonb as JSON text', async () => {
-    const [row] = await db.query<Record<string, unknown>>(
+    const [row] = await store.db.query<Record<string, unknown>>(
       `select $1::timestamptz as at, array[$1::timestamptz] as ats, 92.5::numeric as score, $2::jsonb as doc, interval '90 seconds' as span`,
       ['2026-03-01T10:00:00.123456Z', '{"a": [1, "x"]}'],
     );
@@ -34,8 +28,8 @@ describe.skipIf(backend !== 'postgres')('postgres.js backend', () => {
   });
 
   it('runs multi-statement scripts with exec, in and out of a transaction', async () => {
-    await db.exec('create temporary table if not exists t_exec (n int); drop table t_exec;');
-    const n = await db.transaction(async (tx) => {
+    await store.db.exec('create temporary table if not exists t_exec (n int); drop table t_exec;');
+    const n = await store.db.transaction(async (tx) => {
       await tx.exec('create temporary table t_exec (n int) on commit drop; insert into t_exec values (1), (2);');
       return tx.query<{ n: number }>('select count(*)::int as n from t_exec');
     });

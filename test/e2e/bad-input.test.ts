@@ -4,22 +4,16 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedAuthor, startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { seedAuthor, useApp, useServer } from '../helpers/harness.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 
 const NUL = '\u0000';
-let t: TestApp;
-let idp: Awaited<ReturnType<typeof startTestIdp>>;
+const t = useApp();
+const idp = useServer(() => startTestIdp());
 beforeAll(async () => {
-  t = await startApp();
-  idp = await startTestIdp();
   await seedAuthor(t, 'acme', 'author@acme.test', 'author password');
   await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
-});
-afterAll(async () => {
-  await t.close();
-  await idp.close();
 });
 
 const json = (path: string, body: unknown, headers: Record<string, string> = {}) =>

@@ -8,7 +8,7 @@ import { createClient } from '@supabase/supabase-js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, seedAuthor, testJudge, type TestApp } from '../helpers/harness.ts';
+import { startApp, seedAuthor, testJudge, useApp, useServer, type TestApp } from '../helpers/harness.ts';
 import { importOdin, loadOdin, ODIN_MISSING, odinAvailable, readProgram, type ImportReport, type OdinProgram } from '../helpers/odin.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
@@ -17,10 +17,14 @@ const ready = odinAvailable();
 if (!ready) console.warn(ODIN_MISSING);
 
 describe.skipIf(!ready)('end to end on The Odin Project foundations', () => {
-  let t: TestApp; // judge configured
-  let unjudged: TestApp; // same database and secrets, no model
-  let idp: Awaited<ReturnType<typeof startTestIdp>>;
-  let model: Awaited<ReturnType<typeof startTestModel>>;
+  const model = useServer(() => startTestModel());
+  const idp = useServer(() => startTestIdp());
+  const t = useApp(() => startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 10_000 }) })); // judge configured
+  // same database and secrets, no model
+  const unjudged = useApp(() => {
+    const { jwtSecret, anonKey, serviceRoleKey } = t.deps.config;
+    return startApp({ jwtSecret, anonKey, serviceRoleKey }, { db: t.db });
+  });
   let apiKey: string;
   let source: OdinProgram;
   let imported: ImportReport;
@@ -59,20 +63,11 @@ describe.skipIf(!ready)('end to end on The Odin Project foundations', () => {
     return rows;
   };
 
-  beforeAll(async () => {
-    model = await startTestModel();
-    idp = await startTestIdp();
-    t = await startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 10_000 }) });
-    const { jwtSecret, anonKey, serviceRoleKey } = t.deps.config;
-    unjudged = await startApp({ jwtSecret, anonKey, serviceRoleKey }, { db: t.db });
+  beforeAll(() => {
     source = loadOdin();
   });
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close()));
-    await unjudged?.close();
-    await t?.close();
-    await idp?.close();
-    await model?.close();
   });
 
   it('admin: creates two tenants with an author each, an API key and the IdP setting', async () => {

@@ -6,28 +6,26 @@
  */
 import { afterAll, expect, it } from 'vitest';
 import { authorClient, connect, ok, signIn } from '../authoring/helpers.ts';
-import { freshDb, startApp, testJudge, useServer, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, useFreshDb, useServer, type TestApp } from '../helpers/harness.ts';
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
 import { embedSettings, post, seedActivity, verificationOf } from './fixtures.ts';
 
 const model = useServer(() => startTestModel());
 const idp = useServer(() => startTestIdp());
+const store = useFreshDb();
 const apps: TestApp[] = [];
-let store: Awaited<ReturnType<typeof freshDb>> | undefined;
 afterAll(async () => {
   for (const app of apps) await app.close().catch(() => {});
-  await store?.drop();
 });
 
 const start = async (modelName: string) => {
-  const app = await startApp({ judge: testJudge(model.baseUrl, { model: modelName }), embed: embedSettings({ judgePollSeconds: 1 }) }, { db: store!.db });
+  const app = await startApp({ judge: testJudge(model.baseUrl, { model: modelName }), embed: embedSettings({ judgePollSeconds: 1 }) }, { db: store.db });
   apps.push(app);
   return app;
 };
 
 it('a held submission is not graded again at restart; a new model queues a run that grades under it', async () => {
-  store = await freshDb();
   const first = await start('model-a');
   const author = await authorClient(first, 'acme');
   await first.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });

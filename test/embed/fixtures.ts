@@ -4,9 +4,9 @@
  * `beforeAll`/`afterAll` pairs, calling the endpoints, error-body checks.
  */
 import { deflateSync } from 'node:zlib';
-import { afterAll, beforeAll, expect } from 'vitest';
+import { beforeAll, expect } from 'vitest';
 import type { Config, EmbedConfig, JudgeConfig } from '../../src/config.ts';
-import { startApp, testConfig, testJudge, useApp, useServer, type TestApp } from '../helpers/harness.ts';
+import { startApp, testConfig, testJudge, useApp, useFixture, useServer, type TestApp } from '../helpers/harness.ts';
 import { cliStore, runSvc } from '../helpers/svc-cli.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
 import { startTestModel, type TestModel, type TestModelMode } from '../helpers/test-model.ts';
@@ -79,15 +79,8 @@ export async function startEmbedWorld(
  * the output — stdout, with stderr appended when the command failed; it does not throw.
  */
 export function useSvc(prefix: string): (...args: string[]) => Promise<{ code: number; out: string }> {
-  let store: Awaited<ReturnType<typeof cliStore>> | undefined;
-  beforeAll(async () => {
-    store = await cliStore(prefix);
-  });
-  afterAll(async () => {
-    await store?.cleanup().catch(() => {});
-  });
+  const store = useFixture(() => cliStore(prefix), { release: (s) => s.cleanup().catch(() => {}) });
   return async (...args) => {
-    if (!store) throw new Error('svc is used before its beforeAll hook ran');
     const r = await runSvc(store.env, ...args);
     return { code: r.code, out: r.code === 0 ? r.stdout : r.stdout + r.stderr };
   };

@@ -5,23 +5,22 @@
  * submissions each graded exactly once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshDb, startApp, testJudge, type TestApp } from '../helpers/harness.ts';
+import { startApp, testJudge, useFreshDb, useServer, type TestApp } from '../helpers/harness.ts';
 import type { JudgeConfig } from '../../src/config.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
 import { recordOutcome } from '../../src/embed/grading/verdict.ts';
 import { countRows, embedSettings, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 
-let store: Awaited<ReturnType<typeof freshDb>>;
+const idp = useServer(() => startTestIdp());
+const model = useServer(() => startTestModel());
+const store = useFreshDb();
 let t: TestApp;
-let idp: TestIdp;
-let model: TestModel;
 let doc: SeededActivity;
 let judge: JudgeConfig;
 
 beforeAll(async () => {
-  [idp, model, store] = await Promise.all([startTestIdp(), startTestModel(), freshDb()]);
   judge = testJudge(model.baseUrl);
   // Apps come and go on one database (restarts).
   t = await startApp({ judge, embed: embedSettings({ judgePollSeconds: 0.5, judgeRetryDelaySeconds: 1, judgeAttempts: 2, judgeWaitMs: 5000 }) }, { db: store.db });
@@ -29,11 +28,7 @@ beforeAll(async () => {
   await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
   doc = await seedActivity(t, 'acme');
 });
-afterAll(async () => {
-  await t?.close();
-  await store?.drop();
-  await Promise.all([idp?.close(), model?.close()]);
-});
+afterAll(() => t?.close()); // the tests restart it: not a fixture
 
 const submit = async (app: TestApp, sub: string, content = 'complete work', activity = doc) =>
   post(

@@ -14,16 +14,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOp } from '../../src/admin/ops.ts';
 import { migrate, openDb, type Db } from '../../src/db/index.ts';
-import { backend, freshDb, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
+import { backend, freshDb, useServer, type TestApp } from '../helpers/harness.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
 import { seedActivity, type SeededActivity } from './fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
-let idp: TestIdp;
-let model: TestModel;
+const idp = useServer(() => startTestIdp());
+const model = useServer(() => startTestModel());
 let activity: SeededActivity;
 let apiKey: string;
 let env: NodeJS.ProcessEnv;
@@ -31,7 +31,6 @@ let cleanup: () => Promise<void>;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
   let db: Db;
   let target: NodeJS.ProcessEnv;
   if (backend === 'postgres') {
@@ -80,7 +79,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await cleanup?.();
-  await Promise.all([idp?.close(), model?.close()]);
 });
 
 /** Start `src/main.ts`; resolves with its URL once it listens (retrying while an embedded folder's stale lock lasts). */

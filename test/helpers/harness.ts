@@ -162,25 +162,31 @@ export function useApp(start: () => Promise<TestApp> = () => startApp()): TestAp
  * A server of a test file or `describe` block — an app, a test IdP, a test model, an `EmbedWorld`,
  * a partner site, a browser — instead of a `beforeAll`/`afterAll` pair: `start` runs before the
  * block's tests (`useFixture`, whose handle forwards to the server) and `close` after them.
+ * `timeout` (ms) bounds the start, when it may take longer than the suite's hook timeout.
  */
-export function useServer<T extends { close(): Promise<unknown> }>(start: () => Promise<T>): T {
-  const server = useFixture(start);
-  afterAll(async () => {
-    await (server as Partial<T>).close?.();
-  });
-  return server;
+export function useServer<T extends { close(): Promise<unknown> }>(start: () => Promise<T>, timeout?: number): T {
+  return useFixture(start, { release: (server) => server.close(), timeout });
 }
 
 /**
  * A value made once for a test file or `describe` block by `make` (in a `beforeAll`, after the
  * hooks registered before this call): the returned handle forwards to it, so
  * `const a = useFixture(() => seedTenant(t, 'alpha'))` reads as the seeded tenant in tests.
+ * `release` (in an `afterAll`) frees what `make` made — a database to drop, a folder to remove —
+ * when `make` got that far; `timeout` (ms) bounds `make`, when it may take longer than the suite's
+ * hook timeout.
  */
-export function useFixture<T extends object>(make: () => Promise<T>): T {
+export function useFixture<T extends object>(make: () => Promise<T>, options: { release?: (value: T) => Promise<unknown>; timeout?: number } = {}): T {
   let value: T | undefined;
   beforeAll(async () => {
     value = await make();
-  });
+  }, options.timeout);
+  const { release } = options;
+  if (release) {
+    afterAll(async () => {
+      if (value !== undefined) await release(value);
+    });
+  }
   const target = () => {
     if (!value) throw new Error('the fixture is used before its beforeAll hook ran');
     return value;
@@ -195,6 +201,15 @@ export function useFixture<T extends object>(make: () => Promise<T>): T {
     ownKeys: () => Reflect.ownKeys(target()),
     getOwnPropertyDescriptor: (_, key) => ({ ...Reflect.getOwnPropertyDescriptor(target(), key), configurable: true }),
   });
+}
+
+/**
+ * A fresh, migrated database (`freshDb`) of a test file or `describe` block, instead of a
+ * `beforeAll`/`afterAll` pair: made before the block's tests, dropped after them. The handle
+ * forwards to `{ db, url, drop }`.
+ */
+export function useFreshDb(): Awaited<ReturnType<typeof freshDb>> {
+  return useFixture(freshDb, { release: (store) => store.drop() });
 }
 
 /** Create a tenant, a user with a password, and make the user an author of the tenant. */

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backend, freshDb } from './harness.ts';
+import { backend, freshDb, useServer } from './harness.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -100,4 +100,36 @@ export async function startServerProcess(env: Record<string, string>, options: S
 /** Kill what is still running (test cleanup). */
 export function killAll(servers: SpawnedServer[]): void {
   for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+}
+
+/**
+ * A server process on a database of its own (`serverDatabase`) for a test file or `describe`
+ * block, instead of a `beforeAll`/`afterAll` pair: started before the block's tests with the
+ * variables `env()` gives (it runs in the hook, so it may use what earlier hooks set up), killed
+ * after them (SIGKILL, its exit awaited) and its database dropped. `timeout` (ms) bounds the
+ * start. The handle forwards to the `ServerProcess`.
+ */
+export function useServerProcess(
+  env: () => Record<string, string> | Promise<Record<string, string>> = () => ({}),
+  options: SpawnOptions = {},
+  timeout = 120_000,
+): ServerProcess {
+  return useServer(async () => {
+    const database = await serverDatabase();
+    let server: ServerProcess;
+    try {
+      server = await startServerProcess({ ...database.env, ...(await env()) }, options);
+    } catch (err) {
+      await database.drop();
+      throw err;
+    }
+    return {
+      ...server,
+      close: async () => {
+        killAll([server]);
+        await server.exited;
+        await database.drop();
+      },
+    };
+  }, timeout);
 }

@@ -6,9 +6,9 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { AdminError } from '../../src/admin/ops.ts';
-import { backend, freshDb, useApp } from '../helpers/harness.ts';
+import { backend, useApp, useFreshDb } from '../helpers/harness.ts';
 import { admin, auth, identityRows, signIn } from './helpers.ts';
 
 const ids: Record<string, string> = {};
@@ -162,11 +162,7 @@ describe('svc user … (the admin operations the CLI runs)', () => {
 
 describe.runIf(backend === 'postgres')('the real svc process (DATABASE_URL)', () => {
   const root = new URL('../../', import.meta.url).pathname;
-  let db: Awaited<ReturnType<typeof freshDb>>;
-  beforeAll(async () => {
-    db = await freshDb();
-  });
-  afterAll(() => db?.drop());
+  const db = useFreshDb();
   const svc = async (...args: string[]) => {
     try {
       const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'bin/svc.js'), ...args], {

@@ -4,11 +4,11 @@
  * pool held, as in an outage or a saturated pool: `select 1` cannot run within the 1 s bound).
  * The ready answer of a server process, and its 503 while shutting down, are in shutdown.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_POOL_SIZE } from '../../src/config/db-defaults.ts';
 import { backend, startApp } from '../helpers/harness.ts';
 import { freePort } from '../helpers/pg-cluster.ts';
-import { killAll, serverDatabase, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';
+import { useServerProcess } from '../helpers/server-process.ts';
 
 const probe = async (url: string) => {
   const res = await fetch(url);
@@ -16,19 +16,8 @@ const probe = async (url: string) => {
 };
 
 describe('probes of a server process whose Redis does not answer', () => {
-  let database: ServerDatabase;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    database = await serverDatabase();
-    // A Redis on a free loopback port: nothing listens there.
-    server = await startServerProcess({ ...database.env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
-  }, 60_000);
-  afterAll(async () => {
-    killAll([server]);
-    await server?.exited;
-    await database.drop();
-  });
+  // A Redis on a free loopback port: nothing listens there.
+  const server = useServerProcess(async () => ({ REDIS_URL: `redis://127.0.0.1:${await freePort()}` }));
 
   it('/livez answers 200, never cached: it checks nothing outside the process', async () => {
     expect(await probe(`${server.url}/livez`)).toEqual({ status: 200, cacheControl: 'no-store', body: { status: 'live' } });

@@ -4,24 +4,17 @@
  * aborted at once, its job is runnable again (`created`) rather than left active until its lease
  * ends, and the next process grades it without waiting.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshDb, startApp, testJudge } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
+import { describe, expect, it } from 'vitest';
+import { startApp, testJudge, useFreshDb, useServer } from '../helpers/harness.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
 import { embedSettings, post, seedActivity, verificationOf } from '../embed/fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 
-let store: Awaited<ReturnType<typeof freshDb>>;
-let idp: TestIdp;
-let model: TestModel;
+const idp = useServer(() => startTestIdp());
+const model = useServer(() => startTestModel());
+const store = useFreshDb();
 
-beforeAll(async () => {
-  [idp, model, store] = await Promise.all([startTestIdp(), startTestModel(), freshDb()]);
-});
-afterAll(async () => {
-  await store?.drop();
-  await Promise.all([idp?.close(), model?.close()]);
-});
 
 const settings = () => ({
   judge: testJudge(model.baseUrl, { timeoutMs: 60_000 }),

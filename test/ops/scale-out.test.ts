@@ -9,10 +9,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/db/index.ts';
-import { backend, startApp, type TestApp } from '../helpers/harness.ts';
+import { backend, startApp, useServer, type TestApp } from '../helpers/harness.ts';
 import { killAll, serverDatabase, spawnServer, type ServerDatabase, type SpawnedServer } from '../helpers/server-process.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
 import { seedActivity, type SeededActivity } from '../embed/fixtures.ts';
 import { eventually } from '../helpers/wait.ts';
 import { REDIS_URL, redisReachable } from '../helpers/redis.ts';
@@ -24,17 +24,17 @@ const skip = backend !== 'postgres' ? 'PostgreSQL only (TEST_DATABASE_URL)' : !r
 const LIMIT = 10;
 
 describe.skipIf(skip !== undefined)(`two server processes on one database${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  const idp = useServer(() => startTestIdp());
+  const model = useServer(() => startTestModel());
   let database: ServerDatabase;
   let admin: TestApp;
-  let idp: TestIdp;
-  let model: TestModel;
   let activity: SeededActivity;
   let spawned: SpawnedServer[] = [];
   /** The two processes' base URLs. */
   let urls: string[] = [];
 
   beforeAll(async () => {
-    [database, idp, model] = await Promise.all([serverDatabase(), startTestIdp(), startTestModel()]);
+    database = await serverDatabase();
     // The operator's side (the CLI's operations) in this process, on the same database.
     admin = await startApp({}, { db: await openDb({ databaseUrl: database.env.DATABASE_URL }) });
     await admin.op('tenant.create', { slug: 'acme' });
@@ -53,7 +53,6 @@ describe.skipIf(skip !== undefined)(`two server processes on one database${skip 
     killAll(spawned);
     await admin?.close();
     await admin?.db.close();
-    await Promise.all([idp?.close(), model?.close()]);
     await database?.drop();
   }, 60_000);
 

@@ -6,23 +6,20 @@
  * instructor" with the reason and tells the host `svc:verdict` again with `review`; the verdict says
  * how its grading was calibrated. axe-core finds nothing and a screenshot is saved in each new state.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Frame, Page } from 'playwright-core';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { connect, ok, signIn } from '../authoring/helpers.ts';
-import { useFixture } from '../helpers/harness.ts';
+import { useServer } from '../helpers/harness.ts';
 import { expectAccessible, messages, openPlayer, received, usePlayerWorld } from './fixtures.ts';
 
 const world = usePlayerWorld({ embed: { judgeWaitMs: 2000 } });
 const { w } = world;
 const open = (sub: string) => openPlayer(world, sub);
-const author = useFixture<Client>(async () => {
+const author = useServer<Client>(async () => {
   await w.t.op('user.create', { email: 'teacher@acme.test', password: 'correct horse battery' });
   await w.t.op('author.grant', { tenant: 'acme', email: 'teacher@acme.test' });
   return connect(w.t, await signIn(w.t, 'teacher@acme.test', 'correct horse battery'));
-});
-afterAll(async () => {
-  await (author as Partial<Client>).close?.();
 });
 
 async function failOnce(frame: Frame) {

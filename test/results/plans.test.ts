@@ -5,25 +5,21 @@
  * through an index in keyset order: no sequential scan of it, and no sort except of one learner's
  * rows (a `user_id` filter in the updated_since feed: one row per activity).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/db/index.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { allStatements, installStatements, statementFunction, type PageStatement } from '../../src/results/queries.ts';
-import { freshDb } from '../helpers/harness.ts';
+import { useFreshDb } from '../helpers/harness.ts';
 import { genericPlan, planNodes, type PlanNode } from '../helpers/plans.ts';
 import { loadResults } from '../helpers/results-load.ts';
 
-let db: Db;
-let drop: () => Promise<void>;
+const store = useFreshDb();
 let bigTenant: string;
 beforeAll(async () => {
-  ({ db, drop } = await freshDb());
-  await installStatements(db);
-  await loadResults(db, { rows: 20_000, tenants: 5 });
-  [{ id: bigTenant }] = (await db.query<{ id: string }>(
+  await installStatements(store.db);
+  await loadResults(store.db, { rows: 20_000, tenants: 5 });
+  [{ id: bigTenant }] = (await store.db.query<{ id: string }>(
     'select tenant_id as id from activity_results group by 1 order by count(*) desc limit 1',
   )) as [{ id: string }];
 }, 120_000);
-afterAll(() => drop());
 
 /** Each listed table by the noun in its statements' names, with its keyset columns (order key of the feed, row id). */
 const TABLE_OF_NOUN = {
@@ -50,7 +46,7 @@ const filtersOf = (statement: PageStatement) =>
 describe('page statements', () => {
   it('force the generic plan in every statement function', async () => {
     const names = allStatements().map((s) => statementFunction(s).name);
-    const rows = await db.query<{ proname: string; proconfig: string[] | null }>(
+    const rows = await store.db.query<{ proname: string; proconfig: string[] | null }>(
       `select proname, proconfig from pg_proc where pronamespace = 'svc'::regnamespace and proname = any($1::text[])`,
       [names],
     );
@@ -59,7 +55,7 @@ describe('page statements', () => {
   });
 
   it('have a keyset index for each filter, except the documented ones (migration 0050)', async () => {
-    const indexes = await db.query<{ table: string; columns: string[] }>(
+    const indexes = await store.db.query<{ table: string; columns: string[] }>(
       `select c.relname as table, array(select a.attname::text from unnest(i.indkey) with ordinality k(n, o)
                                          join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.n order by k.o) as columns
          from pg_index i join pg_class c on c.oid = i.indrelid
@@ -90,7 +86,7 @@ describe('page statements', () => {
   for (const statement of allStatements()) {
     const filters = filtersOf(statement);
     it(`${statement.name} (${filters.join(', ') || 'no filter'}): an index scan of its table, in keyset order`, async () => {
-      const plan = await genericPlan(db, { ...statement, args: [bigTenant, ...statement.args.slice(1)] });
+      const plan = await genericPlan(store.db, { ...statement, args: [bigTenant, ...statement.args.slice(1)] });
       const table = tableOf(statement);
       const nodes = planNodes(plan);
       expect(nodes.filter((n) => n['Relation Name'] === table).map((n) => n['Node Type']), JSON.stringify(plan)).toEqual(['Index Scan']);

@@ -3,10 +3,10 @@
  * no internals, and its hooks and handlers stay inside /v1 (the sibling /v1/embed plugin is
  * neither authenticated nor rendered by it).
  */
-import Fastify, { type FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
 import resultsRoutes from '../../src/results/routes.ts';
-import { useApp, useFixture } from '../helpers/harness.ts';
+import { useApp, useFixture, useServer } from '../helpers/harness.ts';
 import { expectError, get, seedTenant } from './fixtures.ts';
 
 const t = useApp();
@@ -30,11 +30,9 @@ describe('internal errors', () => {
 });
 
 describe('encapsulation next to a sibling /v1/embed plugin', () => {
-  let app: FastifyInstance;
-  let url: string;
-  beforeAll(async () => {
-    // The same composition as src/app.ts, with a stand-in for the embed surface.
-    app = Fastify({ logger: false, requestIdHeader: 'x-request-id' });
+  // The same composition as src/app.ts, with a stand-in for the embed surface.
+  const site = useServer(async () => {
+    const app = Fastify({ logger: false, requestIdHeader: 'x-request-id' });
     app.addHook('onSend', async (req, reply) => {
       reply.header('x-request-id', req.id);
     });
@@ -49,18 +47,17 @@ describe('encapsulation next to a sibling /v1/embed plugin', () => {
       },
       { prefix: '/v1/embed' },
     );
-    url = await app.listen({ port: 0, host: '127.0.0.1' });
+    return { url: await app.listen({ port: 0, host: '127.0.0.1' }), close: () => app.close() };
   });
-  afterAll(() => app.close());
 
   it('does not ask /v1/embed routes for an API key', async () => {
-    const res = await fetch(`${url}/v1/embed/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${site.url}/v1/embed/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ embed: 'session' });
   });
 
   it('does not render /v1/embed errors in its own body', async () => {
-    const res = await fetch(`${url}/v1/embed/boom`);
+    const res = await fetch(`${site.url}/v1/embed/boom`);
     expect(res.status).toBe(418);
     const body = (await res.json()) as Record<string, unknown>;
     expect(body.message).toBe('embed failure');
@@ -68,14 +65,14 @@ describe('encapsulation next to a sibling /v1/embed plugin', () => {
   });
 
   it('leaves unknown /v1/embed paths to the sibling’s own not-found handler', async () => {
-    const res = await fetch(`${url}/v1/embed/unknown`);
+    const res = await fetch(`${site.url}/v1/embed/unknown`);
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ embed: 'not found' });
-    await expectError(await fetch(`${url}/v1/unknown`), 404, 'not_found');
+    await expectError(await fetch(`${site.url}/v1/unknown`), 404, 'not_found');
   });
 
   it('still guards its own routes in that composition', async () => {
-    await expectError(await fetch(`${url}/v1/progress`), 401, 'unauthorized');
-    expect((await fetch(`${url}/v1/progress`, { headers: { 'x-svc-api-key': a.key } })).status).toBe(200);
+    await expectError(await fetch(`${site.url}/v1/progress`), 401, 'unauthorized');
+    expect((await fetch(`${site.url}/v1/progress`, { headers: { 'x-svc-api-key': a.key } })).status).toBe(200);
   });
 });

@@ -7,9 +7,9 @@
  * PostgreSQL only: an embedded PGlite folder is open in one process at a time, so there is no
  * second process to reach there (the CLI talks to the one running server instead).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runOp } from '../../src/admin/ops.ts';
-import { backend, freshDb } from '../helpers/harness.ts';
+import { backend, useFreshDb, useServer } from '../helpers/harness.ts';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.ts';
 
 const SECRETS = {
@@ -31,21 +31,18 @@ const status = (server: ServerProcess, key: string) =>
   fetch(`${server.url}/v1/progress`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status);
 
 describe.skipIf(backend !== 'postgres')('revocation across server processes (PostgreSQL)', () => {
-  let fresh: Awaited<ReturnType<typeof freshDb>>;
-  const servers: ServerProcess[] = [];
-
+  const fresh = useFreshDb();
   beforeAll(async () => {
-    fresh = await freshDb();
     await runOp(fresh.db, 'tenant.create', { slug: 'acme' });
-    // One after the other: this test is about revocation, not about starting together (which
-    // deadlocked in the embed queue's pg-boss setup when tried; reported separately).
-    for (let i = 0; i < 2; i++) servers.push(await startServer(fresh.url!));
-  }, 90_000);
-
-  afterAll(async () => {
-    await Promise.all(servers.map(stopServer));
-    await fresh?.drop();
   });
+  // One after the other: this test is about revocation, not about starting together (which
+  // deadlocked in the embed queue's pg-boss setup when tried; reported separately).
+  const servers = [1, 2].map(() =>
+    useServer(async () => {
+      const server = await startServer(fresh.url!);
+      return { ...server, close: () => stopServer(server) };
+    }, 90_000),
+  );
 
   /** Revoke with `revoke`, then poll both servers; returns each one's ms until its first 401. */
   async function revokeAndMeasure(key: string, revoke: () => Promise<unknown>): Promise<number[]> {

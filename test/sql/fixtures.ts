@@ -5,7 +5,7 @@
  * transaction as the `authenticated` role with that user's JWT claims — the way the authoring
  * surface runs every tool call — and always rolls it back, so cases do not disturb each other.
  */
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import type { Db, Queryable } from '../../src/db/index.ts';
 import { freshDb, useFixture } from '../helpers/harness.ts';
 
@@ -79,10 +79,7 @@ export async function seeded(): Promise<Fixture> {
 
 /** The seeded database of a test file: made before its tests (`seeded`), dropped after them. */
 export function useSeeded(): Fixture {
-  let made: Fixture | undefined;
-  const f = useFixture(async () => (made = await seeded()));
-  afterAll(() => made?.drop());
-  return f;
+  return useFixture(seeded, { release: (f) => f.drop() });
 }
 
 const ROLLBACK = Symbol('rollback');

@@ -9,9 +9,8 @@
  * below (Citus copies those to every node). Tables whose tenant_id may be null are listed with the
  * reason; they are held to the same rule for their unique keys, and only their primary key is (id).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshDb } from '../helpers/harness.ts';
-import type { Db } from '../../src/db/index.ts';
+import { describe, expect, it } from 'vitest';
+import { useFreshDb } from '../helpers/harness.ts';
 
 /** Tenant-carrying tables that stay whole on every node (Citus reference tables), and why. */
 const REFERENCE: Record<string, string> = {
@@ -29,13 +28,7 @@ const TENANT_OPTIONAL: Record<string, string> = {
   'auth.sessions': 'a session is a user’s; tenant_id only binds an embed session to the tenant that minted it',
 };
 
-let store: Awaited<ReturnType<typeof freshDb>>;
-let db: Db;
-beforeAll(async () => {
-  store = await freshDb();
-  db = store.db;
-});
-afterAll(() => store?.drop());
+const store = useFreshDb();
 
 interface TableRow {
   name: string;
@@ -57,7 +50,7 @@ interface ForeignKeyRow {
 
 /** Tables (schema-qualified) with a tenant_id column, and whether it is NOT NULL. */
 const tenantTables = () =>
-  db.query<TableRow>(
+  store.db.query<TableRow>(
     `select format('%s.%s', n.nspname, c.relname) as name, a.attnotnull as not_null
        from pg_class c join pg_namespace n on n.oid = c.relnamespace
        join pg_attribute a on a.attrelid = c.oid and a.attname = 'tenant_id' and not a.attisdropped
@@ -67,7 +60,7 @@ const tenantTables = () =>
 
 /** Primary keys, unique constraints and other unique indexes of `tables`, with their columns in order. */
 const keysOf = (tables: string[]) =>
-  db.query<KeyRow>(
+  store.db.query<KeyRow>(
     `select format('%s.%s', n.nspname, c.relname) as table_name, ic.relname as key_name,
             case when i.indisprimary then 'primary key' when con.oid is not null then 'unique' else 'unique index' end as kind,
             array(select a.attname::text from unnest(i.indkey) with ordinality k(attnum, ord)
@@ -83,7 +76,7 @@ const keysOf = (tables: string[]) =>
 
 /** Foreign keys from one of `tables` to another of them. */
 const foreignKeysAmong = (tables: string[]) =>
-  db.query<ForeignKeyRow>(
+  store.db.query<ForeignKeyRow>(
     `select format('%s.%s', n.nspname, c.relname) as table_name, con.conname as key_name,
             array(select a.attname::text from unnest(con.conkey) with ordinality k(attnum, ord)
                     join pg_attribute a on a.attrelid = con.conrelid and a.attnum = k.attnum order by k.ord) as columns,
@@ -133,20 +126,23 @@ describe('keys lead with tenant_id (what distributing by tenant_id on Citus requ
   });
 
   it('refuses a row that points at another tenant’s row', async () => {
-    const [t1, t2] = await db.query<{ id: string }>(`insert into tenants (slug, name) values ('keys-a', 'A'), ('keys-b', 'B') returning id`);
-    const [program] = await db.query<{ id: string }>(`insert into programs (tenant_id, title) values ($1, 'P') returning id`, [t1!.id]);
-    const [unit] = await db.query<{ id: string }>(`insert into units (program_id, title) values ($1, 'U') returning id`, [program!.id]);
-    const [lesson] = await db.query<{ id: string }>(`insert into lessons (unit_id, title) values ($1, 'L') returning id`, [unit!.id]);
-    const [activity] = await db.query<{ id: string }>(`insert into activities (lesson_id, title, kind, spec) values ($1, 'A', 'site', 's') returning id`, [lesson!.id]);
-    const [auth] = await db.query<{ id: string }>(`insert into auth.users (email) values ('keys@example.test') returning id`);
-    const [user] = await db.query<{ id: string }>(`insert into users (auth_user_id) values ($1) returning id`, [auth!.id]);
-    const [result] = await db.query<{ id: string }>(
+    const [t1, t2] = await store.db.query<{ id: string }>(`insert into tenants (slug, name) values ('keys-a', 'A'), ('keys-b', 'B') returning id`);
+    const [program] = await store.db.query<{ id: string }>(`insert into programs (tenant_id, title) values ($1, 'P') returning id`, [t1!.id]);
+    const [unit] = await store.db.query<{ id: string }>(`insert into units (program_id, title) values ($1, 'U') returning id`, [program!.id]);
+    const [lesson] = await store.db.query<{ id: string }>(`insert into lessons (unit_id, title) values ($1, 'L') returning id`, [unit!.id]);
+    const [activity] = await store.db.query<{ id: string }>(
+      `insert into activities (lesson_id, title, kind, spec) values ($1, 'A', 'site', 's') returning id`,
+      [lesson!.id],
+    );
+    const [auth] = await store.db.query<{ id: string }>(`insert into auth.users (email) values ('keys@example.test') returning id`);
+    const [user] = await store.db.query<{ id: string }>(`insert into users (auth_user_id) values ($1) returning id`, [auth!.id]);
+    const [result] = await store.db.query<{ id: string }>(
       `insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status)
        values ($1, $2, $3, $4, $5, 'in_progress') returning id`,
       [t1!.id, activity!.id, lesson!.id, program!.id, user!.id],
     );
     const artifact = (tenantId: string) =>
-      db.query(`insert into artifacts (tenant_id, result_id, activity_id, user_id, kind) values ($1, $2, $3, $4, 'site')`, [
+      store.db.query(`insert into artifacts (tenant_id, result_id, activity_id, user_id, kind) values ($1, $2, $3, $4, 'site')`, [
         tenantId, result!.id, activity!.id, user!.id,
       ]);
     await expect(artifact(t2!.id)).rejects.toMatchObject({ code: '23503' });

@@ -3,15 +3,14 @@
  * request with method, route template, status, duration and request id — never the raw URL, a
  * query string, a header, a key, a token or a body — and none at all with SVC_ACCESS_LOG=off.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { killAll, serverDatabase, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useServerProcess, type ServerProcess } from '../helpers/server-process.ts';
 
 const SECRET = 'tok_c2VjcmV0LXZhbHVlLXRoYXQtbXVzdC1ub3QtbGVhaw';
 const ID = '0b0e6f0c-5a8b-4a53-9f6e-6f0d1d8f1a77';
 
-let databases: ServerDatabase[] = [];
-let on: ServerProcess;
-let off: ServerProcess;
+const on = useServerProcess(() => ({ LOG_LEVEL: 'info' }));
+const off = useServerProcess(() => ({ LOG_LEVEL: 'info', SVC_ACCESS_LOG: 'off' }));
 
 /** The requests both servers get: ids, secrets in the query, a header and a body. */
 async function traffic(url: string) {
@@ -35,18 +34,7 @@ const accessLines = (server: ServerProcess) =>
     .filter((l) => l.msg === 'request');
 
 beforeAll(async () => {
-  databases = await Promise.all([serverDatabase(), serverDatabase()]);
-  [on, off] = await Promise.all([
-    startServerProcess({ ...databases[0]!.env, LOG_LEVEL: 'info' }),
-    startServerProcess({ ...databases[1]!.env, LOG_LEVEL: 'info', SVC_ACCESS_LOG: 'off' }),
-  ]);
   await Promise.all([traffic(on.url), traffic(off.url)]);
-}, 180_000);
-
-afterAll(async () => {
-  killAll([on, off].filter(Boolean));
-  await Promise.all([on, off].filter(Boolean).map((s) => s.exited));
-  await Promise.all(databases.map((d) => d.drop()));
 });
 
 describe('access log', () => {

@@ -9,19 +9,20 @@ import { node, tracing } from '@opentelemetry/sdk-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from '../../src/telemetry/metrics.ts';
 import { useTracing } from '../../src/telemetry/tracing.ts';
-import { startApp, testJudge, type TestApp } from '../helpers/harness.ts';
-import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
-import { startTestModel, type TestModel } from '../helpers/test-model.ts';
+import { startApp, testJudge, useApp, useServer } from '../helpers/harness.ts';
+import { startTestIdp } from '../helpers/test-idp.ts';
+import { startTestModel } from '../helpers/test-model.ts';
 import { post, seedActivity, type SeededActivity } from '../embed/fixtures.ts';
 
 const exporter = new tracing.InMemorySpanExporter();
 const provider = new node.NodeTracerProvider({ spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
 provider.register();
+afterAll(() => provider.shutdown()); // registered first, so it runs after the fixtures close
 useTracing();
 
-let t: TestApp;
-let idp: TestIdp;
-let model: TestModel;
+const idp = useServer(() => startTestIdp());
+const model = useServer(() => startTestModel());
+const t = useApp(() => startApp({ judge: testJudge(model.baseUrl) }));
 let doc: SeededActivity;
 
 /** The value of counter/histogram-count `name` with `labels`, from the registry's JSON view. */
@@ -32,18 +33,10 @@ async function sample(name: string, labels: Record<string, string>): Promise<num
 }
 
 beforeAll(async () => {
-  [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-  t = await startApp({ judge: testJudge(model.baseUrl) });
   await t.op('tenant.create', { slug: 'acme' });
   await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
   doc = await seedActivity(t, 'acme', { rubric: [{ criterion: 'States the problem' }], pass_threshold: 50 });
 }, 30_000);
-
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([idp?.close(), model?.close()]);
-  await provider.shutdown();
-});
 
 const judge = async (sub: string, content: string, headers: Record<string, string> = {}) =>
   post(t, '/v1/embed/judge', { tenant: 'acme', activity_id: doc.activityId, artifact: { kind: 'document', content } }, { authorization: `Bearer ${await idp.sign({ sub })}`, ...headers });

@@ -6,9 +6,9 @@
  * key label; the public port has no /metrics.
  */
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMetricsServer, type MetricsServer } from '../../src/telemetry/metrics-server.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { startMetricsServer } from '../../src/telemetry/metrics-server.ts';
+import { startApp, testConfig, useApp, useServer } from '../helpers/harness.ts';
 import { authorClient, ok } from '../authoring/helpers.ts';
 
 /** One sample line of the exposition text (already validated by promtool). */
@@ -18,8 +18,6 @@ interface Sample {
   value: string;
 }
 
-let t: TestApp;
-let metrics: MetricsServer;
 const secrets: string[] = [];
 
 async function scrape(): Promise<{ text: string; samples: Sample[]; types: Map<string, string> }> {
@@ -44,12 +42,15 @@ async function scrape(): Promise<{ text: string; samples: Sample[]; types: Map<s
 const value = (samples: Sample[], name: string, labels: Record<string, string> = {}) =>
   samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 
-beforeAll(async () => {
-  t = await startApp({
+const t = useApp(() =>
+  startApp({
     metrics: { port: 0, host: '127.0.0.1' },
-    identity: { ...(await import('../helpers/harness.ts')).testConfig().identity, rateLimit: { windowSeconds: 300, signInPerIp: 3, signInPerEmail: 100, refreshPerIp: 100, registerPerIp: 100, authorizePerIpPerMinute: 100 } },
-  });
-  metrics = await startMetricsServer({ port: 0, host: '127.0.0.1' });
+    identity: { ...testConfig().identity, rateLimit: { windowSeconds: 300, signInPerIp: 3, signInPerEmail: 100, refreshPerIp: 100, registerPerIp: 100, authorizePerIpPerMinute: 100 } },
+  }),
+);
+const metrics = useServer(() => startMetricsServer({ port: 0, host: '127.0.0.1' }));
+
+beforeAll(async () => {
 
   // Authoring: a tool call that succeeds, one that fails, one for a tool that does not exist.
   const a = await authorClient(t, 'acme');
@@ -75,11 +76,6 @@ beforeAll(async () => {
     });
   }
 }, 60_000);
-
-afterAll(async () => {
-  await metrics?.close();
-  await t?.close();
-});
 
 describe('/metrics', () => {
   it('is not served on the public port', async () => {

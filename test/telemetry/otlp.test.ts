@@ -7,8 +7,9 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { killAll, serverDatabase, startServerProcess, type ServerDatabase, type ServerProcess } from '../helpers/server-process.ts';
+import { describe, expect, it } from 'vitest';
+import { useServer } from '../helpers/harness.ts';
+import { useServerProcess } from '../helpers/server-process.ts';
 
 interface OtlpSpan {
   traceId: string;
@@ -21,48 +22,36 @@ interface OtlpSpan {
 
 /** What the collector received on POST /v1/traces (OTLP/HTTP JSON). */
 const received: OtlpSpan[] = [];
-const collector = createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => (body += c));
-  req.on('end', () => {
-    if (req.url === '/v1/traces') {
-      const doc = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
-      for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) received.push(...ss.spans);
-    }
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+const collector = useServer(async () => {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c));
+    req.on('end', () => {
+      if (req.url === '/v1/traces') {
+        const doc = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
+        for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) received.push(...ss.spans);
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
   });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 });
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const attr = (s: OtlpSpan, key: string) => Object.values(s.attributes.find((a) => a.key === key)?.value ?? {})[0];
 
-let databases: ServerDatabase[] = [];
-let traced: ServerProcess;
-let plain: ServerProcess;
-
-beforeAll(async () => {
-  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
-  const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
-  databases = await Promise.all([serverDatabase(), serverDatabase()]);
-  [traced, plain] = await Promise.all([
-    startServerProcess({
-      ...databases[0]!.env,
-      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_BSP_SCHEDULE_DELAY: '200',
-      OTEL_METRICS_EXPORTER: 'none',
-      OTEL_LOGS_EXPORTER: 'none',
-    }),
-    startServerProcess({ ...databases[1]!.env }),
-  ]);
-}, 180_000);
-
-afterAll(async () => {
-  killAll([traced, plain].filter(Boolean));
-  await Promise.all([traced, plain].filter(Boolean).map((s) => s.exited));
-  await Promise.all(databases.map((d) => d.drop()));
-  await new Promise((r) => collector.close(r));
-});
+const traced = useServerProcess(() => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_BSP_SCHEDULE_DELAY: '200',
+  OTEL_METRICS_EXPORTER: 'none',
+  OTEL_LOGS_EXPORTER: 'none',
+}));
+const plain = useServerProcess();
 
 describe('OTLP export (opt-in by OTEL_*)', () => {
   it("sends the request's trace: the server span continuing the caller's, Fastify's request span with route and request id", async () => {

@@ -6,27 +6,19 @@
  * wraps nothing (the database is the one it was given).
  */
 import { node, tracing } from '@opentelemetry/sdk-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { redactQuery, redactUrl, useTracing } from '../../src/telemetry/tracing.ts';
-import { startApp, type TestApp } from '../helpers/harness.ts';
+import { useApp } from '../helpers/harness.ts';
 import { authorClient, ok } from '../authoring/helpers.ts';
 
 const exporter = new tracing.InMemorySpanExporter();
 const provider = new node.NodeTracerProvider({ spanProcessors: [new tracing.SimpleSpanProcessor(exporter)] });
 provider.register();
+afterAll(() => provider.shutdown()); // registered first, so it runs after the app closes
 useTracing();
 
 type Span = tracing.ReadableSpan;
-let t: TestApp;
-
-beforeAll(async () => {
-  t = await startApp();
-}, 30_000);
-
-afterAll(async () => {
-  await t?.close();
-  await provider.shutdown();
-});
+const t = useApp();
 
 const idOf = (s: Span) => s.spanContext().spanId;
 const parentOf = (s: Span) => s.parentSpanContext?.spanId;

@@ -4,27 +4,23 @@
  * token requests — each a clear OAuth error or page, never a 5xx, nothing half-written.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedAuthor, startApp, type TestApp } from '../../helpers/harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { seedAuthor, startApp, useApp, useServer } from '../../helpers/harness.ts';
 import { authorizeUrl, httpsServer, pkce, register, token } from './helpers.ts';
 
-let t: TestApp;
-let docs: Awaited<ReturnType<typeof httpsServer>>;
 /** Metadata documents by path, as the loopback https server answers them. */
 const served: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {};
 
-beforeAll(async () => {
-  docs = await httpsServer((req, res) => {
+const docs = useServer(() =>
+  httpsServer((req, res) => {
     const handler = served[req.url ?? ''];
     if (handler) handler(req, res);
     else res.writeHead(404).end();
-  });
-  t = await startApp({ fetchCa: docs.ca });
+  }),
+);
+const t = useApp(() => startApp({ fetchCa: docs.ca }));
+beforeAll(async () => {
   await seedAuthor(t, 'bad-input', 'bad@input.test', 'correct horse battery');
-});
-afterAll(async () => {
-  await t?.close();
-  await docs?.close();
 });
 
 const count = async (table: string) => Number((await t.db.query<{ n: number }>(`select count(*)::int as n from ${table}`))[0]!.n);

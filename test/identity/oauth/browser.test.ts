@@ -6,47 +6,42 @@
  * hands the code to the SDK. Also: axe-core finds no violation on the pages, and a page on
  * another origin cannot frame them (chromium refuses: `frame-ancestors 'none'`).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { axeViolations, launchBrowser, newPage, screenshot } from '../../helpers/browser.ts';
-import { seedAuthor, startApp, type TestApp } from '../../helpers/harness.ts';
+import { seedAuthor, useApp, useServer } from '../../helpers/harness.ts';
 import { authorizeUrl, MemoryProvider, pkce, register } from './helpers.ts';
 
-let t: TestApp;
-let browser: Browser;
-let callback: Server;
-let callbackUrl: string;
 const codes: string[] = [];
 const author = { email: 'margaret@browser.test', password: 'correct horse battery' };
 
+const t = useApp();
 beforeAll(async () => {
-  t = await startApp();
   await seedAuthor(t, 'browser', author.email, author.password);
-  browser = await launchBrowser();
-  // The MCP host's loopback callback (what Claude Code or VS Code listen on).
-  callback = createServer((req, res) => {
+});
+const browser = useServer(launchBrowser);
+/** The MCP host's loopback callback (what Claude Code or VS Code listen on). */
+const callback = useServer(async () => {
+  const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const code = url.searchParams.get('code');
     if (code) codes.push(code);
     res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html lang="en"><title>Connected</title><h1>Connected. You can close this tab.</h1></html>');
   });
-  await new Promise<void>((r) => callback.listen(0, '127.0.0.1', r));
-  callbackUrl = `http://127.0.0.1:${(callback.address() as AddressInfo).port}/callback`;
-});
-afterAll(async () => {
-  await browser?.close();
-  await new Promise((r) => callback?.close(r));
-  await t?.close();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 });
 
 describe('OAuth in chromium', () => {
   it('MCP SDK client + a person in the browser: sign in with the keyboard, Allow, connected', async () => {
-    const provider = new MemoryProvider(callbackUrl);
+    const provider = new MemoryProvider(callback.url);
     const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { authProvider: provider });
     await expect(new Client({ name: 'browser-host', version: '1' }).connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
 
@@ -69,7 +64,7 @@ describe('OAuth in chromium', () => {
     await screenshot(page, 'oauth-consent');
     await page.getByRole('button', { name: 'Allow' }).focus();
     await page.keyboard.press('Enter');
-    await page.waitForURL((u) => u.toString().startsWith(callbackUrl));
+    await page.waitForURL((u) => u.toString().startsWith(callback.url));
     expect(await page.evaluate(() => document.cookie)).toBe('');
     await page.context().close();
 

@@ -5,33 +5,29 @@
  * loopback https server) → authorize → sign-in → consent → code → token → `whoami`; then, the
  * access token expired (moved clock), a refresh and another call.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { decodeJwt } from 'jose';
-import { seedAuthor, startApp, type TestApp } from '../../helpers/harness.ts';
+import { seedAuthor, startApp, useApp, useServer } from '../../helpers/harness.ts';
 import { browse, httpsServer, MemoryProvider } from './helpers.ts';
 
-let t: TestApp;
 let offset = 0;
-let cimd: Awaited<ReturnType<typeof httpsServer>>;
 let cimdFetches = 0;
 const author = { email: 'ada@oauth.test', password: 'correct horse battery' };
 
-beforeAll(async () => {
-  cimd = await httpsServer((_req, res) => {
+const cimd = useServer(() =>
+  httpsServer((_req, res) => {
     cimdFetches++;
     const url = `${cimdUrl()}`;
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=600' });
     res.end(JSON.stringify({ client_id: url, client_name: 'Metadata host', redirect_uris: ['http://localhost:33418/callback'], token_endpoint_auth_method: 'none' }));
-  });
-  t = await startApp({ accessTokenTtl: 60, fetchCa: cimd.ca }, { now: () => new Date(Date.now() + offset) });
+  }),
+);
+const t = useApp(() => startApp({ accessTokenTtl: 60, fetchCa: cimd.ca }, { now: () => new Date(Date.now() + offset) }));
+beforeAll(async () => {
   await seedAuthor(t, 'oauth-tenant', author.email, author.password);
-});
-afterAll(async () => {
-  await t?.close();
-  await cimd?.close();
 });
 
 const cimdUrl = () => `${cimd.url}/clients/host.json`;
