@@ -61,7 +61,10 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
       title: `Bench activity ${i}`,
       kind: 'document',
       spec: 'Write one paragraph about what you learned.',
-      rubric: [{ criterion: 'Names one concept', weight: 1 }, { criterion: 'Gives an example', weight: 2 }],
+      rubric: [
+        { criterion: 'Names one concept', weight: 1 },
+        { criterion: 'Gives an example', weight: 2 },
+      ],
     });
     for (let i = 0; i < 20; i++) await call('create_activity', activity(-i)); // warm-up
     const creates: number[] = [];
@@ -106,7 +109,13 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
         for (const lesson of unit.lessons) {
           const l = await call('create_lesson', { unit_id: u.id, title: lesson.title, body: lesson.body });
           for (const a of lesson.activities) {
-            await call('create_activity', { lesson_id: l.id, title: a.title, kind: a.kind, spec: a.spec, rubric: a.rubric.map((c) => ({ criterion: c.criterion, weight: c.weight })) });
+            await call('create_activity', {
+              lesson_id: l.id,
+              title: a.title,
+              kind: a.kind,
+              spec: a.spec,
+              rubric: a.rubric.map((c) => ({ criterion: c.criterion, weight: c.weight })),
+            });
           }
         }
       }
@@ -159,13 +168,9 @@ async function main() {
   const targets = pg
     ? `Targets on PostgreSQL: bulk import ≤ 1000 ms → **${f(pg.importMedian)} ms**; create_activity p50 ≤ 5 ms → **${f(pg.create.p50)} ms**.`
     : '';
-  const body = [
-    lastRun(`${CALLS} create calls, ${READS} reads, client and server in one process. Milliseconds unless marked.`),
-    '',
-    table,
-    '',
-    targets,
-  ].join('\n');
+  const body = [lastRun(`${CALLS} create calls, ${READS} reads, client and server in one process. Milliseconds unless marked.`), '', table, '', targets].join(
+    '\n',
+  );
   console.log(`\n${table}\n\n${targets}`);
   writeReadmeSection('authoring', '## Authoring — `npm run bench:authoring`', body);
 }

@@ -47,18 +47,23 @@ async function activity(db: Db, title: string): Promise<string> {
 
 async function measure(backend: 'postgres' | 'pglite'): Promise<Row> {
   const [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-  const app = await startBenchApp('calibration', backend, { email: 'author@bench.test', password: 'correct horse battery' }, {
-    SVC_JUDGE_BASE_URL: model.baseUrl,
-    SVC_JUDGE_MODEL: 'bench-model',
-    SVC_JUDGE_CONCURRENCY: '4',
-    SVC_JUDGE_POLL: '1',
-    SVC_FETCH_ALLOW_PRIVATE: '1',
-    SVC_JUDGE_LEARNER_RATE: '100000',
-    SVC_JUDGE_TENANT_CALLS_PER_HOUR: '1000000000',
-    SVC_JUDGE_TENANT_CALLS_PER_DAY: '1000000000',
-    SVC_JUDGE_TENANT_TOKENS_PER_HOUR: '1000000000000',
-    SVC_JUDGE_TENANT_TOKENS_PER_DAY: '1000000000000',
-  });
+  const app = await startBenchApp(
+    'calibration',
+    backend,
+    { email: 'author@bench.test', password: 'correct horse battery' },
+    {
+      SVC_JUDGE_BASE_URL: model.baseUrl,
+      SVC_JUDGE_MODEL: 'bench-model',
+      SVC_JUDGE_CONCURRENCY: '4',
+      SVC_JUDGE_POLL: '1',
+      SVC_FETCH_ALLOW_PRIVATE: '1',
+      SVC_JUDGE_LEARNER_RATE: '100000',
+      SVC_JUDGE_TENANT_CALLS_PER_HOUR: '1000000000',
+      SVC_JUDGE_TENANT_CALLS_PER_DAY: '1000000000',
+      SVC_JUDGE_TENANT_TOKENS_PER_HOUR: '1000000000000',
+      SVC_JUDGE_TENANT_TOKENS_PER_DAY: '1000000000000',
+    },
+  );
   try {
     await runOp(app.db, 'idp.set', { tenant: 'bench', issuer: idp.issuer, jwks_url: idp.jwksUrl });
     const mcp = await app.connect('bench-calibration');
@@ -79,7 +84,9 @@ async function measure(backend: 'postgres' | 'pglite'): Promise<Row> {
         expected: { passed: good, score: good ? 95 : 10 },
       });
     }
-    const [ms, report] = await timed(() => call<{ status: string; gate: { passes: boolean }; cost: { calls: number } }>('run_calibration', { activity_id: calibrated, wait_seconds: 120 }));
+    const [ms, report] = await timed(() =>
+      call<{ status: string; gate: { passes: boolean }; cost: { calls: number } }>('run_calibration', { activity_id: calibrated, wait_seconds: 120 }),
+    );
     if (report.status !== 'done' || !report.gate.passes) throw new Error(`the run did not pass: ${JSON.stringify(report).slice(0, 300)}`);
 
     // 2. Submissions to an uncalibrated activity (gate off) and to the calibrated one (gate on), interleaved.

@@ -42,11 +42,21 @@ export async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
 }
 
 /** A fresh, unmigrated database of `backend` named after `prefix`; `env` is what the app's config needs to open it. */
-export async function benchDatabase(prefix: string, backend: 'postgres' | 'pglite'): Promise<{ db: Db; env: Record<string, string>; drop: () => Promise<void> }> {
+export async function benchDatabase(
+  prefix: string,
+  backend: 'postgres' | 'pglite',
+): Promise<{ db: Db; env: Record<string, string>; drop: () => Promise<void> }> {
   if (backend === 'pglite') {
     const dir = mkdtempSync(join(tmpdir(), `svc-bench-${prefix}-`));
     const db = await openDb({ dataDir: dir });
-    return { db, env: { SVC_DATA_DIR: dir }, drop: async () => { await db.close(); rmSync(dir, { recursive: true, force: true }); } };
+    return {
+      db,
+      env: { SVC_DATA_DIR: dir },
+      drop: async () => {
+        await db.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   }
   const name = `svc_bench_${prefix}_${Date.now().toString(36)}`;
   const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
@@ -209,7 +219,10 @@ const START_TIMEOUT_MS = 60_000;
  * goes to this process's. Rejects with the server's output when it exits before listening or
  * does not listen within a minute (it is killed then).
  */
-export async function startBenchServer(env: Record<string, string>, { port = 0, compiled = false, nodeFlags = START_FLAGS }: BenchServerOptions = {}): Promise<BenchServer> {
+export async function startBenchServer(
+  env: Record<string, string>,
+  { port = 0, compiled = false, nodeFlags = START_FLAGS }: BenchServerOptions = {},
+): Promise<BenchServer> {
   const args = [...nodeFlags, ...(compiled ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts'])];
   const started = performance.now();
   const child = spawn(process.execPath, args, {

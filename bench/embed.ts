@@ -36,7 +36,10 @@ import { startTestModel } from '../test/helpers/test-model.ts';
 import { DESIGN_NOTE, startBenchServer } from './common.ts';
 
 const SERVER = process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432';
-const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',').map((b) => b.trim()).filter(Boolean);
+const BACKENDS = (process.env.BENCH_BACKENDS ?? 'postgres,pglite')
+  .split(',')
+  .map((b) => b.trim())
+  .filter(Boolean);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 8);
@@ -71,7 +74,10 @@ async function seed(db: Db, idp: { issuer: string; jwksUrl: string }): Promise<s
   const [activity] = await db.query<{ id: string }>(
     `insert into activities (lesson_id, title, kind, spec, rubric, pass_threshold)
      values ($1, 'Design a URL shortener', 'document', 'Write a one-page design note.', $2::text::jsonb, 70) returning id`,
-    [lesson!.id, JSON.stringify([{ criterion: 'States the problem' }, { criterion: 'Discusses trade-offs', weight: 2 }, { criterion: 'Names the data model' }])],
+    [
+      lesson!.id,
+      JSON.stringify([{ criterion: 'States the problem' }, { criterion: 'Discusses trade-offs', weight: 2 }, { criterion: 'Names the data model' }]),
+    ],
   );
   return activity!.id;
 }
@@ -173,7 +179,11 @@ async function measure(backend: string): Promise<Row> {
     const direct: number[] = [];
     for (let i = 0; i < SAMPLES; i++) {
       const started = performance.now();
-      const res = await fetch(`${model.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
+      const res = await fetch(`${model.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(request),
+      });
       await res.json();
       direct.push(performance.now() - started);
     }

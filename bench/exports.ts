@@ -35,7 +35,9 @@ async function readExport(server: BenchServer, key: string, format: 'ndjson' | '
   let peak = base;
   const sampler = setInterval(() => (peak = Math.max(peak, server.rss().now)), 50);
   const started = performance.now();
-  const res = await fetch(`${server.url}/v1/exports/activity-results?format=${format}`, { headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' } });
+  const res = await fetch(`${server.url}/v1/exports/activity-results?format=${format}`, {
+    headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
+  });
   if (res.status !== 200) throw new Error(`${format}: ${res.status} ${await res.text()}`);
   let lines = 0;
   let bytes = 0;
@@ -62,12 +64,17 @@ async function main() {
     const loadSeconds = (performance.now() - loadStart) / 1000;
     const [tenant] = await db.query<{ id: string }>(`select id from tenants where slug = 'bench-1'`);
     const { key } = await createApiKey(db, tenant!.id, 'bench');
-    const [{ results }] = (await db.query<{ results: number }>(`select count(*)::int as results from activity_results where tenant_id = $1`, [tenant!.id])) as [{ results: number }];
+    const [{ results }] = (await db.query<{ results: number }>(`select count(*)::int as results from activity_results where tenant_id = $1`, [tenant!.id])) as [
+      { results: number },
+    ];
     await db.close();
     server = await startBenchServer({ DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS });
 
     const copyStart = performance.now();
-    await run('sh', ['-c', `psql -q -X "${dbUrl}" -c "\\copy (select * from activity_results where tenant_id = '${tenant!.id}' order by updated_at, id) to stdout" > /dev/null`]);
+    await run('sh', [
+      '-c',
+      `psql -q -X "${dbUrl}" -c "\\copy (select * from activity_results where tenant_id = '${tenant!.id}' order by updated_at, id) to stdout" > /dev/null`,
+    ]);
     const copySeconds = (performance.now() - copyStart) / 1000;
     const copyRate = results / copySeconds;
 
@@ -92,10 +99,34 @@ async function main() {
     const rowsOut = [
       ...(['ndjson', 'csv', 'parquet'] as const).map((f) => {
         const x = figures[f]!;
-        return [`\`GET /v1/exports/activity-results?format=${f}\``, x.rows.toLocaleString('en'), x.seconds.toFixed(1), rate(x.rows, x.seconds).toLocaleString('en'), ratio(x.rows / x.seconds), `${(x.bytes / 2 ** 20).toFixed(0)} MiB`, `${x.growth.toFixed(0)} MiB`];
+        return [
+          `\`GET /v1/exports/activity-results?format=${f}\``,
+          x.rows.toLocaleString('en'),
+          x.seconds.toFixed(1),
+          rate(x.rows, x.seconds).toLocaleString('en'),
+          ratio(x.rows / x.seconds),
+          `${(x.bytes / 2 ** 20).toFixed(0)} MiB`,
+          `${x.growth.toFixed(0)} MiB`,
+        ];
       }),
-      ['client `sync()` from scratch (export, then the feed)', upserts.toLocaleString('en'), syncSeconds.toFixed(1), rate(upserts, syncSeconds).toLocaleString('en'), ratio(upserts / syncSeconds), '', ''],
-      ['`psql \\copy` of the same results (text, to /dev/null)', results.toLocaleString('en'), copySeconds.toFixed(1), rate(results, copySeconds).toLocaleString('en'), '100 %', '', ''],
+      [
+        'client `sync()` from scratch (export, then the feed)',
+        upserts.toLocaleString('en'),
+        syncSeconds.toFixed(1),
+        rate(upserts, syncSeconds).toLocaleString('en'),
+        ratio(upserts / syncSeconds),
+        '',
+        '',
+      ],
+      [
+        '`psql \\copy` of the same results (text, to /dev/null)',
+        results.toLocaleString('en'),
+        copySeconds.toFixed(1),
+        rate(results, copySeconds).toLocaleString('en'),
+        '100 %',
+        '',
+        '',
+      ],
     ];
     const table = markdownTable(['what', 'rows', 's', 'rows / s', '÷ \\copy', 'bytes', 'server RSS growth'], rowsOut);
     const body = `${lastRun(`${ROWS.toLocaleString('en')} results in one tenant, PostgreSQL, server and client on the same cores; uptime before: ${before}; after: ${after}.`)}\n\n${table}\n\nLoad of the rows: ${loadSeconds.toFixed(0)} s. Targets (issue #24): NDJSON ≥ 50 %, CSV ≥ 80 %, Parquet ≥ 20 %, sync() ≥ 30 % of \`\\copy\`, RSS growth ≤ 64 MiB.`;

@@ -162,7 +162,10 @@ async function main() {
   }
 
   const cost = `argon2id m=${OWASP_ARGON2ID.memoryKib} KiB, t=${OWASP_ARGON2ID.timeCost}, p=${OWASP_ARGON2ID.parallelism}`;
-  const statusText = (s: Record<number, number>) => Object.entries(s).map(([k, v]) => `${v}× ${k}`).join(', ');
+  const statusText = (s: Record<number, number>) =>
+    Object.entries(s)
+      .map(([k, v]) => `${v}× ${k}`)
+      .join(', ');
   const table = [
     '| what | figure |',
     '|---|---:|',

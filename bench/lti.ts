@@ -39,9 +39,15 @@ const PASS = '# Design note\n\nThe problem: long URLs. Two designs: hashing vs c
 
 /** Launch `activity` as `sub` over HTTP with the AGS claim for `lineitem`; the learner's session token. */
 async function httpLaunch(t: TestApp, lms: TestLms, services: LmsServices, activity: string, sub: string, lineitem: string): Promise<string> {
-  const res = await fetch(`${t.url}/lti/v1/login?${new URLSearchParams({ iss: lms.issuer, login_hint: sub, target_link_uri: `${t.url}/lti/v1/launch`, client_id: lms.clientId })}`, { redirect: 'manual' });
+  const res = await fetch(
+    `${t.url}/lti/v1/login?${new URLSearchParams({ iss: lms.issuer, login_hint: sub, target_link_uri: `${t.url}/lti/v1/launch`, client_id: lms.clientId })}`,
+    { redirect: 'manual' },
+  );
   const auth = new URL(res.headers.get('location')!);
-  const claims = { ...lms.launchClaims({ activity, sub, nonce: auth.searchParams.get('nonce')! }), 'https://purl.imsglobal.org/spec/lti-ags/claim/endpoint': services.agsClaim({ lineitem }) };
+  const claims = {
+    ...lms.launchClaims({ activity, sub, nonce: auth.searchParams.get('nonce')! }),
+    'https://purl.imsglobal.org/spec/lti-ags/claim/endpoint': services.agsClaim({ lineitem }),
+  };
   const page = await fetch(`${t.url}/lti/v1/launch`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: res.headers.get('set-cookie')!.split(';')[0]! },

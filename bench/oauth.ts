@@ -24,11 +24,16 @@ const EMAIL = 'author@oauth-bench.test';
 const PASSWORD = 'bench password 0123456789';
 
 async function benchBackend(backend: 'postgres' | 'pglite') {
-  const bench = await startBenchApp('oauth', backend, { email: EMAIL, password: PASSWORD }, {
-    SVC_AUTH_SIGNIN_PER_EMAIL: '100000',
-    SVC_AUTH_SIGNIN_PER_IP: '100000',
-    SVC_OAUTH_REGISTER_PER_IP: '100000',
-  });
+  const bench = await startBenchApp(
+    'oauth',
+    backend,
+    { email: EMAIL, password: PASSWORD },
+    {
+      SVC_AUTH_SIGNIN_PER_EMAIL: '100000',
+      SVC_AUTH_SIGNIN_PER_IP: '100000',
+      SVC_OAUTH_REGISTER_PER_IP: '100000',
+    },
+  );
   try {
     const target = { url: bench.url } as TestApp;
     const flows: number[] = [];
@@ -42,13 +47,21 @@ async function benchBackend(backend: 'postgres' | 'pglite') {
 
     const byPassword = await bench.connect('bench-oauth');
     const byOAuth = await bench.connect('bench-oauth', oauthToken);
-    const program = (await byPassword.callTool({ name: 'create_program', arguments: { tenant: 'bench', title: 'Bench program' } })).structuredContent as { id: string };
+    const program = (await byPassword.callTool({ name: 'create_program', arguments: { tenant: 'bench', title: 'Bench program' } })).structuredContent as {
+      id: string;
+    };
     const unit = (await byPassword.callTool({ name: 'create_unit', arguments: { program_id: program.id, title: 'Unit' } })).structuredContent as { id: string };
     const lesson = (await byPassword.callTool({ name: 'create_lesson', arguments: { unit_id: unit.id, title: 'Lesson' } })).structuredContent as { id: string };
     const create = async (client: Client, i: number) => {
       const result = await client.callTool({
         name: 'create_activity',
-        arguments: { lesson_id: lesson.id, title: `Activity ${i}`, kind: 'document', spec: 'One paragraph.', rubric: [{ criterion: 'Names one concept', weight: 1 }] },
+        arguments: {
+          lesson_id: lesson.id,
+          title: `Activity ${i}`,
+          kind: 'document',
+          spec: 'One paragraph.',
+          rubric: [{ criterion: 'Names one concept', weight: 1 }],
+        },
       });
       if (result.isError) throw new Error(JSON.stringify(result.content));
     };
@@ -76,10 +89,18 @@ async function main() {
       'OAuth ÷ password (p50)',
       `connecting: register → authorize → sign-in → Allow → token (median of ${FLOWS})`,
     ],
-    results.map((r) => [r.backend, `${one(r.password.p50)} / ${one(r.password.p99)}`, `${one(r.oauth.p50)} / ${one(r.oauth.p99)}`, (r.oauth.p50 / r.password.p50).toFixed(2), one(r.connect)]),
+    results.map((r) => [
+      r.backend,
+      `${one(r.password.p50)} / ${one(r.password.p99)}`,
+      `${one(r.oauth.p50)} / ${one(r.oauth.p99)}`,
+      (r.oauth.p50 / r.password.p50).toFixed(2),
+      one(r.connect),
+    ]),
   );
   const body = [
-    lastRun(`${CALLS} calls per token, alternating; client and server in one process; milliseconds. Connecting includes one argon2id password check at the default cost.`),
+    lastRun(
+      `${CALLS} calls per token, alternating; client and server in one process; milliseconds. Connecting includes one argon2id password check at the default cost.`,
+    ),
     '',
     table,
   ].join('\n');

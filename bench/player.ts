@@ -31,7 +31,12 @@ const LOADS = Number(process.env.BENCH_LOADS ?? 20);
 async function main() {
   const load1 = loadavg()[0]!;
   const assets = await playerAssets();
-  const size = { raw: Buffer.byteLength(assets.player.body), gzip: gzipSync(assets.player.body).length, loaderGzip: gzipSync(assets.loader.body).length, cssGzip: gzipSync(assets.css.body).length };
+  const size = {
+    raw: Buffer.byteLength(assets.player.body),
+    gzip: gzipSync(assets.player.body).length,
+    loaderGzip: gzipSync(assets.loader.body).length,
+    cssGzip: gzipSync(assets.css.body).length,
+  };
 
   const [w, browser] = await Promise.all([startEmbedWorld(), launchBrowser()]);
   const partner = await startPartner(asLocalhost(w.t.url), w.idp);

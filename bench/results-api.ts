@@ -158,12 +158,31 @@ async function pgbench(sql: string, args?: string): Promise<Figures> {
   const mode = args === undefined ? [] : ['-M', 'prepared', '-D', `args=${args}`];
   const { stdout } = await run(
     'pgbench',
-    ['-n', ...mode, '-c', String(CONNECTIONS), '-j', String(Math.min(CONNECTIONS, cpus().length)), '-T', String(DURATION), '-f', file, '--log', '--log-prefix', join(dir, 'log'), dbUrl],
+    [
+      '-n',
+      ...mode,
+      '-c',
+      String(CONNECTIONS),
+      '-j',
+      String(Math.min(CONNECTIONS, cpus().length)),
+      '-T',
+      String(DURATION),
+      '-f',
+      file,
+      '--log',
+      '--log-prefix',
+      join(dir, 'log'),
+      dbUrl,
+    ],
     { cwd: dir, maxBuffer: 64 << 20 },
   );
   const tps = Number(/tps = ([\d.]+)/.exec(stdout)![1]);
   const { stdout: files } = await run('sh', ['-c', `cat ${join(dir, 'log')}*`], { maxBuffer: 512 << 20 });
-  const latencies = files.trim().split('\n').map((l) => Number(l.split(' ')[2]) / 1000).sort((a, b) => a - b);
+  const latencies = files
+    .trim()
+    .split('\n')
+    .map((l) => Number(l.split(' ')[2]) / 1000)
+    .sort((a, b) => a - b);
   return { rps: tps, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
 
@@ -207,7 +226,10 @@ function sampleRss(pid: number) {
 
 /** Start the server (`node [flags] --import tsx src/main.ts`) on the benchmark's database and PORT; resolves once it listens. */
 const startServer = (flags: string, env: Record<string, string> = {}) =>
-  startBenchServer({ DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS, ...env }, { port: PORT, nodeFlags: flags.split(' ').filter(Boolean) });
+  startBenchServer(
+    { DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS, ...env },
+    { port: PORT, nodeFlags: flags.split(' ').filter(Boolean) },
+  );
 
 async function main() {
   const load1 = loadavg()[0]!;
@@ -220,7 +242,12 @@ async function main() {
       s.deep,
     );
     const cases: { name: string; path: string; endpoint: Endpoint; options: ListOptions }[] = [
-      { name: 'first page (50 rows)', path: '/v1/activity-results?limit=50', endpoint: 'activity-results', options: { limit: 50, filters: {}, order: 'created' } },
+      {
+        name: 'first page (50 rows)',
+        path: '/v1/activity-results?limit=50',
+        endpoint: 'activity-results',
+        options: { limit: 50, filters: {}, order: 'created' },
+      },
       {
         name: `page ${(s.tenantRows > 900_000 ? 900_000 : Math.floor(s.tenantRows * 0.9)).toLocaleString('en')} rows deep`,
         path: `/v1/activity-results?limit=50&cursor=${deepCursor}`,
@@ -277,7 +304,12 @@ async function main() {
       `API ÷ pgbench (same SQL), first page: **${pct(api[0]!.rps, same[0]!.rps)}**; ` +
       `worst API p99: **${f(Math.max(...api.map((a) => a.p99)))} ms**; server peak RSS under load: **${rss.toFixed(0)} MiB**` +
       ` (server run as \`npm start\`: \`node ${NODE_FLAGS}\`, pool of SVC_DB_POOL_SIZE's default, ${DEFAULT_POOL_SIZE} here). First page on a server run ` +
-      variants.map((v) => `with ${v.label}: ${Math.round(v.figures.rps)} req/s, p50 ${f(v.figures.p50)} ms, p99 ${f(v.figures.p99)} ms, peak RSS ${v.rss.toFixed(0)} MiB`).join('; ') +
+      variants
+        .map(
+          (v) =>
+            `with ${v.label}: ${Math.round(v.figures.rps)} req/s, p50 ${f(v.figures.p50)} ms, p99 ${f(v.figures.p99)} ms, peak RSS ${v.rss.toFixed(0)} MiB`,
+        )
+        .join('; ') +
       '.';
     const when = new Date().toISOString().slice(0, 16);
     const section = `<!-- results-api:start -->\nLast run: ${when}Z, ${ROWS.toLocaleString('en')} results over ${TENANTS} tenants (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}.\n\n${table}\n\n${summary}\n<!-- results-api:end -->`;

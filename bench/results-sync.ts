@@ -80,7 +80,10 @@ async function main() {
     const copyStart = performance.now();
     await run(
       'sh',
-      ['-c', `psql -q -X "${dbUrl}" -c "\\copy (select * from activity_results where tenant_id = '${tenant!.id}' order by updated_at, id) to stdout" > /dev/null`],
+      [
+        '-c',
+        `psql -q -X "${dbUrl}" -c "\\copy (select * from activity_results where tenant_id = '${tenant!.id}' order by updated_at, id) to stdout" > /dev/null`,
+      ],
       { maxBuffer: 1 << 20 },
     );
     const copySeconds = (performance.now() - copyStart) / 1000;

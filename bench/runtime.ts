@@ -36,7 +36,10 @@ type Row = { backend: string; mode: string; startMs: number; idle: number; peak:
 const rows = (
   await eachBackend(async (backend) => {
     const out: Row[] = [];
-    for (const [mode, compiled] of [['tsx (src/, `npm run dev`)', false], ['compiled (dist/, `npm start`)', true]] as const) {
+    for (const [mode, compiled] of [
+      ['tsx (src/, `npm run dev`)', false],
+      ['compiled (dist/, `npm start`)', true],
+    ] as const) {
       const runs: Omit<Row, 'backend' | 'mode'>[] = [];
       for (let i = 0; i < RUNS; i++) {
         const database = await benchDatabase('runtime', backend);

@@ -93,7 +93,9 @@ async function main() {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const [i, setup] of setups.entries()) {
         // Node.js's default heap limits, as bench/README.md's figures were measured
-        const started = await Promise.all(setup.envs.map((env) => startBenchServer({ SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS, ...env }, { nodeFlags: [] })));
+        const started = await Promise.all(
+          setup.envs.map((env) => startBenchServer({ SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS, ...env }, { nodeFlags: [] })),
+        );
         servers.push(...started);
         const urls: [string, string] = [started[0]!.url, (started[1] ?? started[0]!).url];
         await measure(urls, requests[0]!.path, key); // warm up: connections, statement caches
@@ -101,7 +103,9 @@ async function main() {
         const measured: Figures[] = [];
         for (const r of requests) measured.push(await measure(urls, r.path, key));
         figures[i]!.push(measured);
-        rows.push(`| ${round} | ${setup.label} | ${load} | ${measured.map((f) => `${Math.round(f.rps)} | ${f.p50.toFixed(1)} | ${f.p99.toFixed(1)}`).join(' | ')} |`);
+        rows.push(
+          `| ${round} | ${setup.label} | ${load} | ${measured.map((f) => `${Math.round(f.rps)} | ${f.p50.toFixed(1)} | ${f.p99.toFixed(1)}`).join(' | ')} |`,
+        );
         console.log(rows.at(-1));
         for (const s of started) await s.stop();
       }
@@ -110,7 +114,9 @@ async function main() {
     const total = (i: number, r: number) => figures[i]!.reduce((sum, round) => sum + round[r]!.rps, 0);
     const ratio = (i: number, r: number) => `${((total(i, r) / total(0, r)) * 100).toFixed(0)} %`;
     const body = [
-      lastRun(`${ROWS.toLocaleString('en')} results over ${TENANTS} tenants, ${CONNECTIONS} connections in all (${CONNECTIONS / 2} per load generator), ${SECONDS} s per figure; servers, primary, replica and load generators on the same ${cpus().length} cores.`),
+      lastRun(
+        `${ROWS.toLocaleString('en')} results over ${TENANTS} tenants, ${CONNECTIONS} connections in all (${CONNECTIONS / 2} per load generator), ${SECONDS} s per figure; servers, primary, replica and load generators on the same ${cpus().length} cores.`,
+      ),
       '',
       `| round | setup | load | ${requests.map((r) => `${r.name}: req/s | p50 ms | p99 ms`).join(' | ')} |`,
       `|---:|---|---:|${requests.map(() => '---:|---:|---:').join('|')}|`,

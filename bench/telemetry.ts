@@ -54,28 +54,46 @@ const rows = (
     const configs: [string, Record<string, string>][] = [
       ['off', {}],
       ['metrics', { SVC_METRICS_PORT: String(METRICS_PORT) }],
-      ['metrics+traces', { SVC_METRICS_PORT: String(METRICS_PORT), OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_METRICS_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none' }],
+      [
+        'metrics+traces',
+        {
+          SVC_METRICS_PORT: String(METRICS_PORT),
+          OTEL_TRACES_EXPORTER: 'otlp',
+          OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+          OTEL_METRICS_EXPORTER: 'none',
+          OTEL_LOGS_EXPORTER: 'none',
+        },
+      ],
     ];
     const out: Row[] = [];
-    for (let round = 0; round < ROUNDS; round++) for (const [config, env] of configs) {
-      const server = await startBenchServer({ ...base, ...env }, { port: PORT, compiled: true });
-      const url = `${server.url}/v1/activity-results?limit=50`;
-      const headers = { authorization: `Bearer ${key}` };
-      for (let i = 0; i < 50; i++) await (await fetch(url, { headers })).arrayBuffer(); // warm-up
-      const scraper = env.SVC_METRICS_PORT
-        ? setInterval(() => void fetch(`http://127.0.0.1:${METRICS_PORT}/metrics`).then((r) => r.arrayBuffer(), () => {}), 1000)
-        : undefined;
-      const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
-      clearInterval(scraper);
-      await server.stop();
-      if (result.non2xx) throw new Error(`${config}: ${result.non2xx} answers were not 2xx`);
-      const row = { backend, config, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, rounds: [result.requests.average] };
-      console.log(row);
-      const best = out.find((r) => r.config === config);
-      if (!best) out.push(row);
-      else if (row.rps > best.rps) Object.assign(best, row, { rounds: [...best.rounds, row.rps] });
-      else best.rounds.push(row.rps);
-    }
+    for (let round = 0; round < ROUNDS; round++)
+      for (const [config, env] of configs) {
+        const server = await startBenchServer({ ...base, ...env }, { port: PORT, compiled: true });
+        const url = `${server.url}/v1/activity-results?limit=50`;
+        const headers = { authorization: `Bearer ${key}` };
+        for (let i = 0; i < 50; i++) await (await fetch(url, { headers })).arrayBuffer(); // warm-up
+        const scraper = env.SVC_METRICS_PORT
+          ? setInterval(
+              () =>
+                void fetch(`http://127.0.0.1:${METRICS_PORT}/metrics`).then(
+                  (r) => r.arrayBuffer(),
+                  () => {},
+                ),
+              1000,
+            )
+          : undefined;
+        const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
+        clearInterval(scraper);
+        await server.stop();
+        if (result.non2xx) throw new Error(`${config}: ${result.non2xx} answers were not 2xx`);
+        const row = { backend, config, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, rounds: [result.requests.average] };
+        console.log(row);
+        const best = out.find((r) => r.config === config);
+        if (!best) out.push(row);
+        else if (row.rps > best.rps) Object.assign(best, row, { rounds: [...best.rounds, row.rps] });
+        else best.rounds.push(row.rps);
+      }
     await database.drop().catch(() => {});
     return out;
   })

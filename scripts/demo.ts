@@ -165,7 +165,9 @@ async function main() {
     say('Starting the service here: embedded PostgreSQL (PGlite) in a temp folder, a loopback model as the judge');
     service = await startOwnService(opts.port ? Number(opts.port) : 8787);
     show(`service on ${service.url} in ${((Date.now() - begun) / 1000).toFixed(1)} s, judge: the loopback model at ${service.model!.baseUrl}`);
-    real('`npm start` with DATABASE_URL (PostgreSQL), the three secrets in the environment, SVC_JUDGE_BASE_URL/SVC_JUDGE_MODEL naming an OpenAI-compatible model, behind TLS (docs/operations.md)');
+    real(
+      '`npm start` with DATABASE_URL (PostgreSQL), the three secrets in the environment, SVC_JUDGE_BASE_URL/SVC_JUDGE_MODEL naming an OpenAI-compatible model, behind TLS (docs/operations.md)',
+    );
   }
   const base = service.url;
   const idp = await startTestIdp();
@@ -210,7 +212,9 @@ async function main() {
       if (done % 20 === 0 || done === total) process.stdout.write(`\r  ${done}/${total} records`);
     });
     console.log();
-    show(`${imported.units} units, ${imported.lessons} lessons, ${imported.activities} activities (${[...new Set(course.units.flatMap((u) => u.lessons.flatMap((l) => l.activities.map((a) => a.kind))))].join(', ')}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    show(
+      `${imported.units} units, ${imported.lessons} lessons, ${imported.activities} activities (${[...new Set(course.units.flatMap((u) => u.lessons.flatMap((l) => l.activities.map((a) => a.kind))))].join(', ')}) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     const tree = await callTool(mcp, 'get_program', { id: imported.programId });
     show(`get_program: "${tree.title}" — first unit "${tree.units[0].title}"`);
     real('an author drafts with an AI assistant (the draft_unit prompt) or imports a whole program in one import_program call');
@@ -218,9 +222,18 @@ async function main() {
     // 5. Tenant isolation.
     say(`An author of another tenant ("${rivalTenant}") tries to add a unit to this program`);
     await svc(service.env, `tenant create ${rivalTenant}`, 'tenant.create', { slug: rivalTenant });
-    await svc(service.env, `user create --email instructor@${rivalTenant}.test --password '…'`, 'user.create', { email: `instructor@${rivalTenant}.test`, password });
-    await svc(service.env, `author grant ${rivalTenant} instructor@${rivalTenant}.test`, 'author.grant', { tenant: rivalTenant, email: `instructor@${rivalTenant}.test` });
-    const rivalSignIn = await createClient(base, anonKey, { auth: { persistSession: false } }).auth.signInWithPassword({ email: `instructor@${rivalTenant}.test`, password });
+    await svc(service.env, `user create --email instructor@${rivalTenant}.test --password '…'`, 'user.create', {
+      email: `instructor@${rivalTenant}.test`,
+      password,
+    });
+    await svc(service.env, `author grant ${rivalTenant} instructor@${rivalTenant}.test`, 'author.grant', {
+      tenant: rivalTenant,
+      email: `instructor@${rivalTenant}.test`,
+    });
+    const rivalSignIn = await createClient(base, anonKey, { auth: { persistSession: false } }).auth.signInWithPassword({
+      email: `instructor@${rivalTenant}.test`,
+      password,
+    });
     const rival = await mcpClient(base, rivalSignIn.data.session!.access_token);
     clients.push(rival);
     const refused = await rival.callTool({ name: 'create_unit', arguments: { program_id: imported.programId, title: 'Injected' } });
@@ -229,7 +242,11 @@ async function main() {
 
     // 6. A learner from the partner's identity provider.
     say("A learner arrives from the partner's identity provider and exchanges its token for a session");
-    await svc(service.env, `idp set ${tenant} --issuer ${idp.issuer} --jwks-url ${idp.jwksUrl}`, 'idp.set', { tenant, issuer: idp.issuer, jwks_url: idp.jwksUrl });
+    await svc(service.env, `idp set ${tenant} --issuer ${idp.issuer} --jwks-url ${idp.jwksUrl}`, 'idp.set', {
+      tenant,
+      issuer: idp.issuer,
+      jwks_url: idp.jwksUrl,
+    });
     const sub = `learner-${stamp}`;
     const sessionRes = await fetch(`${base}/v1/embed/session`, {
       method: 'POST',
@@ -258,7 +275,9 @@ async function main() {
         })
       ).json()) as { status: string; score?: number; feedback?: string };
       if (verdict.status === 'pending') pending = true;
-      show(`verdict on "${activity.title}": ${verdict.status}${verdict.score === undefined ? '' : ` (score ${verdict.score})`}${verdict.feedback ? ` — ${verdict.feedback}` : ''}`);
+      show(
+        `verdict on "${activity.title}": ${verdict.status}${verdict.score === undefined ? '' : ` (score ${verdict.score})`}${verdict.feedback ? ` — ${verdict.feedback}` : ''}`,
+      );
     }
     if (pending) {
       show('(verdicts appear only if that service has a judge: SVC_JUDGE_BASE_URL and SVC_JUDGE_MODEL; without one they stay pending)');
@@ -313,7 +332,9 @@ function loadOdinFrom(dir: string): OdinProgram {
   try {
     return loadOdin('odin-foundations.json', dir);
   } catch (err) {
-    throw new DemoError(`npm run demo: --odin ${dir}: cannot read odin-foundations.json there (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new DemoError(
+      `npm run demo: --odin ${dir}: cannot read odin-foundations.json there (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
 }
 

@@ -39,8 +39,7 @@ import { fastifyTracing, tracedDb, tracingEnabled } from './telemetry/tracing.ts
 const REQUEST_ID_RE = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
 
 /** `Config.trustProxy` as Fastify takes it: a hop count as a function of the hop (proxy-addr's rule). */
-const trustProxy = (value: boolean | number | string) =>
-  typeof value === 'number' ? (_address: string, hop: number) => hop < value : value;
+const trustProxy = (value: boolean | number | string) => (typeof value === 'number' ? (_address: string, hop: number) => hop < value : value);
 
 export async function buildApp(given: Deps): Promise<FastifyInstance> {
   const traced = tracingEnabled();
@@ -58,7 +57,9 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
       const status = Math.min((err as { statusCode?: number }).statusCode ?? 400, 499);
       // 414: a path segment over the router's maxParamLength (100) — say so, not "malformed".
       if (status === 414 && path.startsWith('/v1/')) {
-        return void reply.code(400).send(errorBody('invalid_request', 'path: a path segment is longer than 100 characters (ids are 36-character uuids)', String(req.id)));
+        return void reply
+          .code(400)
+          .send(errorBody('invalid_request', 'path: a path segment is longer than 100 characters (ids are 36-character uuids)', String(req.id)));
       }
       if (path.startsWith('/auth/v1')) return void sendAuthError(req, reply, new AuthError(status, 'validation_failed', 'malformed URL'));
       if (path.startsWith('/mcp')) return void reply.code(status).send(jsonRpcError(-32600, 'malformed URL'));

@@ -80,11 +80,12 @@ async function main(stopTracing?: () => Promise<void>) {
 }
 
 /** Run the service until a signal stops it; configuration and start-up errors end the process (2, or 1). */
-export const serve = (stopTracing?: () => Promise<void>) => main(stopTracing).catch((err) => {
-  if (err instanceof ConfigError || err instanceof DataDirBusyError) {
-    console.error(`svc: ${err.message}`);
-    process.exit(2);
-  }
-  console.error(err);
-  process.exit(1);
-});
+export const serve = (stopTracing?: () => Promise<void>) =>
+  main(stopTracing).catch((err) => {
+    if (err instanceof ConfigError || err instanceof DataDirBusyError) {
+      console.error(`svc: ${err.message}`);
+      process.exit(2);
+    }
+    console.error(err);
+    process.exit(1);
+  });

@@ -65,7 +65,11 @@ describe('loadConfig', () => {
     ['a shutdown delay in words', { SVC_SHUTDOWN_DELAY: 'five' }, /SVC_SHUTDOWN_DELAY/],
     ['no shutdown deadline', { SVC_SHUTDOWN_TIMEOUT: '0' }, /SVC_SHUTDOWN_TIMEOUT/],
     ['a shutdown deadline in words', { SVC_SHUTDOWN_TIMEOUT: '20s' }, /SVC_SHUTDOWN_TIMEOUT/],
-    ['a shutdown delay past the deadline', { SVC_SHUTDOWN_DELAY: '30', SVC_SHUTDOWN_TIMEOUT: '20' }, /SVC_SHUTDOWN_DELAY must be less than SVC_SHUTDOWN_TIMEOUT/],
+    [
+      'a shutdown delay past the deadline',
+      { SVC_SHUTDOWN_DELAY: '30', SVC_SHUTDOWN_TIMEOUT: '20' },
+      /SVC_SHUTDOWN_DELAY must be less than SVC_SHUTDOWN_TIMEOUT/,
+    ],
   ])('refuses %s', (_name, change, message) => {
     expect(() => loadConfig({ ...server, ...change })).toThrow(ConfigError);
     expect(() => loadConfig({ ...server, ...change })).toThrow(message);

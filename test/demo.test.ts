@@ -46,7 +46,11 @@ function demo(args: string[], env: Record<string, string> = {}) {
 }
 
 /** Whether something accepts HTTP requests at `url`. */
-const answers = (url: string) => fetch(url, { signal: AbortSignal.timeout(2000) }).then(() => true, () => false);
+const answers = (url: string) =>
+  fetch(url, { signal: AbortSignal.timeout(2000) }).then(
+    () => true,
+    () => false,
+  );
 
 describe('npm run demo from a fresh clone', () => {
   it('has no ../shared beside it', () => {

@@ -22,7 +22,6 @@ type Args = Record<string, unknown>;
 type Out = Record<string, unknown>;
 type Describe = (q: Queryable, args: Args, out: Out) => Promise<Omit<AuditEvent, 'actor' | 'requestId'> | undefined>;
 
-
 /** The target of an author grant or revocation (see the header). */
 const authorTarget = (out: Out) =>
   out.svc_user_id
@@ -38,7 +37,9 @@ const tenantAct =
     return { tenantId, action, target: { type: 'tenant', id: tenantId! }, detail: detail(args, out) };
   };
 
-const userAct = (action: AuditEvent['action']): Describe => async (_q, _args, out) => ({ tenantId: null, action, target: { type: 'auth_user', id: String(out.id) } });
+const userAct =
+  (action: AuditEvent['action']): Describe =>
+  async (_q, _args, out) => ({ tenantId: null, action, target: { type: 'auth_user', id: String(out.id) } });
 
 /** Turning consistency on or off: one action, the setting after. */
 const consistencyAct = tenantAct('judge.consistency.set', (_a, out) => ({ margin: out.margin as number | null, repeats: out.repeats as number }));
@@ -55,7 +56,11 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
   'key.revoke': async (_q, _a, out) => ({ tenantId: String(out.tenant_id), action: 'key.revoke', target: { type: 'api_key', id: String(out.prefix) } }),
   'embed.origins.add': async (q, args, out) =>
     out.added ? { tenantId: await findTenantId(q, args.tenant), action: 'embed.origin.add', target: { type: 'origin', id: String(out.origin) } } : undefined,
-  'embed.origins.remove': async (q, args, out) => ({ tenantId: await findTenantId(q, args.tenant), action: 'embed.origin.remove', target: { type: 'origin', id: String(out.origin) } }),
+  'embed.origins.remove': async (q, args, out) => ({
+    tenantId: await findTenantId(q, args.tenant),
+    action: 'embed.origin.remove',
+    target: { type: 'origin', id: String(out.origin) },
+  }),
   'idp.set': tenantAct('idp.set', (_a, out) => ({ issuer: String(out.issuer) })),
   'idp.refresh': tenantAct('idp.refresh', (_a, out) => ({ keys_version: Number(out.keys_version) })),
   'oauth.clients.revoke': async (_q, args) => ({ tenantId: null, action: 'oauth.client.revoke', target: { type: 'oauth_client', id: String(args.client_id) } }),
@@ -63,8 +68,16 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
     const user = await findUserByEmail(q, String(args.email));
     return { tenantId: null, action: 'oauth.grant.revoke', target: { type: 'user', id: user!.svc_user_id }, detail: { client_id: String(args.client_id) } };
   },
-  'learner.delete': async (q, args) => ({ tenantId: await findTenantId(q, args.tenant), action: 'learner.erase', target: { type: 'user', id: String(args.svc_user_id) } }),
-  'learner.export': async (q, args) => ({ tenantId: await findTenantId(q, args.tenant), action: 'learner.export', target: { type: 'user', id: String(args.svc_user_id) } }),
+  'learner.delete': async (q, args) => ({
+    tenantId: await findTenantId(q, args.tenant),
+    action: 'learner.erase',
+    target: { type: 'user', id: String(args.svc_user_id) },
+  }),
+  'learner.export': async (q, args) => ({
+    tenantId: await findTenantId(q, args.tenant),
+    action: 'learner.export',
+    target: { type: 'user', id: String(args.svc_user_id) },
+  }),
   'retention.set': tenantAct('retention.set', (_a, out) => ({
     artifact_content_days: out.artifact_content_days as number | null,
     model_bodies_days: out.model_bodies_days as number | null,

@@ -100,30 +100,34 @@ export async function runRetention(db: Db, options: { tenantId?: string; now?: D
     }
     const content = cutoff(now, s.artifact_content_days);
     if (content) {
-      counts.artifact_contents += await inBatches(db, async (tx) =>
-        (
-          await tx.query(
-            `update artifacts set content = null where tenant_id = $1 and id in (
+      counts.artifact_contents += await inBatches(
+        db,
+        async (tx) =>
+          (
+            await tx.query(
+              `update artifacts set content = null where tenant_id = $1 and id in (
                select id from artifacts where tenant_id = $1 and created_at < $2::timestamptz and content is not null
                limit ${RETENTION_BATCH} for update skip locked)
              returning id`,
-            [id, content],
-          )
-        ).length,
+              [id, content],
+            )
+          ).length,
       );
     }
     const tombstones = cutoff(now, s.tombstones_days);
     if (tombstones) {
-      counts.tombstones += await inBatches(db, async (tx) =>
-        (
-          await tx.query(
-            `delete from deletions where tenant_id = $1 and (deleted_at, id) in (
+      counts.tombstones += await inBatches(
+        db,
+        async (tx) =>
+          (
+            await tx.query(
+              `delete from deletions where tenant_id = $1 and (deleted_at, id) in (
                select deleted_at, id from deletions where tenant_id = $1 and deleted_at < $2::timestamptz
                order by deleted_at limit ${RETENTION_BATCH} for update skip locked)
              returning id`,
-            [id, tombstones],
-          )
-        ).length,
+              [id, tombstones],
+            )
+          ).length,
       );
     }
   }

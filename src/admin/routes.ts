@@ -20,7 +20,9 @@ export default async function adminRoutes(app: FastifyInstance, deps: Deps) {
     if (err instanceof AdminError) return reply.code(STATUS[err.code]).send({ error: { code: err.code, message: err.message } });
     if (isBadInput(err) || isUniqueViolation(err)) {
       const code = isUniqueViolation(err) ? 'conflict' : 'invalid';
-      return reply.code(STATUS[code]).send({ error: { code, message: code === 'conflict' ? 'already exists' : 'a value cannot be stored (for example a NUL character)' } });
+      return reply
+        .code(STATUS[code])
+        .send({ error: { code, message: code === 'conflict' ? 'already exists' : 'a value cannot be stored (for example a NUL character)' } });
     }
     if (err.statusCode && err.statusCode < 500) {
       return reply.code(err.statusCode).send({ error: { code: 'invalid', message: err.message } });

@@ -18,7 +18,6 @@ import { AUDIENCE, AuthError, DEFAULT_SCOPE, mcpResource, SUPPORTED_SCOPES, Toke
 import { bearerToken } from '../http/bearer.ts';
 import { JSONRPC, jsonRpcError } from './jsonrpc.ts';
 
-
 /** A JSON-RPC error response not tied to a request (`id: null`). */
 
 const baseUrl = (deps: Deps) => deps.config.baseUrl.replace(/\/+$/, '');
@@ -59,10 +58,7 @@ export async function authenticate(deps: Deps, req: FastifyRequest, reply: Fasti
     if (!(err instanceof TokenError) && !(err instanceof AuthError)) throw err;
     reply
       .code(401)
-      .header(
-        'www-authenticate',
-        `Bearer error="invalid_token", error_description="${quote(err.message)}", resource_metadata="${resourceMetadataUrl(deps)}"`,
-      )
+      .header('www-authenticate', `Bearer error="invalid_token", error_description="${quote(err.message)}", resource_metadata="${resourceMetadataUrl(deps)}"`)
       .send(jsonRpcError(JSONRPC.UNAUTHORIZED, `Unauthorized: ${err.message}`));
     return undefined;
   }

@@ -62,7 +62,16 @@ const expected = z
     passed: z.boolean().describe('Whether this work should pass'),
     score: z.number().min(0).max(100).optional().describe('The score you would give, 0–100 (for score_mae and leniency)'),
     criteria: z
-      .array(z.strictObject({ id: z.string().min(1).max(64).describe("A criterion id of the activity's rubric (get_activity shows them: the rubric entry's id, or c1, c2… in order)"), met: z.boolean() }))
+      .array(
+        z.strictObject({
+          id: z
+            .string()
+            .min(1)
+            .max(64)
+            .describe("A criterion id of the activity's rubric (get_activity shows them: the rubric entry's id, or c1, c2… in order)"),
+          met: z.boolean(),
+        }),
+      )
       .max(100)
       .optional()
       .describe('Per rubric criterion, whether the work meets it (for per-criterion agreement)'),
@@ -86,7 +95,7 @@ const addCalibrationExample = defineTool({
     "Add graded work you vouch for to an activity's calibration set: the work (same kind and limits as a learner's submission) and your grade " +
     '(passed, optional score and per-criterion met). Mark work that must fail — for instance work that tries to talk the grader into a pass — ' +
     'as adversarial. Examples are never shown to learners. Once an activity has examples, learners are graded live only while its latest ' +
-    'calibration report meets the tenant\'s thresholds (run_calibration). Needs the author role in the activity\'s tenant.',
+    "calibration report meets the tenant's thresholds (run_calibration). Needs the author role in the activity's tenant.",
   input: z.strictObject({
     activity_id: z.uuid().describe('The activity the example calibrates'),
     artifact,
@@ -99,7 +108,10 @@ const addCalibrationExample = defineTool({
   run: (args, tx, ctx) =>
     calibrating(async (): Promise<ToolAnswer> => {
       const example = await addExample(tx, args, ctx.deps.config.fetchAllowPrivate);
-      return { structured: example as unknown as Record<string, unknown>, summary: `added calibration example ${example.id} to activity ${example.activity_id}` };
+      return {
+        structured: example as unknown as Record<string, unknown>,
+        summary: `added calibration example ${example.id} to activity ${example.activity_id}`,
+      };
     }),
 });
 
@@ -145,8 +157,14 @@ const Report = z
 /** The answer of a report read as the service (after the caller's check). */
 async function reportAnswer(ctx: ToolContext, tenantId: string, activityId: string, reportId?: string): Promise<ToolAnswer> {
   const report = await calibrating(() => calibrationReport(ctx.deps.db, tenantId, activityId, reportId, ctx.deps.config.judge?.model ?? null));
-  const figures = report.status === 'done' ? `kappa ${report.cohen_kappa}, false pass rate ${report.false_pass_rate}, gate ${report.gate.passes ? 'passes' : 'fails'}` : `${report.progress.graded}/${report.progress.total} graded`;
-  return { structured: report as unknown as Record<string, unknown>, summary: `calibration report ${report.id} of activity ${activityId} (${report.status}${report.stale ? ', stale' : ''}): ${figures}` };
+  const figures =
+    report.status === 'done'
+      ? `kappa ${report.cohen_kappa}, false pass rate ${report.false_pass_rate}, gate ${report.gate.passes ? 'passes' : 'fails'}`
+      : `${report.progress.graded}/${report.progress.total} graded`;
+  return {
+    structured: report as unknown as Record<string, unknown>,
+    summary: `calibration report ${report.id} of activity ${activityId} (${report.status}${report.stale ? ', stale' : ''}): ${figures}`,
+  };
 }
 
 const runCalibration = defineTool({
@@ -154,7 +172,7 @@ const runCalibration = defineTool({
   title: 'Run calibration',
   description:
     "Grade every calibration example of an activity with the production judge (same prompt, model, rubric and checks), counted against the tenant's " +
-    'model budget, and make a report (agreement, Cohen\'s kappa, false pass/fail rates, leniency, flip rate with repeats). `repeats` 2–3 grades each ' +
+    "model budget, and make a report (agreement, Cohen's kappa, false pass/fail rates, leniency, flip rate with repeats). `repeats` 2–3 grades each " +
     'example that many times (majority verdict) to measure how often verdicts flip. Waits for the run up to wait_seconds (progress notifications ' +
     'with a progressToken), else answers the queued run; read it with get_calibration_report. One run at a time per activity.',
   input: z.strictObject({
@@ -169,11 +187,17 @@ const runCalibration = defineTool({
       const tenantId = await checkReportAccess(tx, args.activity_id);
       const [examples] = await tx.query<{ n: number }>('select count(*)::int as n from calibration_examples where activity_id = $1', [args.activity_id]);
       if (!examples!.n) throw invalidArguments(`activity_id: activity ${args.activity_id} has no calibration examples (add_calibration_example)`);
-      const [{ rubric_version: rubricVersion }] = (await tx.query<{ rubric_version: number }>('select rubric_version from activities where id = $1', [args.activity_id])) as [
-        { rubric_version: number },
-      ];
+      const [{ rubric_version: rubricVersion }] = (await tx.query<{ rubric_version: number }>('select rubric_version from activities where id = $1', [
+        args.activity_id,
+      ])) as [{ rubric_version: number }];
       // Without a model here the run is queued all the same (its model is fixed when a process with one starts it).
-      const run = await requestRun(tx, { tenantId, activityId: args.activity_id, rubricVersion, repeats: args.repeats ?? 1, model: ctx.deps.config.judge?.model ?? '' });
+      const run = await requestRun(tx, {
+        tenantId,
+        activityId: args.activity_id,
+        rubricVersion,
+        repeats: args.repeats ?? 1,
+        model: ctx.deps.config.judge?.model ?? '',
+      });
       return {
         structured: { id: run.id },
         summary: '',
@@ -223,12 +247,21 @@ const setGrading = defineTool({
     force: z.boolean().optional().describe('Required true with mode "live"'),
     reason: z.string().trim().min(1).max(2000).describe('Why (stored with the change)'),
   }),
-  output: z.object({ activity_id: z.string(), mode: z.string(), forced: z.boolean(), reason: z.string(), changed_by: z.string().nullable(), changed_at: z.string(), released: z.number() }),
+  output: z.object({
+    activity_id: z.string(),
+    mode: z.string(),
+    forced: z.boolean(),
+    reason: z.string(),
+    changed_by: z.string().nullable(),
+    changed_at: z.string(),
+    released: z.number(),
+  }),
   // appends an audited change; the same call twice leaves the same mode
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   run: (args, tx, ctx) =>
     calibrating(async (): Promise<ToolAnswer> => {
-      if (args.mode === 'live' && args.force !== true) throw invalidArguments('force: mode "live" without a passing calibration report needs force: true (and a reason)');
+      if (args.mode === 'live' && args.force !== true)
+        throw invalidArguments('force: mode "live" without a passing calibration report needs force: true (and a reason)');
       const { tenantId, change } = await setGradingMode(tx, { activityId: args.activity_id, mode: args.mode, force: args.force === true, reason: args.reason });
       return {
         structured: {},
@@ -244,4 +277,11 @@ const setGrading = defineTool({
     }),
 });
 
-export const calibrationTools: AnyTool[] = [addCalibrationExample, listCalibrationExamples, deleteCalibrationExample, runCalibration, getCalibrationReport, setGrading];
+export const calibrationTools: AnyTool[] = [
+  addCalibrationExample,
+  listCalibrationExamples,
+  deleteCalibrationExample,
+  runCalibration,
+  getCalibrationReport,
+  setGrading,
+];

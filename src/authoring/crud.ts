@@ -92,7 +92,11 @@ export function updateTool(name: RecordName): AnyTool {
       // threshold — migration 0060's trigger) makes its calibration report stale: queue a new run
       // (src/embed/calibration/runs.ts). A title or position edit leaves the report standing.
       const judge = name === 'activity' && GRADED_FIELDS.some((f) => f in changes) ? ctx.judge : undefined;
-      return { structured: record, summary: `updated ${name} ${record.id}`, ...(judge && { afterCommit: () => judge.catchUpCalibration({ activityId: id as string }) }) };
+      return {
+        structured: record,
+        summary: `updated ${name} ${record.id}`,
+        ...(judge && { afterCommit: () => judge.catchUpCalibration({ activityId: id as string }) }),
+      };
     },
   });
 }

@@ -16,7 +16,6 @@ import { ClientRequestSchema, JSONRPCMessageSchema } from '@modelcontextprotocol
 import type { ZodType } from 'zod';
 import { JSONRPC } from './jsonrpc.ts';
 
-
 /** Each MCP request method a client may send, with the schema of its request (method and params). */
 const REQUESTS: ReadonlyMap<string, ZodType> = new Map(ClientRequestSchema.options.map((schema) => [schema.shape.method.value, schema as ZodType]));
 
@@ -60,5 +59,8 @@ export function envelopeError(body: unknown): EnvelopeError | undefined {
     .slice(0, MAX_ISSUES)
     .map((issue) => `${issue.path.join('.') || 'params'}: ${issue.message}`)
     .join('; ');
-  return { status: 200, body: { jsonrpc: '2.0', id: request.id, error: { code: JSONRPC.INVALID_PARAMS, message: `Invalid params for ${request.method}: ${fields}` } } };
+  return {
+    status: 200,
+    body: { jsonrpc: '2.0', id: request.id, error: { code: JSONRPC.INVALID_PARAMS, message: `Invalid params for ${request.method}: ${fields}` } },
+  };
 }

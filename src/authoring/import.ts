@@ -77,7 +77,11 @@ const ImportInput = z
       });
     });
     if (records > MAX_IMPORT_RECORDS) {
-      ctx.addIssue({ code: 'custom', path: ['units'], message: `too many records: ${records} (at most ${MAX_IMPORT_RECORDS} units, lessons and activities per import)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['units'],
+        message: `too many records: ${records} (at most ${MAX_IMPORT_RECORDS} units, lessons and activities per import)`,
+      });
     }
   });
 

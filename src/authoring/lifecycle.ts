@@ -51,7 +51,7 @@ function archiveTool(name: RecordName): AnyTool {
     title: `Archive ${name === 'activity' ? 'an' : 'a'} ${name}`,
     description:
       `Retire one ${name} and ${UNDER[name]} without deleting anything: learners no longer see it and cannot submit work to it; ` +
-      'authors still read and edit it, and the Results API keeps serving it with the learners\' results. ' +
+      "authors still read and edit it, and the Results API keeps serving it with the learners' results. " +
       `Use this for content that has learner results (delete_${name} refuses it). Undo with unarchive_${name}; archiving again changes nothing. ` +
       `Needs the author role in the ${name}'s tenant. Returns the ${name} (archived_at set, archived true).`,
     input: z.strictObject({ id: uuid(`Id of the ${name} to archive`) }),

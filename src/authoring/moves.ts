@@ -83,10 +83,11 @@ function moveTool(m: Move): AnyTool {
              from ${table} t, (${m.parentProgram}) p where t.id = $1`,
           [id, parentId],
         );
-        rows = await tx.query(
-          `update ${table} as t set ${m.column} = $2, position = $3::int where t.id = $1 returning ${recordJson('t')} as record`,
-          [id, parentId, args.position ?? null],
-        );
+        rows = await tx.query(`update ${table} as t set ${m.column} = $2, position = $3::int where t.id = $1 returning ${recordJson('t')} as record`, [
+          id,
+          parentId,
+          args.position ?? null,
+        ]);
       } catch (err) {
         throw explainDbError(err, { record: m.parent, id: parentId });
       }

@@ -55,7 +55,11 @@ function sameLoopbackServer(own: string, origin: string): boolean {
 }
 
 /** Why a request with these headers must be refused, or undefined when it may pass. */
-export function rebindingRefusal(config: Pick<Config, 'baseUrl' | 'host' | 'mcpAllowedOrigins'>, origin: string | undefined, host: string | undefined): string | undefined {
+export function rebindingRefusal(
+  config: Pick<Config, 'baseUrl' | 'host' | 'mcpAllowedOrigins'>,
+  origin: string | undefined,
+  host: string | undefined,
+): string | undefined {
   const own = new URL(config.baseUrl).origin;
   const allowed = [own, ...(config.mcpAllowedOrigins ?? [])];
   if (origin !== undefined && !allowed.includes(origin) && !sameLoopbackServer(own, origin)) {

@@ -76,9 +76,4 @@ const createProgram = defineTool({
   },
 });
 
-export const programTools: AnyTool[] = [
-  listPrograms,
-  createProgram,
-  updateTool('program'),
-  deleteTool('program'),
-];
+export const programTools: AnyTool[] = [listPrograms, createProgram, updateTool('program'), deleteTool('program')];

@@ -18,10 +18,7 @@ export function wantsProgress(body: unknown): boolean {
 }
 
 /** The `Progress` of one call, or undefined when it has no progress token. */
-export function progressOf(
-  token: ProgressToken | undefined,
-  send: (notification: ServerNotification) => Promise<void>,
-): Progress | undefined {
+export function progressOf(token: ProgressToken | undefined, send: (notification: ServerNotification) => Promise<void>): Progress | undefined {
   if (token === undefined) return undefined;
   return (progress, total, message) => send({ method: 'notifications/progress', params: { progressToken: token, progress, total, message } });
 }

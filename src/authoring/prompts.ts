@@ -35,13 +35,7 @@ const EMBEDDABLE = {
  * `instruction`. Throws JSON-RPC -32602 ("<record>_id: <record> <id> not found") when the caller
  * cannot read it.
  */
-async function aboutRecord(
-  ctx: ToolContext,
-  record: keyof typeof EMBEDDABLE,
-  id: string,
-  description: string,
-  instruction: string,
-): Promise<GetPromptResult> {
+async function aboutRecord(ctx: ToolContext, record: keyof typeof EMBEDDABLE, id: string, description: string, instruction: string): Promise<GetPromptResult> {
   const { uri, read } = EMBEDDABLE[record];
   const json = await read(ctx, id);
   if (json === undefined) throw new McpError(JSONRPC.INVALID_PARAMS, `${record}_id: ${record} ${id} not found`);
@@ -54,7 +48,8 @@ export function registerPrompts(server: McpServer, ctx: ToolContext): void {
     'draft_unit',
     {
       title: 'Draft a unit from an outline',
-      description: 'Draft a new unit of a program from your outline (lessons, activities with specs and weighted rubrics) and write it with the authoring tools.',
+      description:
+        'Draft a new unit of a program from your outline (lessons, activities with specs and weighted rubrics) and write it with the authoring tools.',
       argsSchema: {
         program_id: z.uuid().describe('Id of the program the unit goes into'),
         outline: z.string().min(1).max(20_000).describe('Your outline of the unit: its topic, the lessons, what learners should produce'),

@@ -33,7 +33,7 @@ const depth = z
   .enum(DEPTHS)
   .default('outline')
   .describe(
-    'outline (default): id, title and position of every record below (and each activity\'s kind; ' +
+    "outline (default): id, title and position of every record below (and each activity's kind; " +
       'for a program or unit too large for that, only the records directly below, each with its counts: depth "shallow" in the answer); ' +
       `full: every record below in full (refused when the answer would exceed ${MAX_ANSWER_CHARS.toLocaleString('en')} characters)`,
   );
@@ -57,7 +57,9 @@ const outlineNode = {
   title: z.string().describe('Title'),
   position: z.number().int().describe('Position within its parent (1-based)'),
 };
-const ActivityNode = z.looseObject({ ...outlineNode, kind: z.string().describe('Kind of artifact') }).describe('An activity (outline: id, title, position, kind; full: the whole record)');
+const ActivityNode = z
+  .looseObject({ ...outlineNode, kind: z.string().describe('Kind of artifact') })
+  .describe('An activity (outline: id, title, position, kind; full: the whole record)');
 const LessonNode = z.looseObject({ ...outlineNode, activities: z.array(ActivityNode).describe('Activities in order') }).describe('A lesson and its activities');
 const UnitNode = z.looseObject({ ...outlineNode, lessons: z.array(LessonNode).describe('Lessons in order') }).describe('A unit and its lessons');
 const count = (what: string) => z.number().int().describe(`Number of ${what} below`);

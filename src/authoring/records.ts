@@ -25,8 +25,7 @@ import { ARTIFACT_KINDS } from '../lib/artifact-kinds.ts';
 // Input field schemas (each tool adds its own `.describe()` where the meaning differs)
 // ---------------------------------------------------------------------------------------------
 export const uuid = (what: string) => z.uuid().describe(what);
-export const tenantSlug = (what: string) =>
-  slugSchema('a tenant slug is 1–63 lower-case letters, digits and dashes').describe(what);
+export const tenantSlug = (what: string) => slugSchema('a tenant slug is 1–63 lower-case letters, digits and dashes').describe(what);
 export const title = (what: string) => z.string().min(1).max(500).describe(`${what} (1–500 characters)`);
 const longText = (what: string) => z.string().max(200_000).describe(what);
 /** A text field an update may clear with null. */
@@ -45,19 +44,10 @@ export const insertPosition = (what: string) =>
     );
 /** New position of an existing record: 1..n; the siblings in between shift by one. */
 export const movePosition = (what: string) =>
-  z
-    .number()
-    .int()
-    .min(1)
-    .max(POSITION_MAX)
-    .describe(`${what} (1-based, at most the number of siblings); the siblings in between shift by one to make room`);
+  z.number().int().min(1).max(POSITION_MAX).describe(`${what} (1-based, at most the number of siblings); the siblings in between shift by one to make room`);
 /** A partner's own id of a record: set at creation, never changed. */
 export const externalId = (scope: string) =>
-  z
-    .string()
-    .min(1)
-    .max(200)
-    .describe(`Your own id for this record (1–200 characters), unique ${scope}; set once at creation, returned on reads`);
+  z.string().min(1).max(200).describe(`Your own id for this record (1–200 characters), unique ${scope}; set once at creation, returned on reads`);
 export const kind = z.enum(ARTIFACT_KINDS).describe('The kind of artifact the learner hands in: diagram, document, site or repo');
 export const rubric = z
   .array(
@@ -69,12 +59,7 @@ export const rubric = z
   .min(1)
   .max(200)
   .describe('Grading criteria with weights');
-export const passThreshold = z
-  .number()
-  .int()
-  .min(0)
-  .max(100)
-  .describe('Score (0–100) at or above which a submission passes');
+export const passThreshold = z.number().int().min(0).max(100).describe('Score (0–100) at or above which a submission passes');
 
 const DEFAULT_PASS_THRESHOLD = 70;
 
@@ -220,10 +205,7 @@ function columnsOf(allowed: readonly string[], values: Record<string, unknown>, 
 
 /** The record as JSON, or undefined when `id` is not visible to the caller. */
 export async function findRecord(tx: Queryable, name: RecordName, id: string): Promise<Record<string, unknown> | undefined> {
-  const [row] = await tx.query<{ record: Record<string, unknown> }>(
-    `select ${recordJson('t')} as record from ${TABLES[name].table} t where t.id = $1`,
-    [id],
-  );
+  const [row] = await tx.query<{ record: Record<string, unknown> }>(`select ${recordJson('t')} as record from ${TABLES[name].table} t where t.id = $1`, [id]);
   return row?.record;
 }
 
@@ -256,12 +238,7 @@ export async function lockOrderOf(tx: Queryable, name: RecordName, id: string): 
  * Insert one record; `parent` names the parent for the trigger's not-found (P0002).
  * Throws `ToolFailure` (not allowed, parent not found, invalid value).
  */
-export async function insertRecord(
-  tx: Queryable,
-  name: RecordName,
-  values: Record<string, unknown>,
-  parent?: Subject,
-): Promise<Record<string, unknown>> {
+export async function insertRecord(tx: Queryable, name: RecordName, values: Record<string, unknown>, parent?: Subject): Promise<Record<string, unknown>> {
   const { columns, params, placeholders } = columnsOf(TABLES[name].insertable, values, 1);
   try {
     const [row] = await tx.query<{ record: Record<string, unknown> }>(
@@ -279,12 +256,7 @@ export async function insertRecord(
  * Change the given fields of one record. No field given → an `isError` result saying which fields exist.
  * Throws `ToolFailure` (not found, not allowed, invalid value).
  */
-export async function updateRecord(
-  tx: Queryable,
-  name: RecordName,
-  id: string,
-  changes: Record<string, unknown>,
-): Promise<Record<string, unknown>> {
+export async function updateRecord(tx: Queryable, name: RecordName, id: string, changes: Record<string, unknown>): Promise<Record<string, unknown>> {
   const { columns, params, placeholders } = columnsOf(TABLES[name].updatable, changes, 2);
   if (!columns.length) {
     throw invalidArguments(`nothing to update: give at least one of ${TABLES[name].updatable.join(', ')}`);

@@ -19,7 +19,7 @@ import { defineTool, READ, type AnyTool } from './tool.ts';
 const DECIDE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
 
 const reason = (what: string) => z.string().trim().min(1).max(MAX_REASON_CHARS).describe(`${what} (1–${MAX_REASON_CHARS} characters)`);
-const score = z.number().min(0).max(100).describe('Score 0–100; default: keep the model\'s score');
+const score = z.number().min(0).max(100).describe("Score 0–100; default: keep the model's score");
 
 const verdictLine = z.object({ status: z.string(), passed: z.boolean().nullable(), score: z.number().nullable() });
 
@@ -28,12 +28,12 @@ const overrideOutput = z.object({
   artifact_id: z.uuid().describe('The artifact whose verdict was overridden.'),
   result: z.object({
     status: z.enum(['completed', 'failed']),
-    score: z.number().nullable().describe('The result\'s score after, 0–100.'),
+    score: z.number().nullable().describe("The result's score after, 0–100."),
     completed_at: z.string().nullable().describe('RFC 3339; null once a pass is undone.'),
   }),
-  verdict: z.object({ status: z.enum(['passed', 'failed']), passed: z.boolean(), score: z.number() }).describe('The artifact\'s verdict after.'),
+  verdict: z.object({ status: z.enum(['passed', 'failed']), passed: z.boolean(), score: z.number() }).describe("The artifact's verdict after."),
   override: z
-    .object({ by: z.string().nullable(), at: z.string(), reason: z.string(), previous: verdictLine.describe('The model\'s verdict.') })
+    .object({ by: z.string().nullable(), at: z.string(), reason: z.string(), previous: verdictLine.describe("The model's verdict.") })
     .describe('What verification.override now holds.'),
   audit_id: z.uuid().describe('The audit row of this override.'),
   resolved_reviews: z.array(z.uuid()).describe('Open reviews of the result this override resolved.'),
@@ -76,9 +76,9 @@ const overrideVerdict = defineTool({
   description:
     "Replace the judge's verdict on a learner's result with yours, at once: the result becomes completed (passed) or failed, " +
     'progress counts the activity once (and no longer, when a pass is overridden to a fail — the one way a pass can be undone), ' +
-    'and the Results API feed shows the change. The model\'s verdict is kept (verification.override.previous), the override is audited, ' +
+    "and the Results API feed shows the change. The model's verdict is kept (verification.override.previous), the override is audited, " +
     'and open reviews of the result are resolved. The learner sees "Reviewed by your instructor" with your reason. ' +
-    'Needs the author role in the result\'s tenant.',
+    "Needs the author role in the result's tenant.",
   input: z.strictObject({
     result_id: uuid('Id of the ActivityResult'),
     passed: z.boolean().describe('Your verdict: true = pass'),
@@ -99,7 +99,7 @@ const listReviewsTool = defineTool({
   name: 'list_reviews',
   title: 'List the review queue',
   description:
-    'The review queue of the tenants you author, oldest first: learners\' appeals of verdicts and passes held as possible prompt injections. ' +
+    "The review queue of the tenants you author, oldest first: learners' appeals of verdicts and passes held as possible prompt injections. " +
     'Filter by tenant (slug) and status (default: all). Resolve one with resolve_review.',
   input: z.strictObject({
     tenant: tenantSlug('Only this tenant (slug)').optional(),
@@ -125,7 +125,7 @@ const resolveReviewTool = defineTool({
   description:
     'Decide an open review once. decision "uphold" keeps the model\'s verdict (a pass held as possible prompt injection then counts); ' +
     '"override" replaces it as override_verdict does (`passed` required, `score` optional). The learner sees the outcome and your reason. ' +
-    'Needs the author role in the review\'s tenant.',
+    "Needs the author role in the review's tenant.",
   input: z.strictObject({
     review_id: uuid('Id of the review (list_reviews)'),
     decision: z.enum(['uphold', 'override']).describe('uphold: the verdict stands; override: replace it'),
@@ -136,9 +136,11 @@ const resolveReviewTool = defineTool({
   output: reviewOutput,
   annotations: DECIDE,
   run: async ({ review_id, decision, passed, score: given, reason: why }, tx) => {
-    const review = await resolveReview(tx, { reviewId: review_id, decision, passed, score: given, reason: why, by: await me(tx), now: new Date() }).catch((err) => {
-      throw failure(err);
-    });
+    const review = await resolveReview(tx, { reviewId: review_id, decision, passed, score: given, reason: why, by: await me(tx), now: new Date() }).catch(
+      (err) => {
+        throw failure(err);
+      },
+    );
     return { structured: { ...review }, summary: `review ${review_id} ${review.status}` };
   },
 });

@@ -57,7 +57,9 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
       return reply.code(500).send(jsonRpcError(JSONRPC.INTERNAL_ERROR, 'Internal error'));
     }
     const parse = err instanceof SyntaxError || /JSON/.test(err.code ?? '');
-    return reply.code(status).send(jsonRpcError(parse ? JSONRPC.PARSE_ERROR : JSONRPC.INVALID_REQUEST, parse ? 'Parse error: the body is not valid JSON' : err.message));
+    return reply
+      .code(status)
+      .send(jsonRpcError(parse ? JSONRPC.PARSE_ERROR : JSONRPC.INVALID_REQUEST, parse ? 'Parse error: the body is not valid JSON' : err.message));
   });
 
   app.post('/', {
@@ -69,7 +71,14 @@ export default async function authoringRoutes(app: FastifyInstance, options: Dep
     },
     handler: async (req, reply) => {
       if (Array.isArray(req.body)) {
-        return reply.code(400).send(jsonRpcError(JSONRPC.INVALID_REQUEST, 'Invalid Request: JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per request'));
+        return reply
+          .code(400)
+          .send(
+            jsonRpcError(
+              JSONRPC.INVALID_REQUEST,
+              'Invalid Request: JSON-RPC batches are not supported (removed from MCP in 2025-06-18); send one message per request',
+            ),
+          );
       }
       const refused = envelopeError(req.body);
       if (refused) return reply.code(refused.status).send(refused.body);

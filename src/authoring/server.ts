@@ -66,10 +66,7 @@ const jsonSchemaValidator = new AjvJsonSchemaValidator();
 
 /** A fresh server for one request of the caller in `ctx`. */
 export function buildMcpServer(ctx: ToolContext): McpServer {
-  const server = new McpServer(
-    { name: SERVICE_NAME, version: VERSION },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator },
-  );
+  const server = new McpServer({ name: SERVICE_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator });
   const byName = new Map<string, AnyTool>();
   for (const tool of TOOLS) {
     server.registerTool(

@@ -22,7 +22,6 @@ import type { JudgeServices } from '../embed/index.ts';
 import { failureResult, ProtocolError } from './errors.ts';
 import { JSONRPC } from './jsonrpc.ts';
 
-
 /**
  * Tells the client how far a long call has got (`notifications/progress`): `done` of `total`
  * steps, and what was just done. Present only when the client sent a `progressToken`.

@@ -169,12 +169,7 @@ export type LevelWritten = (records: number, level: 'program' | 'units' | 'lesso
  * order; `written` is told after each level. Returns the counts written. Database errors are
  * thrown as they come (the caller maps them).
  */
-export async function writeChildren(
-  tx: Queryable,
-  programId: string,
-  units: UnitInput[],
-  written?: LevelWritten,
-): Promise<TreeCounts> {
+export async function writeChildren(tx: Queryable, programId: string, units: UnitInput[], written?: LevelWritten): Promise<TreeCounts> {
   if (!units.length) return { units: 0, lessons: 0, activities: 0 };
   const unitRows = units.map((u, i) => ({ ord: i, external_id: u.external_id ?? null, title: u.title, description: u.description ?? null, position: i + 1 }));
   const insertedUnits = await tx.query<{ id: string; position: number }>(INSERT_UNITS_SQL, [programId, JSON.stringify(unitRows)]);

@@ -27,8 +27,14 @@ const env = z.object({
   PORT: int(0, 65535, 8787),
   HOST: z.string().min(1).default('127.0.0.1'),
   BASE_URL: z.url().optional(),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
-  DATABASE_READ_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  DATABASE_READ_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
   SVC_DATA_DIR: z.string().min(1).default('.svc-data'),
   SVC_JWT_SECRET: z.string().optional(),
   SVC_ANON_KEY: z.string().optional(),
@@ -143,7 +149,10 @@ export function parseTrustProxy(value: string | undefined): boolean | number | s
 
 /** A comma-separated list of origins (`https://app.example.com`) in variable `name`; throws `ConfigError`. */
 export function originList(name: string, value: string): string[] {
-  const origins = value.split(',').map((o) => o.trim()).filter(Boolean);
+  const origins = value
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
   for (const origin of origins) {
     let url: URL | undefined;
     try {

@@ -70,10 +70,10 @@ export function resolveSecrets(e: Env, dataDir: string | undefined, requireSecre
     ? !requireSecrets
       ? { jwtSecret: e.SVC_JWT_SECRET ?? '', anonKey: e.SVC_ANON_KEY ?? '', serviceRoleKey: e.SVC_SERVICE_ROLE_KEY ?? '' }
       : {
-        jwtSecret: checkSecret('SVC_JWT_SECRET', e.SVC_JWT_SECRET, 32),
-        anonKey: checkSecret('SVC_ANON_KEY', e.SVC_ANON_KEY, 20),
-        serviceRoleKey: checkSecret('SVC_SERVICE_ROLE_KEY', e.SVC_SERVICE_ROLE_KEY, 20),
-      }
+          jwtSecret: checkSecret('SVC_JWT_SECRET', e.SVC_JWT_SECRET, 32),
+          anonKey: checkSecret('SVC_ANON_KEY', e.SVC_ANON_KEY, 20),
+          serviceRoleKey: checkSecret('SVC_SERVICE_ROLE_KEY', e.SVC_SERVICE_ROLE_KEY, 20),
+        }
     : {
         // Values in the environment win over the generated ones, with the same checks.
         ...loadOrCreateEmbeddedSecrets(dataDir!),

@@ -91,11 +91,9 @@ const isLocked = (err: unknown) => (err as { code?: string }).code === 'ELOCKED'
 export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const options = { lockfilePath: lockPath(dataDir), stale: STALE_MS, update: 2_000 };
-  const openGate = await lockfile
-    .lock(holderPath(dataDir), { realpath: false, stale: STALE_MS, retries: GATE_RETRIES })
-    .catch((err) => {
-      throw isLocked(err) ? busy(dataDir) : err;
-    });
+  const openGate = await lockfile.lock(holderPath(dataDir), { realpath: false, stale: STALE_MS, retries: GATE_RETRIES }).catch((err) => {
+    throw isLocked(err) ? busy(dataDir) : err;
+  });
   let release: () => Promise<void>;
   try {
     release = await lockfile.lock(dataDir, options).catch(async (err) => {

@@ -38,7 +38,17 @@ export interface PostgresOptions {
   statementTimeoutMs?: number;
 }
 
-const OID = { numeric: 1700, numericArray: 1231, timestamp: 1114, timestamptz: 1184, timestampArray: 1115, timestamptzArray: 1185, interval: 1186, intervalArray: 1187, textArray: 1009 };
+const OID = {
+  numeric: 1700,
+  numericArray: 1231,
+  timestamp: 1114,
+  timestamptz: 1184,
+  timestampArray: 1115,
+  timestamptzArray: 1185,
+  interval: 1186,
+  intervalArray: 1187,
+  textArray: 1009,
+};
 const asText = (v: string) => v;
 const textArray = pg.types.getTypeParser(OID.textArray, 'text') as (v: string) => string[];
 const OVERRIDES: Record<number, (v: string) => unknown> = {
@@ -76,8 +86,7 @@ function rowsOf<T>(result: pg.QueryResult | pg.QueryResult[]): T[] {
 }
 
 async function run<T>(client: pg.PoolClient, text: string, params: unknown[] = []): Promise<T[]> {
-  const result =
-    params.length > 0 ? await client.query({ name: statementName(text), text, values: params }) : await client.query(text);
+  const result = params.length > 0 ? await client.query({ name: statementName(text), text, values: params }) : await client.query(text);
   return rowsOf<T>(result as pg.QueryResult | pg.QueryResult[]);
 }
 

@@ -48,11 +48,7 @@ export interface Staleness<T> {
  * cannot serve it, see above) on the primary `target.db`. At most two runs; the primary's answer
  * or error is final.
  */
-export async function fromReplica<T>(
-  target: { db: Db; readDb?: Db },
-  read: (db: Db) => Promise<T>,
-  stale: Staleness<T> = {},
-): Promise<T> {
+export async function fromReplica<T>(target: { db: Db; readDb?: Db }, read: (db: Db) => Promise<T>, stale: Staleness<T> = {}): Promise<T> {
   if (!target.readDb) return read(target.db);
   let value: T;
   try {

@@ -11,20 +11,14 @@ import type { Db, Queryable } from './types.ts';
 
 export function asUser<T>(db: Db, claims: object, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   return db.transaction(async (tx) => {
-    await tx.query(
-      `select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)`,
-      [JSON.stringify(claims)],
-    );
+    await tx.query(`select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)`, [JSON.stringify(claims)]);
     return fn(tx);
   });
 }
 
 export function asResultsTenant<T>(db: Db, tenantId: string, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   return db.transaction(async (tx) => {
-    await tx.query(
-      `select set_config('svc.tenant_id', $1, true), set_config('role', 'svc_results', true)`,
-      [tenantId],
-    );
+    await tx.query(`select set_config('svc.tenant_id', $1, true), set_config('role', 'svc_results', true)`, [tenantId]);
     return fn(tx);
   });
 }

@@ -43,7 +43,9 @@ export const appealBody = z
 /** The learner's appeal of a result, as the learner sees it. */
 export const appealView = z.object({
   id: z.uuid().describe('The review in the queue.'),
-  status: z.enum(['open', 'upheld', 'overridden']).describe('open until an instructor resolves it; upheld (the verdict stands) or overridden (the instructor changed it).'),
+  status: z
+    .enum(['open', 'upheld', 'overridden'])
+    .describe('open until an instructor resolves it; upheld (the verdict stands) or overridden (the instructor changed it).'),
   message: z.string().describe("The learner's message."),
   created_at: z.string().describe('RFC 3339.'),
   resolved_at: z.string().optional().describe('RFC 3339, once resolved.'),
@@ -53,8 +55,7 @@ export type AppealView = z.infer<typeof appealView>;
 
 const APPEAL_COLUMNS = `id, status, message, to_json(created_at) #>> '{}' as created_at, to_json(resolved_at) #>> '{}' as resolved_at, reason`;
 
-const view = (row: Record<string, unknown>): AppealView =>
-  Object.fromEntries(Object.entries(row).filter(([, value]) => value !== null)) as AppealView;
+const view = (row: Record<string, unknown>): AppealView => Object.fromEntries(Object.entries(row).filter(([, value]) => value !== null)) as AppealView;
 
 /** The learner's latest appeal of result `resultId` (as the learner under RLS), or null. */
 export async function appealOf(tx: Queryable, resultId: string): Promise<AppealView | null> {

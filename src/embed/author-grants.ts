@@ -21,7 +21,6 @@ import { setRole } from '../lib/memberships.ts';
 /** `auth.identities.provider` of an IdP (the same rule as learner.ts). */
 const provider = (issuer: string) => `idp:${issuer}`;
 
-
 /** The svc user of an IdP subject, or undefined when it never signed in. */
 async function subjectUser(q: Queryable, issuer: string, subject: string): Promise<string | undefined> {
   const [row] = await q.query<{ id: string }>(
@@ -44,8 +43,17 @@ export async function grantBySubject(q: Queryable, tenantId: string, issuer: str
 }
 
 /** Revoke a subject grant; its user (if any) becomes a learner of the tenant. False when there was neither a grant nor authorship. */
-export async function revokeBySubject(q: Queryable, tenantId: string, issuer: string, subject: string): Promise<{ revoked: boolean; svc_user_id: string | null }> {
-  const deleted = await q.query(`delete from embed_author_grants where tenant_id = $1 and issuer = $2 and subject = $3 returning id`, [tenantId, issuer, subject]);
+export async function revokeBySubject(
+  q: Queryable,
+  tenantId: string,
+  issuer: string,
+  subject: string,
+): Promise<{ revoked: boolean; svc_user_id: string | null }> {
+  const deleted = await q.query(`delete from embed_author_grants where tenant_id = $1 and issuer = $2 and subject = $3 returning id`, [
+    tenantId,
+    issuer,
+    subject,
+  ]);
   const userId = await subjectUser(q, issuer, subject);
   const demoted = userId
     ? await q.query(`update memberships set role = 'learner' where tenant_id = $1 and user_id = $2 and role = 'author' returning user_id`, [tenantId, userId])
@@ -55,10 +63,10 @@ export async function revokeBySubject(q: Queryable, tenantId: string, issuer: st
 
 /** Record an email grant in `tenantId` (`email` lower-cased and trimmed by the caller). */
 export async function grantByEmail(q: Queryable, tenantId: string, email: string): Promise<void> {
-  await q.query(
-    `insert into embed_author_grants (tenant_id, email) values ($1, $2) on conflict (tenant_id, email) where email is not null do nothing`,
-    [tenantId, email],
-  );
+  await q.query(`insert into embed_author_grants (tenant_id, email) values ($1, $2) on conflict (tenant_id, email) where email is not null do nothing`, [
+    tenantId,
+    email,
+  ]);
 }
 
 /** Delete an email grant and demote the tenant's IdP users whose identity carries `email`. Returns how many grants and users changed. */

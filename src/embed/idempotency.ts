@@ -73,9 +73,6 @@ export async function remember(tx: Queryable, tenantId: string, userId: string, 
 
 /** Remove keys older than 24 h (the queue's periodic sweep); returns how many. */
 export async function forgetExpired(q: Queryable): Promise<number> {
-  const rows = await q.query(
-    `delete from judge_idempotency_keys where created_at < now() - make_interval(hours => $1) returning 1`,
-    [KEY_TTL_HOURS],
-  );
+  const rows = await q.query(`delete from judge_idempotency_keys where created_at < now() - make_interval(hours => $1) returning 1`, [KEY_TTL_HOURS]);
   return rows.length;
 }

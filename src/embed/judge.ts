@@ -140,59 +140,61 @@ export async function submitForJudgement(
 
   // Step 1: the learner, the activity, the result and the artifact — all or nothing; run again
   // if PostgreSQL aborts it as a deadlock victim (its program lock meets a concurrent move's).
-  const submission = await rerunOnConflict(() => deps.db.transaction(async (tx) => {
-    const { tenantId, svcUserId } =
-      caller.kind === 'session'
-        ? { tenantId: await sessionTenantId(tx, body.tenant, caller.svcUserId, caller.boundTenantId), svcUserId: caller.svcUserId }
-        : await caller.verify(tx);
-    const hash = idempotencyKey === undefined ? '' : requestHash(body);
-    if (idempotencyKey !== undefined) {
-      const earlier = await recall(tx, tenantId, svcUserId, idempotencyKey, hash);
-      if (earlier) return { replayed: true as const, tenantId, resultId: earlier.resultId, artifactId: earlier.artifactId };
-    }
-    await services.limitLearner(tenantId, svcUserId);
-    // The activity's program order lock, shared (migration 0131): a move or an archive of the
-    // activity either waits for this submission (and then sees its result) or commits before
-    // the read below, which then sees the activity's new lesson, program or archived state.
-    await tx.query('select svc.lock_activity_program($1, $2)', [body.activity_id, tenantId]);
-    const [activity] = await tx.query<ActivityRow>(
-      `select id, tenant_id, lesson_id, program_id, title, kind, spec, rubric, pass_threshold, archived
+  const submission = await rerunOnConflict(() =>
+    deps.db.transaction(async (tx) => {
+      const { tenantId, svcUserId } =
+        caller.kind === 'session'
+          ? { tenantId: await sessionTenantId(tx, body.tenant, caller.svcUserId, caller.boundTenantId), svcUserId: caller.svcUserId }
+          : await caller.verify(tx);
+      const hash = idempotencyKey === undefined ? '' : requestHash(body);
+      if (idempotencyKey !== undefined) {
+        const earlier = await recall(tx, tenantId, svcUserId, idempotencyKey, hash);
+        if (earlier) return { replayed: true as const, tenantId, resultId: earlier.resultId, artifactId: earlier.artifactId };
+      }
+      await services.limitLearner(tenantId, svcUserId);
+      // The activity's program order lock, shared (migration 0131): a move or an archive of the
+      // activity either waits for this submission (and then sees its result) or commits before
+      // the read below, which then sees the activity's new lesson, program or archived state.
+      await tx.query('select svc.lock_activity_program($1, $2)', [body.activity_id, tenantId]);
+      const [activity] = await tx.query<ActivityRow>(
+        `select id, tenant_id, lesson_id, program_id, title, kind, spec, rubric, pass_threshold, archived
          from activities where id = $1 and tenant_id = $2`,
-      [body.activity_id, tenantId],
-    );
-    if (!activity) throw notFound(`activity ${body.activity_id} not found`);
-    if (activity.archived) throw archived(`activity ${body.activity_id} is archived: it no longer accepts submissions`);
-    if (activity.kind !== body.artifact.kind) {
-      throw invalidRequest(`artifact.kind: this activity expects a ${activity.kind}, not a ${body.artifact.kind}`);
-    }
-    const [result] = await tx.query<{ id: string }>(
-      `insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status)
+        [body.activity_id, tenantId],
+      );
+      if (!activity) throw notFound(`activity ${body.activity_id} not found`);
+      if (activity.archived) throw archived(`activity ${body.activity_id} is archived: it no longer accepts submissions`);
+      if (activity.kind !== body.artifact.kind) {
+        throw invalidRequest(`artifact.kind: this activity expects a ${activity.kind}, not a ${body.artifact.kind}`);
+      }
+      const [result] = await tx.query<{ id: string }>(
+        `insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status)
        values ($1, $2, $3, $4, $5, 'in_progress')
        on conflict (tenant_id, activity_id, user_id) do update
          set status = case when activity_results.status = 'completed' then 'completed' else 'in_progress' end,
              updated_at = clock_timestamp()
        returning id`,
-      [tenantId, activity.id, activity.lesson_id, activity.program_id, svcUserId],
-    );
-    const [artifact] = await tx.query<{ id: string }>(
-      `insert into artifacts (tenant_id, result_id, activity_id, user_id, kind, ref_url, repo_url, content, verification)
+        [tenantId, activity.id, activity.lesson_id, activity.program_id, svcUserId],
+      );
+      const [artifact] = await tx.query<{ id: string }>(
+        `insert into artifacts (tenant_id, result_id, activity_id, user_id, kind, ref_url, repo_url, content, verification)
        values ($1, $2, $3, $4, $5, $6, $7, $8, '{"status": "pending"}'::jsonb)
        returning id`,
-      [
-        tenantId,
-        result!.id,
-        activity.id,
-        svcUserId,
-        body.artifact.kind,
-        body.artifact.ref_url ?? null,
-        body.artifact.repo_url ?? null,
-        body.artifact.content ?? null,
-      ],
-    );
-    await services.queue.enqueue(tx, { artifact_id: artifact!.id, tenant_id: tenantId });
-    if (idempotencyKey !== undefined) await remember(tx, tenantId, svcUserId, idempotencyKey, hash, { resultId: result!.id, artifactId: artifact!.id });
-    return { replayed: false as const, tenantId, resultId: result!.id, artifactId: artifact!.id };
-  }));
+        [
+          tenantId,
+          result!.id,
+          activity.id,
+          svcUserId,
+          body.artifact.kind,
+          body.artifact.ref_url ?? null,
+          body.artifact.repo_url ?? null,
+          body.artifact.content ?? null,
+        ],
+      );
+      await services.queue.enqueue(tx, { artifact_id: artifact!.id, tenant_id: tenantId });
+      if (idempotencyKey !== undefined) await remember(tx, tenantId, svcUserId, idempotencyKey, hash, { resultId: result!.id, artifactId: artifact!.id });
+      return { replayed: false as const, tenantId, resultId: result!.id, artifactId: artifact!.id };
+    }),
+  );
   const answer = (a: JudgeResponse) => ({ answer: a, replayed: submission.replayed });
   const pending: JudgeResponse = { status: 'pending', result_id: submission.resultId, artifact_id: submission.artifactId };
   if (submission.replayed) return answer(fromOutcome(pending, await storedOutcome(deps, submission.tenantId, submission.artifactId)));

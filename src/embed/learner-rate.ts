@@ -22,7 +22,6 @@ import { exceededFor, type RateChecker } from '../http/rate-check.ts';
 import { rateLimitRedis } from '../http/redis.ts';
 import type { LearnerLimit } from './judge.ts';
 
-
 /**
  * Register the limiter's store in the embed plugin `app` and return, per request, the check
  * the judge calls with the learner it resolved.

@@ -49,21 +49,14 @@ function refuseBanned(user: UserRow, deps: Pick<Deps, 'now'>) {
  * `learner` membership in the tenant. Runs in the caller's transaction `tx`.
  * Throws 401 `unauthorized` when the user is banned.
  */
-export async function findOrCreateIdpLearner(
-  tx: Queryable,
-  deps: Pick<Deps, 'now'>,
-  idp: TenantIdp,
-  claims: IdpClaims,
-): Promise<UserRow> {
+export async function findOrCreateIdpLearner(tx: Queryable, deps: Pick<Deps, 'now'>, idp: TenantIdp, claims: IdpClaims): Promise<UserRow> {
   const provider = idpProvider(idp.issuer);
   await tx.query('select pg_advisory_xact_lock($1::int, hashtext($2::text))', [IDENTITY_LOCK_NAMESPACE, `${provider}\n${claims.sub}`]);
-  const [identity] = await tx.query<{ user_id: string }>(
-    'select user_id from auth.identities where provider = $1 and provider_id = $2',
-    [provider, claims.sub],
-  );
-  const user = identity
-    ? await findUserById(tx, identity.user_id)
-    : await createUser(tx, { provider, providerId: claims.sub });
+  const [identity] = await tx.query<{ user_id: string }>('select user_id from auth.identities where provider = $1 and provider_id = $2', [
+    provider,
+    claims.sub,
+  ]);
+  const user = identity ? await findUserById(tx, identity.user_id) : await createUser(tx, { provider, providerId: claims.sub });
   if (!user) throw unauthorized('identity without a user');
   refuseBanned(user, deps);
   await tx.query(

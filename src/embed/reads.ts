@@ -134,8 +134,18 @@ async function withAttempts(tx: Queryable, row: ResultRow): Promise<ResultView> 
  */
 export async function playerActivity(q: Queryable, id: string, tenantId: string | null): Promise<Omit<z.infer<typeof activityView>, 'result'> | undefined> {
   const [a] = await q.query<{
-    id: string; title: string; kind: 'diagram' | 'document' | 'site' | 'repo'; spec: string; rubric: unknown; pass_threshold: string;
-    program_id: string; program_title: string; unit_id: string; unit_title: string; lesson_id: string; lesson_title: string;
+    id: string;
+    title: string;
+    kind: 'diagram' | 'document' | 'site' | 'repo';
+    spec: string;
+    rubric: unknown;
+    pass_threshold: string;
+    program_id: string;
+    program_title: string;
+    unit_id: string;
+    unit_title: string;
+    lesson_id: string;
+    lesson_title: string;
   }>(
     `select a.id, a.title, a.kind, a.spec, a.rubric, a.pass_threshold::text as pass_threshold,
             p.id as program_id, p.title as program_title, u.id as unit_id, u.title as unit_title, l.id as lesson_id, l.title as lesson_title
@@ -178,7 +188,9 @@ export function readActivity(deps: Deps, token: string | undefined, id: string):
 export function readResult(deps: Deps, token: string | undefined, id: string): Promise<ResultView> {
   return asLearner(deps, token, async (tx) => {
     // The learner named too: RLS also lets an author read their tenants' results (migration 0142).
-    const [row] = await tx.query<ResultRow>(`select ${RESULT_COLUMNS} from activity_results r where r.id = $1 and r.user_id = public.current_itera_user_id()`, [id]);
+    const [row] = await tx.query<ResultRow>(`select ${RESULT_COLUMNS} from activity_results r where r.id = $1 and r.user_id = public.current_itera_user_id()`, [
+      id,
+    ]);
     if (!row) throw notFound(`result ${id} not found`);
     return withAttempts(tx, row);
   });
@@ -188,7 +200,11 @@ export function readResult(deps: Deps, token: string | undefined, id: string): P
 export function readProgress(deps: Deps, token: string | undefined, programId?: string): Promise<z.infer<typeof progressView>> {
   return asLearner(deps, token, async (tx) => {
     const rows = await tx.query<{
-      program_id: string; program_title: string; completed_count: number; total_count: number; last_activity_at: string | null;
+      program_id: string;
+      program_title: string;
+      completed_count: number;
+      total_count: number;
+      last_activity_at: string | null;
     }>(
       `select p.id as program_id, p.title as program_title, coalesce(g.completed_count, 0) as completed_count,
               (select count(*)::int from activities a where a.tenant_id = p.tenant_id and a.program_id = p.id and not a.archived) as total_count,

@@ -49,7 +49,9 @@ export default async function embedRoutes(app: FastifyInstance, options: Deps & 
   // Every process that serves /v1/embed has the queue (to enqueue); one with a model works it.
   // The app creates it (services.ts) and hands it to the authoring surface too; alone, the plugin makes its own.
   // (Alone, it also makes the process's job queue, stopped after the grading queue.)
-  const ownJobs = options.judge ? undefined : new Jobs(deps, app.log.child({ surface: 'jobs' }), { maintenanceIntervalSeconds: deps.config.embed.judgeLeaseSeconds / 3 });
+  const ownJobs = options.judge
+    ? undefined
+    : new Jobs(deps, app.log.child({ surface: 'jobs' }), { maintenanceIntervalSeconds: deps.config.embed.judgeLeaseSeconds / 3 });
   const judge = options.judge ?? createJudgeServices(deps, app.log.child({ surface: 'embed' }), ownJobs!);
   const { queue } = judge;
   // Idempotency keys older than 24 h are forgotten every ten minutes (idempotency.ts).
@@ -73,9 +75,7 @@ export default async function embedRoutes(app: FastifyInstance, options: Deps & 
 
   app.setErrorHandler(apiErrorHandler('embed'));
 
-  app.setNotFoundHandler((req, reply) =>
-    sendApiError(reply, new ApiError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)),
-  );
+  app.setNotFoundHandler((req, reply) => sendApiError(reply, new ApiError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
 
   const r = app.withTypeProvider<ZodTypeProvider>();
 
@@ -108,7 +108,7 @@ export default async function embedRoutes(app: FastifyInstance, options: Deps & 
 
   r.get(
     '/activities/:id',
-    { schema: { summary: 'The activity, its rubric and place, and the learner\'s result on it', params: idParams, response: { 200: activityView } } },
+    { schema: { summary: "The activity, its rubric and place, and the learner's result on it", params: idParams, response: { 200: activityView } } },
     async (req) => readActivity(deps, bearer(req), req.params.id),
   );
 
@@ -126,7 +126,7 @@ export default async function embedRoutes(app: FastifyInstance, options: Deps & 
         description:
           'The learner asks an instructor to review the verdict of their result. 404 for a result that is not theirs, ' +
           '409 `verdict_pending` while the latest submission has no verdict, 409 `appeal_open` when a request is already open, ' +
-          '429 `rate_limited` beyond the learner\'s rate.',
+          "429 `rate_limited` beyond the learner's rate.",
         params: idParams,
         body: appealBody,
         response: { 201: appealView },
@@ -138,9 +138,7 @@ export default async function embedRoutes(app: FastifyInstance, options: Deps & 
     },
   );
 
-  r.get(
-    '/progress',
-    { schema: { summary: "The learner's progress per program", querystring: progressQuery, response: { 200: progressView } } },
-    async (req) => readProgress(deps, bearer(req), req.query.program_id),
+  r.get('/progress', { schema: { summary: "The learner's progress per program", querystring: progressQuery, response: { 200: progressView } } }, async (req) =>
+    readProgress(deps, bearer(req), req.query.program_id),
   );
 }

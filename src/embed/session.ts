@@ -33,7 +33,9 @@ export const sessionBody = z.object({
 export type SessionBody = z.infer<typeof sessionBody>;
 
 export const sessionResponse = z.object({
-  access_token: z.string().describe("Session JWT (HS256) bound to this tenant (`tenant_id` claim), usable on /mcp, /auth/v1 and /v1/embed in this tenant only."),
+  access_token: z
+    .string()
+    .describe('Session JWT (HS256) bound to this tenant (`tenant_id` claim), usable on /mcp, /auth/v1 and /v1/embed in this tenant only.'),
   refresh_token: z.string().describe('Refresh token for /auth/v1/token?grant_type=refresh_token.'),
   expires_in: z.number().int().describe('Lifetime of the access token in seconds.'),
   svc_user_id: z.uuid().describe("The learner's id in this service (stable per IdP issuer and subject)."),

@@ -67,11 +67,7 @@ export class ApiError extends Error {
 }
 
 /** The body of every error of these surfaces; `requestId` is the request's id (`req.id`). */
-export function errorBody(
-  code: ApiErrorCode,
-  message: string,
-  requestId?: string,
-): { error: { code: ApiErrorCode; message: string; request_id?: string } } {
+export function errorBody(code: ApiErrorCode, message: string, requestId?: string): { error: { code: ApiErrorCode; message: string; request_id?: string } } {
   return { error: requestId === undefined ? { code, message } : { code, message, request_id: requestId } };
 }
 
@@ -133,7 +129,8 @@ export function toApiError(err: unknown): ApiError {
 export function apiErrorHandler(surface: string) {
   return (err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const e = toApiError(err);
-    if (e.code === 'unavailable') req.log.warn({ reason: String((e.internal as { cause?: unknown })?.cause ?? e.internal) }, `${surface}: database unavailable`);
+    if (e.code === 'unavailable')
+      req.log.warn({ reason: String((e.internal as { cause?: unknown })?.cause ?? e.internal) }, `${surface}: database unavailable`);
     else if (e.status >= 500) req.log.error({ err: e.internal ?? err }, `${surface}: unexpected error`);
     else if (e.internal !== undefined) req.log.info({ reason: e.internal, code: e.code }, `${surface}: client error`);
     return sendApiError(reply, e);

@@ -58,10 +58,13 @@ async function shutdown(app: FastifyInstance, settings: ShutdownConfig, release:
   app.log.info({ signal, ...settings }, 'shutdown: readiness fails now; closing the listener after delayMs');
   try {
     await sleep(settings.delayMs);
-    const cut = setTimeout(() => {
-      app.log.warn('shutdown: deadline reached, closing the connections still open');
-      app.server.closeAllConnections();
-    }, settings.timeoutMs - (Date.now() - start));
+    const cut = setTimeout(
+      () => {
+        app.log.warn('shutdown: deadline reached, closing the connections still open');
+        app.server.closeAllConnections();
+      },
+      settings.timeoutMs - (Date.now() - start),
+    );
     try {
       await app.close();
     } finally {

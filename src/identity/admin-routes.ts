@@ -110,16 +110,19 @@ export function adminRoutes(app: FastifyInstance, deps: Deps) {
     return userJson(user);
   });
 
-  app.get<{ Params: { id: string } }>('/admin/users/:id', async (req) =>
-    userJson(await deps.db.transaction((tx) => getUser(tx, req.params.id))),
-  );
+  app.get<{ Params: { id: string } }>('/admin/users/:id', async (req) => userJson(await deps.db.transaction((tx) => getUser(tx, req.params.id))));
 
   app.put<{ Params: { id: string } }>('/admin/users/:id', async (req) => {
     const body = parseBody(updateBody, req.body);
     if (body.phone) throw new AuthError(400, 'validation_failed', 'Phone numbers are not supported');
     const { app_metadata, user_metadata, ...rest } = body;
     const user = await deps.db.transaction(async (tx) => {
-      const updated = await updateUser(tx, req.params.id, { ...rest, app_metadata: app_metadata ?? undefined, user_metadata: user_metadata ?? undefined }, deps.now());
+      const updated = await updateUser(
+        tx,
+        req.params.id,
+        { ...rest, app_metadata: app_metadata ?? undefined, user_metadata: user_metadata ?? undefined },
+        deps.now(),
+      );
       await userAct(tx, rest.ban_duration !== undefined ? 'user.ban' : 'user.update', updated.id);
       return updated;
     });

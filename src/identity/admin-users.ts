@@ -29,12 +29,9 @@ import { findUserById, metadataPatchParams, metadataPatchSql, normaliseEmail, US
 export const DEFAULT_PER_PAGE = 50;
 export const MAX_PER_PAGE = 1000;
 
-
 export type UserJson = ReturnType<typeof userJson>;
 
-export type ListParams =
-  | { mode: 'page'; page: number; perPage: number; filter?: string }
-  | { mode: 'cursor'; limit: number; cursor?: string; filter?: string };
+export type ListParams = { mode: 'page'; page: number; perPage: number; filter?: string } | { mode: 'cursor'; limit: number; cursor?: string; filter?: string };
 
 export interface UserPage {
   users: UserJson[];
@@ -93,10 +90,11 @@ export async function listUsers(q: Queryable, params: ListParams): Promise<UserP
   const from = `auth.users u join public.users su on su.auth_user_id = u.id where ($1::text is null or u.email like $1)`;
   if (params.mode === 'page') {
     const [{ total }] = (await q.query<{ total: number }>(`select count(*)::int as total from ${from}`, [pattern])) as [{ total: number }];
-    const rows = await q.query<UserRow>(
-      `select ${USER_COLUMNS} from ${from} order by u.created_at desc, u.id desc limit $2 offset $3`,
-      [pattern, params.perPage, (params.page - 1) * params.perPage],
-    );
+    const rows = await q.query<UserRow>(`select ${USER_COLUMNS} from ${from} order by u.created_at desc, u.id desc limit $2 offset $3`, [
+      pattern,
+      params.perPage,
+      (params.page - 1) * params.perPage,
+    ]);
     return { users: rows.map(userJson), aud: 'authenticated', total, page: params.page, per_page: params.perPage };
   }
   const after = params.cursor ? decodeCursor(params.cursor) : null;

@@ -65,9 +65,7 @@ function apiVersion(req: FastifyRequest): string | undefined {
 /** The body GoTrue sends for `err` to a client speaking `version` (undefined: the initial version). */
 export function authErrorBody(err: AuthError, version: string | undefined): Record<string, unknown> {
   const body: Record<string, unknown> =
-    version && version >= API_VERSION_2024
-      ? { code: err.code, message: err.message }
-      : { code: err.status, error_code: err.code, msg: err.message };
+    version && version >= API_VERSION_2024 ? { code: err.code, message: err.message } : { code: err.status, error_code: err.code, msg: err.message };
   return err.extra ? { ...body, ...err.extra } : body;
 }
 

@@ -84,11 +84,7 @@ export async function signAccessToken(
  * Verify an access token for a surface that accepts `audiences` (default: first-party only);
  * throws `TokenError` (reason `expired` or `invalid`; a token of another audience is invalid).
  */
-export async function verifyAccessToken(
-  deps: Pick<Deps, 'config' | 'now'>,
-  token: string,
-  audiences: string[] = [AUDIENCE],
-): Promise<AccessTokenClaims> {
+export async function verifyAccessToken(deps: Pick<Deps, 'config' | 'now'>, token: string, audiences: string[] = [AUDIENCE]): Promise<AccessTokenClaims> {
   try {
     const { payload } = await jwtVerify(token, key(deps.config.jwtSecret), {
       algorithms: ['HS256'],

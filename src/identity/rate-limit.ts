@@ -35,7 +35,6 @@ import type { Config } from '../config.ts';
 import { AuthError } from './errors.ts';
 import { normaliseEmail } from './users.ts';
 
-
 /** What the /token route hooks call; each throws the 429 `AuthError` when a limit is reached. */
 export interface TokenLimits {
   /** `onRequest`: the per-IP counter of the request's grant type. */

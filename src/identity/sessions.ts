@@ -27,18 +27,11 @@ import { AuthError } from './errors.ts';
 import { AUDIENCE, mcpResource, signAccessToken, verifyAccessToken, TokenError, type AccessTokenClaims } from './jwt.ts';
 import { findUserById, findUserBySession, userJson, type UserRow } from './users.ts';
 
-
 function deriveRefreshToken(secret: string, sessionId: string, nonce: string): string {
   return createHmac('sha256', secret).update(`refresh:${sessionId}:${nonce}`).digest('base64url');
 }
 
-async function insertRefreshToken(
-  q: Queryable,
-  deps: Pick<Deps, 'config' | 'now'>,
-  userId: string,
-  sessionId: string,
-  parent: string | null,
-): Promise<string> {
+async function insertRefreshToken(q: Queryable, deps: Pick<Deps, 'config' | 'now'>, userId: string, sessionId: string, parent: string | null): Promise<string> {
   const nonce = randomBytes(16).toString('base64url');
   const token = deriveRefreshToken(deps.config.jwtSecret, sessionId, nonce);
   const now = deps.now().toISOString();
@@ -79,26 +72,25 @@ function sessionNotAfter(deps: Pick<Deps, 'config'>, session: SessionInfo): numb
   return max > 0 ? epochSeconds(new Date(session.created_at)) + max : undefined;
 }
 
-async function tokenResponse(
-  deps: Pick<Deps, 'config' | 'now'>,
-  user: UserRow,
-  session: SessionInfo,
-  refreshToken: string,
-): Promise<TokenResponse> {
-  const { token, expiresAt } = await signAccessToken(deps, {
-    sub: user.id,
-    role: user.role,
-    email: user.email ?? '',
-    phone: user.phone ?? '',
-    app_metadata: user.raw_app_meta_data,
-    user_metadata: user.raw_user_meta_data,
-    session_id: session.id,
-    aal: session.aal,
-    amr: session.amr,
-    is_anonymous: user.is_anonymous,
-    ...(session.tenant_id && { tenant_id: session.tenant_id }),
-    ...(session.oauth_client_id && { aud: mcpResource(deps), client_id: session.oauth_client_id, scope: session.oauth_scope ?? '' }),
-  }, sessionNotAfter(deps, session));
+async function tokenResponse(deps: Pick<Deps, 'config' | 'now'>, user: UserRow, session: SessionInfo, refreshToken: string): Promise<TokenResponse> {
+  const { token, expiresAt } = await signAccessToken(
+    deps,
+    {
+      sub: user.id,
+      role: user.role,
+      email: user.email ?? '',
+      phone: user.phone ?? '',
+      app_metadata: user.raw_app_meta_data,
+      user_metadata: user.raw_user_meta_data,
+      session_id: session.id,
+      aal: session.aal,
+      amr: session.amr,
+      is_anonymous: user.is_anonymous,
+      ...(session.tenant_id && { tenant_id: session.tenant_id }),
+      ...(session.oauth_client_id && { aud: mcpResource(deps), client_id: session.oauth_client_id, scope: session.oauth_scope ?? '' }),
+    },
+    sessionNotAfter(deps, session),
+  );
   return {
     access_token: token,
     token_type: 'bearer',
@@ -148,7 +140,15 @@ export async function openSession(
   );
   const refreshToken = await insertRefreshToken(q, deps, user.id, session!.id, null);
   const current = { ...user, last_sign_in_at: signedIn?.last_sign_in_at ?? user.last_sign_in_at };
-  const info = { id: session!.id, aal: session!.aal, amr, created_at: session!.created_at, tenant_id: tenantId, oauth_client_id: oauthClientId, oauth_scope: oauthScope };
+  const info = {
+    id: session!.id,
+    aal: session!.aal,
+    amr,
+    created_at: session!.created_at,
+    tenant_id: tenantId,
+    oauth_client_id: oauthClientId,
+    oauth_scope: oauthScope,
+  };
   return { tokens: await tokenResponse(deps, current, info, refreshToken), sessionId: session!.id };
 }
 
@@ -219,15 +219,17 @@ export async function refreshGrant(deps: Deps, refreshToken: string, clientId: s
     const expired = expiredSession(deps, row);
     if (expired) return { error: expired };
     const session = {
-      id: row.session_id, aal: row.aal, amr: row.amr, created_at: row.created_at,
-      tenant_id: row.tenant_id, oauth_client_id: row.oauth_client_id, oauth_scope: row.oauth_scope,
+      id: row.session_id,
+      aal: row.aal,
+      amr: row.amr,
+      created_at: row.created_at,
+      tenant_id: row.tenant_id,
+      oauth_client_id: row.oauth_client_id,
+      oauth_scope: row.oauth_scope,
     };
     if (!row.revoked) {
       await tx.query('update auth.refresh_tokens set revoked = true, updated_at = $2 where id = $1', [row.id, deps.now().toISOString()]);
-      await tx.query('update auth.sessions set refreshed_at = $2, updated_at = now() where id = $1', [
-        row.session_id,
-        deps.now().toISOString(),
-      ]);
+      await tx.query('update auth.sessions set refreshed_at = $2, updated_at = now() where id = $1', [row.session_id, deps.now().toISOString()]);
       const child = await insertRefreshToken(tx, deps, row.user_id, row.session_id, row.token_hash);
       return { response: await tokenResponse(deps, user, session, child) };
     }

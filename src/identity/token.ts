@@ -25,14 +25,7 @@ import { z } from 'zod';
 import type { Deps } from '../deps.ts';
 import { AuthError } from './errors.ts';
 import { parseBody } from './body.ts';
-import {
-  dummyPasswordHash,
-  hashPassword,
-  MAX_PASSWORD_LENGTH,
-  MIN_PASSWORD_LENGTH,
-  needsRehash,
-  verifyPassword,
-} from './passwords.ts';
+import { dummyPasswordHash, hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, needsRehash, verifyPassword } from './passwords.ts';
 import type { TokenLimits } from './rate-limit.ts';
 import { refreshGrant, startSession } from './sessions.ts';
 import { findUserByEmail, type UserRow } from './users.ts';

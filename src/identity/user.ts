@@ -57,10 +57,10 @@ export function userRoutes(app: FastifyInstance, deps: Deps) {
         await tx.query('delete from auth.sessions where user_id = $1 and id <> $2', [user.id, claims.session_id]);
       }
       if (body.data) {
-        await tx.query(
-          `update auth.users set raw_user_meta_data = ${metadataPatchSql('raw_user_meta_data', 2)}, updated_at = now() where id = $1`,
-          [user.id, ...metadataPatchParams(body.data)],
-        );
+        await tx.query(`update auth.users set raw_user_meta_data = ${metadataPatchSql('raw_user_meta_data', 2)}, updated_at = now() where id = $1`, [
+          user.id,
+          ...metadataPatchParams(body.data),
+        ]);
       }
       return findUserById(tx, user.id);
     });

@@ -155,14 +155,7 @@ export async function createUser(q: Queryable, input: NewUser): Promise<UserRow>
   const [user] = await q.query<{ id: string }>(
     `insert into auth.users (email, encrypted_password, email_confirmed_at, raw_app_meta_data, raw_user_meta_data, banned_until)
      values ($1, $2, case when $3::boolean then now() end, $4::jsonb, $5::jsonb, $6::timestamptz) returning id`,
-    [
-      email,
-      encrypted,
-      input.emailConfirm ?? false,
-      JSON.stringify(appMetadata),
-      JSON.stringify(input.userMetadata ?? {}),
-      input.bannedUntil ?? null,
-    ],
+    [email, encrypted, input.emailConfirm ?? false, JSON.stringify(appMetadata), JSON.stringify(input.userMetadata ?? {}), input.bannedUntil ?? null],
   );
   await q.query(
     `insert into auth.identities (user_id, provider, provider_id, identity_data, email)
@@ -195,7 +188,9 @@ export const metadataPatchSql = (column: string, first: number) => `(${column} |
 
 export function metadataPatchParams(updates: Record<string, unknown>): [string, string[]] {
   const set = Object.fromEntries(Object.entries(updates).filter(([, v]) => v !== null));
-  const removed = Object.entries(updates).filter(([, v]) => v === null).map(([k]) => k);
+  const removed = Object.entries(updates)
+    .filter(([, v]) => v === null)
+    .map(([k]) => k);
   return [JSON.stringify(set), removed];
 }
 

@@ -194,10 +194,7 @@ export class Jobs {
 
   private async doStart(): Promise<void> {
     const queues = this.options.queues ?? [...definitions.values()];
-    await installQueues(this.boss, this.deps.db, [
-      ...this.extra,
-      ...queues.map((q) => ({ name: q.name, options: q.options, schedule: q.schedule })),
-    ]);
+    await installQueues(this.boss, this.deps.db, [...this.extra, ...queues.map((q) => ({ name: q.name, options: q.options, schedule: q.schedule }))]);
     for (const q of queues) {
       if (!q.handler) continue;
       const handler = q.handler;

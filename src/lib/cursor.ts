@@ -37,8 +37,7 @@ export interface KeysetCodec {
 export function keysetCodec(signing?: { secret: string; label: string }): KeysetCodec {
   const key = signing && createHmac('sha256', signing.secret).update(signing.label).digest();
   const tagBytes = key ? TAG_BYTES : 0;
-  const tag = (binding: string, payload: Buffer) =>
-    createHmac('sha256', key!).update(binding).update('\n').update(payload).digest().subarray(0, TAG_BYTES);
+  const tag = (binding: string, payload: Buffer) => createHmac('sha256', key!).update(binding).update('\n').update(payload).digest().subarray(0, TAG_BYTES);
 
   return {
     encode(parts, binding = '') {

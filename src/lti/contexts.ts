@@ -30,7 +30,14 @@ export async function recordContext(tx: Queryable, platform: Platform, claims: L
 }
 
 /** Record `userId` as a member of course `context` with the launch's roles (source 'launch'). */
-export async function recordMember(tx: Queryable, tenantId: string, context: string, userId: string, roles: string[], source: 'launch' | 'nrps'): Promise<void> {
+export async function recordMember(
+  tx: Queryable,
+  tenantId: string,
+  context: string,
+  userId: string,
+  roles: string[],
+  source: 'launch' | 'nrps',
+): Promise<void> {
   await tx.query(
     `insert into lti_context_members (tenant_id, context, user_id, roles, source) values ($1, $2, $3, $4, $5)
      on conflict (tenant_id, context, user_id) do update set roles = excluded.roles, source = excluded.source, updated_at = now()`,

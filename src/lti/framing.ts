@@ -34,7 +34,9 @@ export const MAX_ANCESTOR_PLATFORMS = 200;
 
 /** Every registered platform's origins (a page shown before the platform is known), at most `MAX_ANCESTOR_PLATFORMS` registrations. */
 export async function allPlatformAncestors(q: Queryable): Promise<string> {
-  const rows = await q.query<{ issuer: string; auth_url: string }>('select issuer, auth_url from lti_platforms order by created_at desc limit $1', [MAX_ANCESTOR_PLATFORMS]);
+  const rows = await q.query<{ issuer: string; auth_url: string }>('select issuer, auth_url from lti_platforms order by created_at desc limit $1', [
+    MAX_ANCESTOR_PLATFORMS,
+  ]);
   return ancestorsOf(rows.flatMap((r) => [originOf(r.issuer), originOf(r.auth_url)]));
 }
 

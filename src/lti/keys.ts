@@ -58,7 +58,11 @@ async function newKey(): Promise<{ kid: string; pem: string; jwk: PublicJwk }> {
 /** Insert a new current key unless one exists (a concurrent first use loses quietly). */
 async function insertKey(q: Queryable): Promise<void> {
   const key = await newKey();
-  await q.query('insert into lti_keys (kid, private_pkcs8, public_jwk) values ($1, $2, $3) on conflict do nothing', [key.kid, key.pem, JSON.stringify(key.jwk)]);
+  await q.query('insert into lti_keys (kid, private_pkcs8, public_jwk) values ($1, $2, $3) on conflict do nothing', [
+    key.kid,
+    key.pem,
+    JSON.stringify(key.jwk),
+  ]);
 }
 
 /** Imported private keys by kid (importing a PKCS#8 RSA key costs a few ms; a key never changes under its kid). */
@@ -143,7 +147,11 @@ export class PublishedKeys {
   /** Listen for rotations; resolves to the function that stops listening. Without LISTEN, `maxAgeMs` bounds staleness. */
   async start(): Promise<() => Promise<void>> {
     try {
-      return await this.db.listen(LTI_KEYS_CHANNEL, () => this.clear(), () => this.clear());
+      return await this.db.listen(
+        LTI_KEYS_CHANNEL,
+        () => this.clear(),
+        () => this.clear(),
+      );
     } catch {
       return async () => {};
     }

@@ -52,7 +52,8 @@ export type MessageType = (typeof MESSAGE_TYPES)[number];
  * The roles that make a launch an instructor's (Deep Linking 2.0 §1.1 names Instructor,
  * ContentDeveloper and Administrator; LIS vocabulary, context and institution roles, short forms too).
  */
-const STAFF_ROLE = /^(http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/(membership|institution\/person|system\/person)#)?(Instructor|ContentDeveloper|Administrator|SysAdmin)$/;
+const STAFF_ROLE =
+  /^(http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/(membership|institution\/person|system\/person)#)?(Instructor|ContentDeveloper|Administrator|SysAdmin)$/;
 const LEARNER_ROLE = /^(http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/membership#)?Learner$/;
 
 /** Whether the launch's `roles` are an instructor's (a staff role and no Learner role). */
@@ -112,13 +113,17 @@ export async function verifyIdToken(keys: PlatformKeys, platform: Platform, stat
       requiredClaims: ['exp', 'iat', 'sub', 'nonce'],
     }));
   } catch (err) {
-    if (err instanceof joseErrors.JWKSNoMatchingKey) throw refuse('invalid_id_token', 'The sign-in token from the LMS is signed with a key the LMS does not publish.');
-    if (err instanceof joseErrors.JWTExpired) throw refuse('invalid_id_token', 'The sign-in token from the LMS has expired. Open the activity again from the LMS.');
-    if (err instanceof joseErrors.JWTClaimValidationFailed) throw refuse('invalid_id_token', `The sign-in token from the LMS is not for this tool (${err.claim} is wrong or missing).`);
+    if (err instanceof joseErrors.JWKSNoMatchingKey)
+      throw refuse('invalid_id_token', 'The sign-in token from the LMS is signed with a key the LMS does not publish.');
+    if (err instanceof joseErrors.JWTExpired)
+      throw refuse('invalid_id_token', 'The sign-in token from the LMS has expired. Open the activity again from the LMS.');
+    if (err instanceof joseErrors.JWTClaimValidationFailed)
+      throw refuse('invalid_id_token', `The sign-in token from the LMS is not for this tool (${err.claim} is wrong or missing).`);
     throw refuse('invalid_id_token', 'The sign-in token from the LMS does not verify.');
   }
   const c = payload as LaunchClaims;
-  if (typeof c.iat !== 'number' || c.iat > now.getTime() / 1000 + CLOCK_SKEW_SECONDS) throw refuse('invalid_id_token', 'The sign-in token from the LMS is issued in the future; check the LMS clock.');
+  if (typeof c.iat !== 'number' || c.iat > now.getTime() / 1000 + CLOCK_SKEW_SECONDS)
+    throw refuse('invalid_id_token', 'The sign-in token from the LMS is issued in the future; check the LMS clock.');
   // OpenID Connect Core §3.1.3.7 (6, 7): several audiences need `azp`; an `azp`, whatever `aud` is, must be us.
   if (Array.isArray(c.aud) && c.aud.length > 1 && c.azp === undefined) {
     throw refuse('invalid_id_token', 'The sign-in token from the LMS has several audiences and does not name this tool as its authorized party (azp).');
@@ -133,12 +138,15 @@ export async function verifyIdToken(keys: PlatformKeys, platform: Platform, stat
     throw refuse('unknown_deployment', 'This LMS deployment is not registered with the service. Ask the LMS administrator to register its deployment id.');
   }
   if (c[CLAIM.messageType] === undefined) throw refuse('invalid_launch', 'The launch does not say what it is (message_type).');
-  if (!MESSAGE_TYPES.includes(c[CLAIM.messageType] as MessageType)) throw refuse('unsupported_message', `This tool does not handle ${String(c[CLAIM.messageType]).slice(0, 60)} launches.`);
+  if (!MESSAGE_TYPES.includes(c[CLAIM.messageType] as MessageType))
+    throw refuse('unsupported_message', `This tool does not handle ${String(c[CLAIM.messageType]).slice(0, 60)} launches.`);
   if (c[CLAIM.version] !== '1.3.0') throw refuse('invalid_launch', 'The launch is not LTI version 1.3.0.');
-  if (!Array.isArray(c[CLAIM.roles]) || !(c[CLAIM.roles] as unknown[]).every((r) => typeof r === 'string')) throw refuse('invalid_launch', 'The launch does not say your role (roles).');
+  if (!Array.isArray(c[CLAIM.roles]) || !(c[CLAIM.roles] as unknown[]).every((r) => typeof r === 'string'))
+    throw refuse('invalid_launch', 'The launch does not say your role (roles).');
   if (c[CLAIM.messageType] === 'LtiResourceLinkRequest') {
     const link = c[CLAIM.resourceLink] as { id?: unknown } | undefined;
-    if (!link || typeof link !== 'object' || typeof link.id !== 'string' || !link.id) throw refuse('invalid_launch', 'The launch does not say which link was opened (resource_link).');
+    if (!link || typeof link !== 'object' || typeof link.id !== 'string' || !link.id)
+      throw refuse('invalid_launch', 'The launch does not say which link was opened (resource_link).');
   }
   return c;
 }
@@ -179,5 +187,11 @@ export async function consumeOnce(q: Queryable, tenantId: string, kind: 'state' 
     'insert into lti_used_values (tenant_id, kind, value, expires_at) values ($1, $2, $3, $4) on conflict do nothing returning value',
     [tenantId, kind, value, expiresAt.toISOString()],
   );
-  if (!rows.length) throw refuse('replayed', kind === 'state' ? 'This sign-in was already used. Open the activity again from the LMS.' : 'This sign-in token from the LMS was already used. Open the activity again from the LMS.');
+  if (!rows.length)
+    throw refuse(
+      'replayed',
+      kind === 'state'
+        ? 'This sign-in was already used. Open the activity again from the LMS.'
+        : 'This sign-in token from the LMS was already used. Open the activity again from the LMS.',
+    );
 }

@@ -13,16 +13,18 @@ import type { Queryable } from '../db/index.ts';
 import type { LearnerData, LearnerScope } from '../lib/learner-data.ts';
 import { ltiProviderPrefix } from './learners.ts';
 
-
 export const ltiLearnerData: LearnerData = {
   surface: 'lti',
   tables: {
     'auth.identities': "the learner's LTI identities of the tenant (provider lti:<tenant>:<issuer>) deleted, with the platform's profile claims",
     'public.lti_context_members': "the learner's course memberships in the tenant (from launches and NRPS rosters) deleted",
-    'public.lti_score_deliveries': "the scores owed or sent to the LMS for the learner (with their LTI sub) deleted",
+    'public.lti_score_deliveries': 'the scores owed or sent to the LMS for the learner (with their LTI sub) deleted',
   },
   async erase(tx: Queryable, s: LearnerScope) {
-    const identities = await tx.query('delete from auth.identities where user_id = $1 and starts_with(provider, $2) returning id', [s.authUserId, ltiProviderPrefix(s.tenantId)]);
+    const identities = await tx.query('delete from auth.identities where user_id = $1 and starts_with(provider, $2) returning id', [
+      s.authUserId,
+      ltiProviderPrefix(s.tenantId),
+    ]);
     const members = await tx.query('delete from lti_context_members where tenant_id = $1 and user_id = $2 returning context', [s.tenantId, s.userId]);
     const scores = await tx.query('delete from lti_score_deliveries where tenant_id = $1 and user_id = $2 returning id', [s.tenantId, s.userId]);
     return { lti_identities: identities.length, lti_context_members: members.length, lti_score_deliveries: scores.length };

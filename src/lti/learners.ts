@@ -41,11 +41,19 @@ export async function ltiLearner(
 ): Promise<UserRow> {
   const provider = ltiProvider(platform);
   await tx.query('select pg_advisory_xact_lock($1::int, hashtext($2::text))', [LTI_IDENTITY_LOCK, `${provider}\n${claims.sub}`]);
-  const [identity] = await tx.query<{ user_id: string }>('select user_id from auth.identities where provider = $1 and provider_id = $2', [provider, claims.sub]);
+  const [identity] = await tx.query<{ user_id: string }>('select user_id from auth.identities where provider = $1 and provider_id = $2', [
+    provider,
+    claims.sub,
+  ]);
   const user = identity ? await findUserById(tx, identity.user_id) : await createUser(tx, { provider, providerId: claims.sub });
   // A banned account gets no session here either (as at /auth/v1/token): the launch's transaction rolls back.
   if (options.signIn !== false && user?.banned_until && new Date(user.banned_until) > (options.now ?? new Date())) {
-    throw new LaunchError(403, 'user_banned', 'Your account is blocked', 'Your account on this service is blocked, so the activity cannot be opened. Nothing was recorded. Ask your instructor or the LMS administrator.');
+    throw new LaunchError(
+      403,
+      'user_banned',
+      'Your account is blocked',
+      'Your account on this service is blocked, so the activity cannot be opened. Nothing was recorded. Ask your instructor or the LMS administrator.',
+    );
   }
   const data: Record<string, unknown> = { iss: platform.issuer, sub: claims.sub, source: 'lti' };
   for (const name of PROFILE) if (typeof claims[name] === 'string' && (claims[name] as string).length <= 500) data[name] = claims[name];

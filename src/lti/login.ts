@@ -102,7 +102,8 @@ export async function readState(config: Pick<Config, 'jwtSecret'>, state: string
   try {
     const { payload } = await jwtVerify(state, stateKey(config), { algorithms: ['HS256'], audience: STATE_AUDIENCE, requiredClaims: ['jti', 'exp'] });
     const { tid, pid, nonce, bind, login } = payload as Record<string, unknown>;
-    if (typeof tid !== 'string' || typeof pid !== 'string' || typeof nonce !== 'string' || typeof bind !== 'string' || typeof login !== 'object' || !login) return undefined;
+    if (typeof tid !== 'string' || typeof pid !== 'string' || typeof nonce !== 'string' || typeof bind !== 'string' || typeof login !== 'object' || !login)
+      return undefined;
     return { id: payload.jti!, tenantId: tid, platformId: pid, nonce, binding: bind, login: login as Record<string, string> };
   } catch {
     return undefined;

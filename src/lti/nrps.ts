@@ -71,7 +71,10 @@ interface RosterJob {
  */
 export async function queueRosterRead(tx: Queryable, tenantId: string, context: string | null): Promise<string | null> {
   if (!context) return null;
-  const [row] = await tx.query<{ memberships_url: string | null }>('select memberships_url from lti_contexts where tenant_id = $1 and id = $2', [tenantId, context]);
+  const [row] = await tx.query<{ memberships_url: string | null }>('select memberships_url from lti_contexts where tenant_id = $1 and id = $2', [
+    tenantId,
+    context,
+  ]);
   if (!row?.memberships_url) return null;
   return rosterQueue.enqueue(tx, { tenant_id: tenantId, context }, { singletonKey: `${tenantId}/${context}` });
 }
@@ -81,7 +84,12 @@ async function provision(deps: Pick<Deps, 'db'>, platform: { tenant_id: string; 
   return deps.db.transaction(async (tx) => {
     let n = 0;
     for (const m of members) {
-      const user = await ltiLearner(tx, platform, { sub: m.user_id, name: m.name, given_name: m.given_name, family_name: m.family_name, email: m.email }, { signIn: false });
+      const user = await ltiLearner(
+        tx,
+        platform,
+        { sub: m.user_id, name: m.name, given_name: m.given_name, family_name: m.family_name, email: m.email },
+        { signIn: false },
+      );
       await tx.query(
         `insert into lti_context_members (tenant_id, context, user_id, roles, source) values ($1, $2, $3, $4, 'nrps')
          on conflict (tenant_id, context, user_id) do update set roles = excluded.roles, updated_at = now()`,
@@ -95,7 +103,14 @@ async function provision(deps: Pick<Deps, 'db'>, platform: { tenant_id: string; 
 
 /** Read the roster of course `job.context` (header). Throws `ServiceTokenError` when the platform fails. */
 export async function readRoster(deps: Pick<Deps, 'db' | 'now' | 'config'>, job: RosterJob): Promise<RosterRead> {
-  const [c] = await deps.db.query<{ memberships_url: string | null; platform_id: string; issuer: string; client_id: string; token_url: string; token_audience: string | null }>(
+  const [c] = await deps.db.query<{
+    memberships_url: string | null;
+    platform_id: string;
+    issuer: string;
+    client_id: string;
+    token_url: string;
+    token_audience: string | null;
+  }>(
     `select c.memberships_url, p.id as platform_id, p.issuer, p.client_id, p.token_url, p.token_audience
        from lti_contexts c join lti_platforms p on p.tenant_id = c.tenant_id and p.id = c.platform_id
       where c.tenant_id = $1 and c.id = $2`,

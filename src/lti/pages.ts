@@ -98,7 +98,14 @@ export type StorageStep =
  * `method` — at login, put the binding then go to the platform's authorization URL (GET); at
  * launch, get it back and post the launch again with `lti_storage_binding` (POST to ourselves).
  */
-export function sendStoragePage(reply: FastifyReply, step: StorageStep, action: string, method: 'get' | 'post', fields: Record<string, string>, ancestors: string) {
+export function sendStoragePage(
+  reply: FastifyReply,
+  step: StorageStep,
+  action: string,
+  method: 'get' | 'post',
+  fields: Record<string, string>,
+  ancestors: string,
+) {
   const data = JSON.stringify({ ...step, wait: 3000 }).replace(/</g, '\\u003c');
   const inputs = hiddenInputs(Object.entries(fields));
   const html = htmlPage({

@@ -80,7 +80,11 @@ export async function addPlatform(q: Queryable, tenantId: string, input: Platfor
         [tenantId, input.issuer, input.client_id, ...values],
       );
   for (const deployment of new Set(input.deployments)) {
-    await q.query('insert into lti_deployments (tenant_id, platform_id, deployment_id) values ($1, $2, $3) on conflict do nothing', [tenantId, row!.id, deployment]);
+    await q.query('insert into lti_deployments (tenant_id, platform_id, deployment_id) values ($1, $2, $3) on conflict do nothing', [
+      tenantId,
+      row!.id,
+      deployment,
+    ]);
   }
   const [platform] = await q.query<Platform>(`${SELECT} where p.tenant_id = $1 and p.id = $2`, [tenantId, row!.id]);
   return { platform: platform!, created: !existing };

@@ -48,7 +48,12 @@ interface LearnerRow {
  * The learners of course `context` (row id) and their latest result on `activityId`, by name
  * (at most `MAX_PREVIEW_LEARNERS`) and how many more there are.
  */
-export async function courseResults(q: Queryable, launch: Pick<VerifiedLaunch, 'platform'>, context: string, activityId: string): Promise<{ learners: PreviewLearner[]; more: number }> {
+export async function courseResults(
+  q: Queryable,
+  launch: Pick<VerifiedLaunch, 'platform'>,
+  context: string,
+  activityId: string,
+): Promise<{ learners: PreviewLearner[]; more: number }> {
   const { platform } = launch;
   const rows = await q.query<LearnerRow>(
     `select coalesce(nullif(i.identity_data ->> 'name', ''), nullif(concat_ws(' ', i.identity_data ->> 'given_name', i.identity_data ->> 'family_name'), '')) as name,
@@ -71,13 +76,19 @@ export async function courseResults(q: Queryable, launch: Pick<VerifiedLaunch, '
   );
   const learners = rows.map((r): PreviewLearner => {
     const attempt = r.artifact_id ? attemptOf(r.artifact_id, r.submitted_at!, r.verification) : undefined;
-    const status: PreviewLearner['status'] =
-      !r.status ? 'not_started'
-        : attempt?.status === 'pending' ? (attempt.reason === 'review_required' ? 'review' : 'grading')
-          : r.status === 'completed' ? 'passed'
-            : attempt?.status === 'not_gradable' ? 'not_gradable'
-              : r.status === 'failed' ? 'failed'
-                : 'in_progress';
+    const status: PreviewLearner['status'] = !r.status
+      ? 'not_started'
+      : attempt?.status === 'pending'
+        ? attempt.reason === 'review_required'
+          ? 'review'
+          : 'grading'
+        : r.status === 'completed'
+          ? 'passed'
+          : attempt?.status === 'not_gradable'
+            ? 'not_gradable'
+            : r.status === 'failed'
+              ? 'failed'
+              : 'in_progress';
     return { name: r.name ?? r.sub ?? 'A learner', status, score: r.score === null ? null : Number(r.score), at: r.submitted_at };
   });
   return { learners, more: Math.max(0, (rows[0]?.total ?? 0) - rows.length) };

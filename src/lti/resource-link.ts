@@ -29,14 +29,28 @@ export async function resourceLinkLaunch(deps: Deps, launch: VerifiedLaunch, rep
   const custom = claims[CLAIM.custom] as Record<string, unknown> | undefined;
   const activityId = custom?.activity_id;
   if (typeof activityId !== 'string' || !uuid.safeParse(activityId).success) {
-    return sendErrorPage(reply, 400, 'no_activity', 'No activity is placed here', 'This link does not name an activity of the service (custom parameter activity_id). Ask your instructor to place the activity again.', framed);
+    return sendErrorPage(
+      reply,
+      400,
+      'no_activity',
+      'No activity is placed here',
+      'This link does not name an activity of the service (custom parameter activity_id). Ask your instructor to place the activity again.',
+      framed,
+    );
   }
   const [activity] = await deps.db.query<{ slug: string }>(
     'select t.slug from activities a join tenants t on t.id = a.tenant_id where a.id = $1 and a.tenant_id = $2',
     [activityId, platform.tenant_id],
   );
   if (!activity) {
-    return sendErrorPage(reply, 403, 'activity_not_available', 'This activity is not available here', 'The activity this link names does not belong to the organisation this LMS is registered with.', framed);
+    return sendErrorPage(
+      reply,
+      403,
+      'activity_not_available',
+      'This activity is not available here',
+      'The activity this link names does not belong to the organisation this LMS is registered with.',
+      framed,
+    );
   }
   // An instructor's launch: the preview (preview.ts) — as learners see it, with the course's
   // learners' results; no learner made, nothing submitted, nothing sent to the gradebook.

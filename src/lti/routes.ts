@@ -110,10 +110,19 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     const path = req.url.split('?')[0]!;
     if (!path.endsWith('/login') && !path.endsWith('/launch')) return apiErrors(err, req, reply);
     // The database is down: say so at once, framed by the platforms known before (no query).
-    if (isDbUnavailable(err)) return sendErrorPage(reply.header('retry-after', '5'), 503, 'unavailable', 'The service is busy', 'The service cannot open activities right now. Try again in a few seconds.', everyPlatform.last());
+    if (isDbUnavailable(err))
+      return sendErrorPage(
+        reply.header('retry-after', '5'),
+        503,
+        'unavailable',
+        'The service is busy',
+        'The service cannot open activities right now. Try again in a few seconds.',
+        everyPlatform.last(),
+      );
     const ancestors = await everyPlatform.get();
     if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message, ancestors);
-    if (err.statusCode === 413) return sendErrorPage(reply, 413, 'too_large', 'This activity could not be opened', 'The LMS sent more data than a launch holds.', ancestors);
+    if (err.statusCode === 413)
+      return sendErrorPage(reply, 413, 'too_large', 'This activity could not be opened', 'The LMS sent more data than a launch holds.', ancestors);
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
       return sendErrorPage(reply, 400, 'invalid_request', 'This activity could not be opened', 'The request from the LMS is malformed.', ancestors);
     }
@@ -148,9 +157,16 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
       if (value.length > MAX_HINT_CHARS) throw refuseLogin(`The login request's ${name} is too long.`);
     }
     const platform = await findPlatform(deps.db, form.iss!, form.client_id);
-    if (!platform) throw refuseLogin('This LMS (issuer and client id) is not registered with the service. Ask the LMS administrator to register the tool.', 'unknown_platform');
+    if (!platform)
+      throw refuseLogin(
+        'This LMS (issuer and client id) is not registered with the service. Ask the LMS administrator to register the tool.',
+        'unknown_platform',
+      );
     if (form.lti_deployment_id !== undefined && !hasDeployment(platform, form.lti_deployment_id)) {
-      throw refuseLogin('This LMS deployment is not registered with the service. Ask the LMS administrator to register its deployment id.', 'unknown_deployment');
+      throw refuseLogin(
+        'This LMS deployment is not registered with the service. Ask the LMS administrator to register its deployment id.',
+        'unknown_deployment',
+      );
     }
     const params: LoginParams = {
       iss: form.iss!,
@@ -161,12 +177,19 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
       ...(form.lti_deployment_id !== undefined && { lti_deployment_id: form.lti_deployment_id }),
       ...(form.lti_storage_target !== undefined && { lti_storage_target: form.lti_storage_target }),
     };
-    if (params.lti_storage_target !== undefined && !STORAGE_TARGET.test(params.lti_storage_target)) throw refuseLogin('The login request\'s lti_storage_target is not a frame name.');
+    if (params.lti_storage_target !== undefined && !STORAGE_TARGET.test(params.lti_storage_target))
+      throw refuseLogin("The login request's lti_storage_target is not a frame name.");
     const started = await startLogin(deps.config, platform, params, `${base()}/lti/v1/launch`);
     reply.header('set-cookie', `${started.cookie.name}=${started.cookie.value}; Max-Age=${STATE_SECONDS}; ${cookieAttributes}`);
     if (params.lti_storage_target !== undefined) {
       // Platform storage too (the cookie may be blocked in the frame): put the binding, then go on.
-      const step = { subject: 'lti.put_data', target: params.lti_storage_target, origin: new URL(platform.auth_url).origin, key: started.cookie.name, value: started.cookie.value } as const;
+      const step = {
+        subject: 'lti.put_data',
+        target: params.lti_storage_target,
+        origin: new URL(platform.auth_url).origin,
+        key: started.cookie.name,
+        value: started.cookie.value,
+      } as const;
       const action = new URL(platform.auth_url);
       const fields = Object.fromEntries([...action.searchParams, ...Object.entries(started.fields)]);
       return sendStoragePage(reply, step, `${action.origin}${action.pathname}`, 'get', fields, platformAncestors(platform));
@@ -194,7 +217,14 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     const binding = cookieOf(req, bindingCookie(state.id)) ?? fromStorage;
     if (!binding && target !== undefined && form.lti_storage_binding === undefined) {
       const step = { subject: 'lti.get_data', target, origin: new URL(platform.auth_url).origin, key: bindingCookie(state.id) } as const;
-      return sendStoragePage(reply, step, `${base()}/lti/v1/launch`, 'post', { id_token: form.id_token, state: form.state, lti_storage_binding: '' }, ancestors);
+      return sendStoragePage(
+        reply,
+        step,
+        `${base()}/lti/v1/launch`,
+        'post',
+        { id_token: form.id_token, state: form.state, lti_storage_binding: '' },
+        ancestors,
+      );
     }
     if (!binding || !safeEqual(sha256(binding), state.binding)) {
       const again = new URL(`${base()}/lti/v1/login`);
@@ -222,4 +252,3 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     return resourceLinkLaunch(deps, launch, reply, assets);
   });
 }
-

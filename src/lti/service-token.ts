@@ -32,7 +32,10 @@ const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-b
 
 /** A token request that failed; `status` is the token endpoint's HTTP status when it answered one outside 2xx. */
 export class ServiceTokenError extends Error {
-  constructor(message: string, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
   }
 }

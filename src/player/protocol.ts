@@ -29,8 +29,11 @@ export type HostMessage = { type: 'svc:auth'; v: 1; idp_token: string };
 
 /** Whether `data` looks like a message of this protocol (an object with `v: 1` and an `svc:` type). */
 export const isProtocolMessage = (data: unknown): data is { type: string; v: 1 } =>
-  typeof data === 'object' && data !== null && (data as { v?: unknown }).v === PROTOCOL_VERSION &&
-  typeof (data as { type?: unknown }).type === 'string' && (data as { type: string }).type.startsWith('svc:');
+  typeof data === 'object' &&
+  data !== null &&
+  (data as { v?: unknown }).v === PROTOCOL_VERSION &&
+  typeof (data as { type?: unknown }).type === 'string' &&
+  (data as { type: string }).type.startsWith('svc:');
 
 /**
  * What the page hands its script (a JSON data block, `<script type="application/json" id="svc-config">`):

@@ -29,7 +29,6 @@ import type { PlayerConfig } from './protocol.ts';
 const activityId = z.uuid();
 const YEAR = 365 * 24 * 3600;
 
-
 export default async function playerRoutes(app: FastifyInstance, deps: Deps) {
   const assets = await playerAssets();
 

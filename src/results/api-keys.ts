@@ -44,12 +44,7 @@ const INFO_COLUMNS = `id, tenant_id, name, prefix, rate_limit, to_json(created_a
   to_json(last_used_at) #>> '{}' as last_used_at, to_json(revoked_at) #>> '{}' as revoked_at`;
 
 /** Create a key for a tenant; returns the stored info and the raw key (shown once). */
-export async function createApiKey(
-  q: Queryable,
-  tenantId: string,
-  name: string,
-  options: { rateLimit?: number } = {},
-): Promise<ApiKeyInfo & { key: string }> {
+export async function createApiKey(q: Queryable, tenantId: string, name: string, options: { rateLimit?: number } = {}): Promise<ApiKeyInfo & { key: string }> {
   const prefix = base62(PREFIX_LENGTH);
   const key = `svc_${prefix}_${base62(SECRET_LENGTH)}`;
   const [info] = await q.query<ApiKeyInfo>(
@@ -66,10 +61,9 @@ export function listApiKeys(q: Queryable, tenantId: string): Promise<ApiKeyInfo[
 
 /** Revoke by prefix; returns the key's info, or undefined when no such key exists. */
 export async function revokeApiKey(q: Queryable, prefix: string): Promise<ApiKeyInfo | undefined> {
-  const [info] = await q.query<ApiKeyInfo>(
-    `update api_keys set revoked_at = coalesce(revoked_at, now()) where prefix = $1 returning ${INFO_COLUMNS}`,
-    [prefix],
-  );
+  const [info] = await q.query<ApiKeyInfo>(`update api_keys set revoked_at = coalesce(revoked_at, now()) where prefix = $1 returning ${INFO_COLUMNS}`, [
+    prefix,
+  ]);
   return info;
 }
 

@@ -83,11 +83,7 @@ export function cursorCodec(secret: string): CursorCodec {
     decode(scope, token) {
       if (token.length === 0) throw invalidParam('cursor', 'must not be empty');
       const parts = codec.decode(token, scope.tenantId);
-      if (
-        parts?.length !== 5 ||
-        !Object.hasOwn(ORDER_OF_TAG, parts[0]!) ||
-        !parts.slice(1).every((part) => part.length > 0 && part.length <= 64)
-      ) {
+      if (parts?.length !== 5 || !Object.hasOwn(ORDER_OF_TAG, parts[0]!) || !parts.slice(1).every((part) => part.length > 0 && part.length <= 64)) {
         throw invalidParam('cursor', NOT_OURS);
       }
       const [orderTag, endpoint, filters, at, id] = parts;

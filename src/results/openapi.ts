@@ -48,10 +48,10 @@ const HEADERS = {
   'RateLimit-Reset': header('Seconds until the window resets.', { type: 'integer' }),
   'Retry-After': header('Seconds to wait before retrying.', { type: 'integer' }),
   Link: header('`<url>; rel="next"` when another page follows.', { type: 'string' }),
-  'Svc-Consistent-Through': header(
-    'On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body.',
-    { type: 'string', format: 'date-time' },
-  ),
+  'Svc-Consistent-Through': header('On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body.', {
+    type: 'string',
+    format: 'date-time',
+  }),
 };
 
 type Operation = { operationId?: string; security?: unknown[]; parameters?: { name: string }[]; responses?: Record<string, object> };
@@ -145,7 +145,12 @@ export async function registerOpenApi(app: FastifyInstance, deps: Deps): Promise
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: `${SERVICE_NAME} — Results API`, version: VERSION, description: DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+      info: {
+        title: `${SERVICE_NAME} — Results API`,
+        version: VERSION,
+        description: DESCRIPTION,
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      },
       tags: [{ name: 'results', description: 'Results, progress, artifacts, learners, content outlines and tombstones of one tenant' }],
       components: {
         securitySchemes: {

@@ -152,7 +152,10 @@ const deletionJson = (t: string) => jsonObject(t, ['resource', 'id', 'svc_user_i
 /** A filter: the predicate comparing a row of alias `t` with the request's value `arg` (SQL text). */
 type Filter = (arg: (type: string) => string) => string;
 /** The filter `column = value`. */
-const equals = (column: string, type: 'uuid' | 'text'): Filter => (arg) => `t.${column} = ${arg(type)}`;
+const equals =
+  (column: string, type: 'uuid' | 'text'): Filter =>
+  (arg) =>
+    `t.${column} = ${arg(type)}`;
 
 interface ListStatement {
   /** Name for logs, pg_stat_statements and EXPLAIN sessions. */
@@ -454,10 +457,9 @@ export async function installStatements(db: Db): Promise<number> {
     await tx.query('select pg_advisory_xact_lock($1)', [INSTALL_LOCK_KEY]);
     const have = new Set(
       (
-        await tx.query<{ proname: string }>(
-          `select proname from pg_proc where pronamespace = 'svc'::regnamespace and proname = any($1::text[])`,
-          [[...wanted.keys()]],
-        )
+        await tx.query<{ proname: string }>(`select proname from pg_proc where pronamespace = 'svc'::regnamespace and proname = any($1::text[])`, [
+          [...wanted.keys()],
+        ])
       ).map((r) => r.proname),
     );
     let created = 0;
@@ -472,10 +474,9 @@ export async function installStatements(db: Db): Promise<number> {
 
 /** Run `statement` for its tenant as svc_results: one statement, one round trip. */
 async function run(db: Queryable, statement: PageStatement): Promise<PageRow | undefined> {
-  const [row] = await db.query<PageRow>(
-    `select data, has_more, last_ts, last_id, consistent_through from svc.${functionName(statement)}($1::text[])`,
-    [statement.args],
-  );
+  const [row] = await db.query<PageRow>(`select data, has_more, last_ts, last_id, consistent_through from svc.${functionName(statement)}($1::text[])`, [
+    statement.args,
+  ]);
   return row;
 }
 

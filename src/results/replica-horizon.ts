@@ -18,11 +18,7 @@ export const PUBLISH_INTERVAL_MS = 1000;
  * (a failure there is logged, not thrown: the replica then waits, the service serves). Returns a
  * function that stops publishing.
  */
-export async function publishHorizon(
-  primary: Db,
-  log: Pick<FastifyBaseLogger, 'warn' | 'info'>,
-  intervalMs = PUBLISH_INTERVAL_MS,
-): Promise<() => void> {
+export async function publishHorizon(primary: Db, log: Pick<FastifyBaseLogger, 'warn' | 'info'>, intervalMs = PUBLISH_INTERVAL_MS): Promise<() => void> {
   let failing = false;
   const publish = async () => {
     try {

@@ -185,7 +185,10 @@ async function checkRequestTarget(req: FastifyRequest) {
   // `/v1/activity-results/` would otherwise reach `/:id` with an empty id ("id: must be a uuid").
   const path = req.url.split('?')[0]!;
   if (path.length > 4 && path.endsWith('/')) {
-    throw new ApiError('not_found', `no such endpoint: ${req.method} ${path.slice(0, 200)} (paths take no trailing slash: ${path.slice(0, 200).replace(/\/+$/, '')})`);
+    throw new ApiError(
+      'not_found',
+      `no such endpoint: ${req.method} ${path.slice(0, 200)} (paths take no trailing slash: ${path.slice(0, 200).replace(/\/+$/, '')})`,
+    );
   }
 }
 
@@ -209,8 +212,7 @@ function listHandler(deps: Deps, cursors: CursorCodec, endpoint: Endpoint) {
     // only because the replica has not replayed that far — the previous page may have come from
     // the primary: the primary serves it instead.
     const start = after?.at ?? since;
-    const behind = (page: Page) =>
-      order === 'updated' && (page.consistentThrough === undefined || (start !== undefined && page.consistentThrough <= start));
+    const behind = (page: Page) => order === 'updated' && (page.consistentThrough === undefined || (start !== undefined && page.consistentThrough <= start));
     const page = await fromReplica(deps, (db) => listPage(db, endpoint, tenantId, options), { result: behind });
     const next = page.last ? cursors.encode(scope, page.last) : null;
     if (next) reply.header('link', `<${nextPageUrl(deps.config.baseUrl, req, next)}>; rel="next"`);
@@ -236,7 +238,7 @@ function oneHandler(deps: Deps, endpoint: One, noun: string) {
     const tenantId = tenantOf(req);
     const { id } = req.params as { id: string };
     const include = (req.query as { include?: 'spec' }).include;
-    const read = (db: Db) => findOne(db, include === 'spec' ? `${endpoint}+spec` as One : endpoint, tenantId, id);
+    const read = (db: Db) => findOne(db, include === 'spec' ? (`${endpoint}+spec` as One) : endpoint, tenantId, id);
     // An id the replica does not have yet (just written) is looked up on the primary.
     const body = await fromReplica(deps, read, { result: (found) => found === undefined });
     if (body === undefined) throw new ApiError('not_found', `no ${noun} with id ${id}`);
@@ -319,7 +321,8 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
   );
 
   // A read-only API: another method on a read path is 405 (before the key check), not "no such endpoint".
-  for (const url of ['/health', ...READ_PATHS]) app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url, schema: { hide: true }, handler: methodNotAllowed });
+  for (const url of ['/health', ...READ_PATHS])
+    app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE'], url, schema: { hide: true }, handler: methodNotAllowed });
 
   await app.register(async (api: FastifyInstance) => {
     api.addHook('onRequest', apiKeyHook(keys));
@@ -339,11 +342,7 @@ export default async function resultsRoutes(app: FastifyInstance, deps: Deps) {
     api.get('/learners', { schema: listSchema('learners') }, list('learners'));
     api.get('/learners/:id', { schema: oneSchema('get_learner', 'Get one learner', Learner) }, one('learners', 'learner'));
     api.get('/programs', { schema: listSchema('programs') }, list('programs'));
-    api.get(
-      '/programs/:id',
-      { schema: oneSchema('get_program', 'Get a program’s outline', ProgramOutline, PROGRAM_QUERY) },
-      one('programs', 'program'),
-    );
+    api.get('/programs/:id', { schema: oneSchema('get_program', 'Get a program’s outline', ProgramOutline, PROGRAM_QUERY) }, one('programs', 'program'));
     api.get('/deletions', { schema: listSchema('deletions') }, list('deletions'));
     api.get('/audit-events', { schema: listSchema('audit-events') }, list('audit-events'));
     // Streaming exports (issue #24, src/results/exports): same key, rate limit and RLS.

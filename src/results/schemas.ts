@@ -91,13 +91,9 @@ const updatedSince = doc(
 /** What a tombstone can stand for. */
 export const DELETED_RESOURCES = ['activity_result', 'artifact', 'progress', 'learner', 'program', 'unit', 'lesson', 'activity'] as const;
 
-const status = doc(
-  z.enum(['completed', 'in_progress', 'failed'], 'must be one of completed, in_progress, failed'),
-  'Only results with this status.',
-);
+const status = doc(z.enum(['completed', 'in_progress', 'failed'], 'must be one of completed, in_progress, failed'), 'Only results with this status.');
 
-const text = (description: string, max = 255) =>
-  doc(z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`), description);
+const text = (description: string, max = 255) => doc(z.string().min(1, 'must not be empty').max(max, `must be at most ${max} characters`), description);
 
 /** The filters each list endpoint accepts (besides limit, cursor and updated_since). */
 export const FILTERS = {
@@ -120,14 +116,14 @@ export const FILTERS = {
   },
   programs: {},
   deletions: {
-    resource: doc(
-      z.enum(DELETED_RESOURCES, `must be one of ${DELETED_RESOURCES.join(', ')}`),
-      'Only tombstones of this kind of record.',
-    ),
+    resource: doc(z.enum(DELETED_RESOURCES, `must be one of ${DELETED_RESOURCES.join(', ')}`), 'Only tombstones of this kind of record.'),
   },
   'audit-events': {
     action: doc(
-      z.string().regex(/^[a-z][a-z0-9_.]*$/, 'must be a dotted lower-case action name, e.g. author.grant').max(64, 'must be at most 64 characters'),
+      z
+        .string()
+        .regex(/^[a-z][a-z0-9_.]*$/, 'must be a dotted lower-case action name, e.g. author.grant')
+        .max(64, 'must be at most 64 characters'),
       'Only events of this action (`author.grant`, `learner.erase`, …).',
     ),
     since: doc(
@@ -281,9 +277,7 @@ componentRegistry.add(Program, { id: 'Program', description: 'A program of the t
 
 export const ProgramOutline = z.strictObject({
   ...Program.shape,
-  units: z.array(
-    z.strictObject({ ...contentFields, lessons: z.array(z.strictObject({ ...contentFields, activities: z.array(OutlineActivity) })) }),
-  ),
+  units: z.array(z.strictObject({ ...contentFields, lessons: z.array(z.strictObject({ ...contentFields, activities: z.array(OutlineActivity) })) })),
 });
 componentRegistry.add(ProgramOutline, { id: 'ProgramOutline', description: 'A program with its units → lessons → activities.' });
 
@@ -304,7 +298,10 @@ export const AuditEvent = z.strictObject({
   tenant_id: nullableUuid('The tenant (always the key’s).'),
   at: timestamp('When the act happened (RFC 3339, UTC, microseconds).'),
   actor: z.strictObject({
-    kind: doc(z.enum(['user', 'cli', 'service_role', 'key', 'system']), 'Who acted: a user (an author, an admin), the `svc` command, the service-role key, a tenant API key, or the service itself.'),
+    kind: doc(
+      z.enum(['user', 'cli', 'service_role', 'key', 'system']),
+      'Who acted: a user (an author, an admin), the `svc` command, the service-role key, a tenant API key, or the service itself.',
+    ),
     id: doc(z.string().nullable(), 'The svc_user_id of a user, the prefix of a key; null for the others.'),
   }),
   action: doc(z.string(), 'What was done: `author.grant`, `key.create`, `verdict.override`, `learner.erase`, …'),

@@ -58,9 +58,11 @@ export const toolCalls = counter('svc_mcp_tool_calls_total', 'MCP tools/call req
  * the caller knew). A steady `unavailable` rate means the primary carries every read, each after a
  * failed try on the replica.
  */
-export const replicaFallbacks = counter('svc_db_replica_fallbacks_total', 'Replica reads answered by the primary instead, by reason (unavailable, behind, stale).', [
-  'reason',
-]);
+export const replicaFallbacks = counter(
+  'svc_db_replica_fallbacks_total',
+  'Replica reads answered by the primary instead, by reason (unavailable, behind, stale).',
+  ['reason'],
+);
 subscribe(REPLICA_FALLBACK_CHANNEL, (message) => replicaFallbacks.inc({ reason: (message as { reason: FallbackReason }).reason }));
 export const toolCallDuration = new client.Histogram<'tool'>({
   name: 'svc_mcp_tool_call_duration_seconds',

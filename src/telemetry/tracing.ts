@@ -36,7 +36,13 @@ const UNTRACED = new Set(['/metrics', '/livez', '/readyz']);
 export function redactQuery(query: string): string {
   const [mark, rest] = query.startsWith('?') ? ['?', query.slice(1)] : ['', query];
   if (rest === '') return query;
-  return mark + rest.split('&').map((pair) => (pair === '' ? pair : `${pair.split('=')[0]}=REDACTED`)).join('&');
+  return (
+    mark +
+    rest
+      .split('&')
+      .map((pair) => (pair === '' ? pair : `${pair.split('=')[0]}=REDACTED`))
+      .join('&')
+  );
 }
 
 /** `url` (absolute, or a path) with its query string's values redacted (`redactQuery`). */

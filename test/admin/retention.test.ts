@@ -56,15 +56,27 @@ const state = async (slug: string) => ({
 
 describe('svc retention', () => {
   it('shows the defaults, and a change', async () => {
-    expect(await t.op('retention.show', { tenant: 'keeps' })).toEqual({ tenant: 'keeps', artifact_content_days: null, model_bodies_days: 90, tombstones_days: 30 });
-    expect(await t.op('retention.show', { tenant: 'forever' })).toEqual({ tenant: 'forever', artifact_content_days: null, model_bodies_days: null, tombstones_days: null });
+    expect(await t.op('retention.show', { tenant: 'keeps' })).toEqual({
+      tenant: 'keeps',
+      artifact_content_days: null,
+      model_bodies_days: 90,
+      tombstones_days: 30,
+    });
+    expect(await t.op('retention.show', { tenant: 'forever' })).toEqual({
+      tenant: 'forever',
+      artifact_content_days: null,
+      model_bodies_days: null,
+      tombstones_days: null,
+    });
     expect(await countRows(t, 'audit_events', "action = 'retention.set' and tenant_id = $1", [tenants.forever])).toBe(1);
   });
 
   it('bad values: a clear error naming the option, nothing changed, no audit row', async () => {
     const audits = await countRows(t, 'audit_events');
     for (const bad of ['0', '-3', 'abc', 1.5, 'never', '']) {
-      await expect(t.op('retention.set', { tenant: 'keeps', tombstones: bad }), String(bad)).rejects.toThrow(/tombstones: .*(positive number of days, or forever)/);
+      await expect(t.op('retention.set', { tenant: 'keeps', tombstones: bad }), String(bad)).rejects.toThrow(
+        /tombstones: .*(positive number of days, or forever)/,
+      );
     }
     await expect(t.op('retention.set', { tenant: 'keeps' })).rejects.toThrow(/give at least one of/);
     await expect(t.op('retention.set', { tenant: 'nope', tombstones: 3 })).rejects.toThrow(/no tenant "nope"/);
@@ -84,7 +96,14 @@ describe('svc retention', () => {
     // day 91: the model body goes; the call's counts stay
     expect(await runRetention(t.db, { now: later(91) })).toMatchObject({ model_bodies: 1 });
     expect(await state('keeps')).toEqual({ ...start, tombstones: 0, bodies: 0 });
-    expect((await t.db.query<{ sha: string | null; tokens: number }>('select request_sha256 as sha, prompt_tokens as tokens from model_calls where artifact_id = $1', [seeded.keeps!.artifact]))[0]).toEqual({ sha: null, tokens: 10 });
+    expect(
+      (
+        await t.db.query<{ sha: string | null; tokens: number }>(
+          'select request_sha256 as sha, prompt_tokens as tokens from model_calls where artifact_id = $1',
+          [seeded.keeps!.artifact],
+        )
+      )[0],
+    ).toEqual({ sha: null, tokens: 10 });
     // artifact content after a window is set: the content goes, the verdict and the result stay
     await t.op('retention.set', { tenant: 'keeps', artifact_content: 10 });
     expect(await t.op('retention.run', { tenant: 'keeps' })).toMatchObject({ tenant: 'keeps', artifact_contents: 0 });

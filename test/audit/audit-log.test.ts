@@ -29,7 +29,9 @@ interface Row {
 let seen = 0;
 /** The rows appended since the last call. */
 async function fresh(): Promise<Row[]> {
-  const rows = await t().db.query<Row>('select tenant_id, actor_kind, actor_id, action, target_type, target_id, request_id, detail from audit_events order by at, id');
+  const rows = await t().db.query<Row>(
+    'select tenant_id, actor_kind, actor_id, action, target_type, target_id, request_id, detail from audit_events order by at, id',
+  );
   const out = rows.slice(seen);
   seen = rows.length;
   return out;
@@ -87,7 +89,14 @@ describe('admin acts (svc, as the CLI runs them)', () => {
     await expectOne('judge.consistency.set', { type: 'tenant', id: acme });
     await t().op('judge.consistency.off', { tenant: 'acme' });
     expect((await expectOne('judge.consistency.set', { type: 'tenant', id: acme })).detail).toMatchObject({ margin: null });
-    const platform = { tenant: 'acme', issuer: 'https://lms.audit.test', client_id: 'tool-1', auth_url: 'https://lms.audit.test/auth', token_url: 'https://lms.audit.test/token', jwks_url: 'https://lms.audit.test/jwks' };
+    const platform = {
+      tenant: 'acme',
+      issuer: 'https://lms.audit.test',
+      client_id: 'tool-1',
+      auth_url: 'https://lms.audit.test/auth',
+      token_url: 'https://lms.audit.test/token',
+      jwks_url: 'https://lms.audit.test/jwks',
+    };
     const registered = await t().op('lti.platforms.add', platform);
     await expectOne('lti.platform.add', { type: 'lti_platform', id: registered.id });
     await t().op('lti.platforms.remove', { tenant: 'acme', issuer: platform.issuer, client_id: platform.client_id });
@@ -130,7 +139,13 @@ describe('admin acts (svc, as the CLI runs them)', () => {
     const id = ((await created.json()) as { id: string }).id;
     const rows = await fresh();
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ action: 'user.create', actor_kind: 'service_role', target_type: 'auth_user', target_id: id, request_id: created.headers.get('x-request-id') });
+    expect(rows[0]).toMatchObject({
+      action: 'user.create',
+      actor_kind: 'service_role',
+      target_type: 'auth_user',
+      target_id: id,
+      request_id: created.headers.get('x-request-id'),
+    });
     const refused = await auth(t(), '/admin/users', { key: 'service', body: { email: 'api@audit.test', password: 'correct horse battery' } });
     expect(refused.status).toBe(422);
     expect(await fresh(), 'a refused creation leaves no row').toHaveLength(0);
@@ -142,14 +157,25 @@ describe('admin acts (svc, as the CLI runs them)', () => {
 describe('a user ending an OAuth grant (DELETE /auth/v1/user/oauth/grants)', () => {
   it('one row: the user as actor, the client by id, the request id; an unknown grant leaves none', async () => {
     const flow = await rawFlow(t(), 'author@acme.test', 'correct horse battery');
-    const session = (await (await auth(t(), '/token?grant_type=password', { method: 'POST', body: { email: 'author@acme.test', password: 'correct horse battery' } })).json()) as { access_token: string };
+    const session = (await (
+      await auth(t(), '/token?grant_type=password', { method: 'POST', body: { email: 'author@acme.test', password: 'correct horse battery' } })
+    ).json()) as { access_token: string };
     await fresh();
     const revoke = (clientId: string) => auth(t(), `/user/oauth/grants?client_id=${clientId}`, { method: 'DELETE', bearer: session.access_token });
     const res = await revoke(flow.clientId);
     expect(res.status).toBeLessThan(300);
     const me = await svcIdOf('author@acme.test');
     expect(await fresh()).toMatchObject([
-      { action: 'oauth.grant.revoke', actor_kind: 'user', actor_id: me, tenant_id: NIL, target_type: 'user', target_id: me, detail: { client_id: flow.clientId }, request_id: res.headers.get('x-request-id') },
+      {
+        action: 'oauth.grant.revoke',
+        actor_kind: 'user',
+        actor_id: me,
+        tenant_id: NIL,
+        target_type: 'user',
+        target_id: me,
+        detail: { client_id: flow.clientId },
+        request_id: res.headers.get('x-request-id'),
+      },
     ]);
     expect((await revoke(flow.clientId)).status).toBe(404);
     expect(await fresh()).toEqual([]);
@@ -171,18 +197,32 @@ describe('authors’ acts through MCP: the author is the actor (set by the datab
     expect(await fresh(), 'a refused override leaves no row').toHaveLength(0);
     await ok(x.author, 'override_verdict', { result_id: graded.body.result_id, passed: false, score: 30, reason: 'Copied.' });
     const [override] = await fresh();
-    expect(override).toMatchObject({ action: 'verdict.override', actor_kind: 'user', actor_id: me, tenant_id: acme, target_type: 'activity_result', target_id: graded.body.result_id });
+    expect(override).toMatchObject({
+      action: 'verdict.override',
+      actor_kind: 'user',
+      actor_id: me,
+      tenant_id: acme,
+      target_type: 'activity_result',
+      target_id: graded.body.result_id,
+    });
     expect(override!.request_id).toEqual(expect.any(String));
     expect(JSON.stringify(override)).not.toContain('Copied.');
 
-    const appeal = await post(t(), `/v1/embed/results/${graded.body.result_id}/appeal`, { message: 'Please look again.' }, { authorization: `Bearer ${learner}` });
+    const appeal = await post(
+      t(),
+      `/v1/embed/results/${graded.body.result_id}/appeal`,
+      { message: 'Please look again.' },
+      { authorization: `Bearer ${learner}` },
+    );
     expect(appeal.status).toBe(201);
     expect(await fresh(), 'filing an appeal is the learner’s, not a privileged act').toHaveLength(0);
     await ok(x.author, 'resolve_review', { review_id: appeal.body.id, decision: 'uphold', reason: 'The override stands.' });
     expect(await fresh()).toMatchObject([{ action: 'review.uphold', actor_kind: 'user', actor_id: me, target_type: 'review', target_id: appeal.body.id }]);
 
     await ok(x.author, 'set_grading', { activity_id: activity.id, mode: 'live', force: true, reason: 'exam week' });
-    expect(await fresh()).toMatchObject([{ action: 'grading.mode.set', actor_kind: 'user', actor_id: me, target_type: 'activity', target_id: activity.id, detail: { mode: 'live', forced: true } }]);
+    expect(await fresh()).toMatchObject([
+      { action: 'grading.mode.set', actor_kind: 'user', actor_id: me, target_type: 'activity', target_id: activity.id, detail: { mode: 'live', forced: true } },
+    ]);
     expect(await fails(x.outsider, 'set_grading', { activity_id: activity.id, mode: 'gated', reason: 'not mine' })).toMatch(/not found/);
     expect(await fresh()).toHaveLength(0);
   });
@@ -273,7 +313,11 @@ describe('GET /v1/audit-events', () => {
     expect(page.data.length).toBeGreaterThan(0);
     expect(page.data.every((e: any) => e.tenant_id === globex)).toBe(true);
     expect(page.data.some((e: any) => e.action === 'verdict.override')).toBe(false);
-    for (const [query, name] of [['since=yesterday', 'since'], ['action=Bad%20Name', 'action'], ['updated_since=2026-01-01T00:00:00Z', 'updated_since']]) {
+    for (const [query, name] of [
+      ['since=yesterday', 'since'],
+      ['action=Bad%20Name', 'action'],
+      ['updated_since=2026-01-01T00:00:00Z', 'updated_since'],
+    ]) {
       const res = await fetch(`${t().url}/v1/audit-events?${query}`, { headers: { authorization: `Bearer ${globexKey}` } });
       expect(await expectError(res, 400, 'invalid_request')).toContain(name);
     }

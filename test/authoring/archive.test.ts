@@ -123,7 +123,7 @@ describe('an archived parent', () => {
     await ok(x.author, 'delete_lesson', { id: late.id });
   });
 
-  it('an archived program leaves the learner\'s progress and reads; the Results API still lists it', async () => {
+  it("an archived program leaves the learner's progress and reads; the Results API still lists it", async () => {
     await ok(x.author, 'archive_program', { id: tree.id });
     expect((await get(x.w, '/v1/embed/progress', learner)).body.data).toEqual([]);
     expectError(await get(x.w, `/v1/embed/progress?program_id=${tree.id}`, learner), 404, 'not_found');
@@ -137,7 +137,7 @@ describe('an archived parent', () => {
 });
 
 describe('refusals: nothing written', () => {
-  it('unknown, foreign and wrong-kind ids; a learner; another tenant\'s author', async () => {
+  it("unknown, foreign and wrong-kind ids; a learner; another tenant's author", async () => {
     const globex = await importTree(x.author, 'globex', 1, 1, 1);
     const before = await contentSnapshot(x.w.t);
     const unknown = '01234567-89ab-7def-8123-456789abcdef';

@@ -97,7 +97,11 @@ describe('positions', () => {
   });
 
   it('a position past the end is refused with the allowed range', async () => {
-    await refused('create_unit', { program_id: x.program.id, title: 'U', position: 3 }, /^position 3 is out of range: program .* has 1 unit, so give a position from 1 to 2$/);
+    await refused(
+      'create_unit',
+      { program_id: x.program.id, title: 'U', position: 3 },
+      /^position 3 is out of range: program .* has 1 unit, so give a position from 1 to 2$/,
+    );
     await refused('create_lesson', { unit_id: x.unit.id, title: 'L', position: 5 }, /^position 5 is out of range: unit .* give a position from 1 to 2$/);
     await refused('create_activity', { ...activityArgs(), position: 1_000_000 }, /^position 1000000 is out of range: lesson/);
     await refused('update_unit', { id: x.unit.id, position: 2 }, /^position 2 is out of range: program .* has 1 unit, so give a position from 1 to 1$/);

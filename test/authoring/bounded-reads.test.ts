@@ -97,7 +97,7 @@ describe.skipIf(!present)(`bounded reads of the Odin full-stack path (${present 
   it('get_unit and get_lesson at depth full answer the records below in full when they fit', async () => {
     const outline = await ok(client, 'get_program', { id: program.id });
     const small = outline.units.find((u: Structured) => u.lessons.length === 1) ?? outline.units[0];
-    const unit = await client.callTool({ name: 'get_unit', arguments: { id: small.id, depth: 'full' } }) as CallToolResult;
+    const unit = (await client.callTool({ name: 'get_unit', arguments: { id: small.id, depth: 'full' } })) as CallToolResult;
     if (unit.isError) expect((unit.content[0] as { text: string }).text).toMatch(/answer too large: unit .* get_lesson and get_activity/);
     else expect((unit.structuredContent as Structured).lessons[0]).toHaveProperty('body');
 

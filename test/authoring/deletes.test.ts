@@ -27,12 +27,26 @@ async function tree() {
     external_id: `deletes-${Math.random()}`,
     title: 'Graded',
     units: [
-      { title: 'U1', lessons: [{ title: 'L1', activities: [activity('A1'), activity('A2')] }, { title: 'L2', activities: [activity('A3')] }] },
+      {
+        title: 'U1',
+        lessons: [
+          { title: 'L1', activities: [activity('A1'), activity('A2')] },
+          { title: 'L2', activities: [activity('A3')] },
+        ],
+      },
       { title: 'U2', lessons: [] },
     ],
   });
   const u1 = imported.units[0];
-  return { program: imported, u1, u2: imported.units[1], l1: u1.lessons[0], l2: u1.lessons[1], a1: u1.lessons[0].activities[0], a2: u1.lessons[0].activities[1] };
+  return {
+    program: imported,
+    u1,
+    u2: imported.units[1],
+    l1: u1.lessons[0],
+    l2: u1.lessons[1],
+    a1: u1.lessons[0].activities[0],
+    a2: u1.lessons[0].activities[1],
+  };
 }
 
 /** A learner's completed result on `activity`, as the embed judge would write it (as the owner). */

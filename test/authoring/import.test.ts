@@ -61,8 +61,14 @@ describe('import_program', () => {
       counts: { units: 2, lessons: 2, activities: 2 },
     });
     expect(imported).not.toHaveProperty('import_digest');
-    expect(imported.units.map((u: Structured) => [u.external_id, u.position])).toEqual([['u-commits', 1], ['u-branches', 2]]);
-    expect(imported.units[0].lessons[0].activities.map((a: Structured) => [a.external_id, a.position])).toEqual([['a-repo', 1], ['a-explain', 2]]);
+    expect(imported.units.map((u: Structured) => [u.external_id, u.position])).toEqual([
+      ['u-commits', 1],
+      ['u-branches', 2],
+    ]);
+    expect(imported.units[0].lessons[0].activities.map((a: Structured) => [a.external_id, a.position])).toEqual([
+      ['a-repo', 1],
+      ['a-explain', 2],
+    ]);
     expect(await contentCounts(t)).toEqual({
       programs: before.programs + 1,
       units: before.units + 2,

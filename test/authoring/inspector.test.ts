@@ -31,11 +31,11 @@ describe.skipIf(!present)(`MCP Inspector CLI (${present ? BIN : `skipped: ${BIN}
   /** Run the inspector in CLI mode against /mcp; returns its parsed JSON output. */
   async function inspector(args: string[], bearer = token): Promise<{ code: number; json?: any; stderr: string }> {
     try {
-      const { stdout, stderr } = await run(
-        BIN,
-        ['--cli', `${t.url}/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${bearer}`, ...args],
-        { cwd: CWD, timeout: 30_000, maxBuffer: 16 << 20 },
-      );
+      const { stdout, stderr } = await run(BIN, ['--cli', `${t.url}/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${bearer}`, ...args], {
+        cwd: CWD,
+        timeout: 30_000,
+        maxBuffer: 16 << 20,
+      });
       return { code: 0, json: JSON.parse(stdout), stderr };
     } catch (err) {
       const e = err as { code?: number; stdout?: string; stderr?: string };

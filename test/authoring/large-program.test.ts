@@ -68,7 +68,9 @@ describe('a program of 20 units × 10 lessons × 10 activities', () => {
   it('import_program answers the program and its counts without the id map, with a note', () => {
     expect(program).toMatchObject({ title: args.title, created: true, counts: { units: 20, lessons: 200, activities: 2000 } });
     expect(program).not.toHaveProperty('units');
-    expect(program.note).toMatch(/^the id map is left out: it would make this answer [\d,]+ characters, more than the 100,000 .*get_program.*get_unit.*search_content/);
+    expect(program.note).toMatch(
+      /^the id map is left out: it would make this answer [\d,]+ characters, more than the 100,000 .*get_program.*get_unit.*search_content/,
+    );
   });
 
   it('an idempotent replay answers within the bound too', async () => {
@@ -81,7 +83,9 @@ describe('a program of 20 units × 10 lessons × 10 activities', () => {
   it('get_program answers shallow: the units in order with their counts, and a note; each unit reads as an outline', async () => {
     const outline = await read('get_program', { id: program.id });
     expect(outline).toMatchObject({ id: program.id, depth: 'shallow', counts: { units: 20, lessons: 200, activities: 2000 } });
-    expect(outline.note).toMatch(/^The outline is too large for one answer \([\d,]+ characters\), so only the units are listed, each with its counts: read each with get_unit/);
+    expect(outline.note).toMatch(
+      /^The outline is too large for one answer \([\d,]+ characters\), so only the units are listed, each with its counts: read each with get_unit/,
+    );
     expect(outline.units).toHaveLength(20);
     outline.units.forEach((u: Structured, i: number) => {
       expect(u).toEqual({ id: expect.any(String), title: `Unit ${i + 1}`, position: i + 1, counts: { lessons: 10, activities: 100 } });

@@ -75,8 +75,7 @@ const snapshot = () => contentSnapshot(t);
 
 const exists = async (table: string, id: string) =>
   (await t.db.query<{ n: number }>(`select count(*)::int as n from ${table} where id = $1`, [id]))[0]!.n === 1;
-const titleOf = async (table: string, id: string) =>
-  (await t.db.query<{ title: string }>(`select title from ${table} where id = $1`, [id]))[0]?.title;
+const titleOf = async (table: string, id: string) => (await t.db.query<{ title: string }>(`select title from ${table} where id = $1`, [id]))[0]?.title;
 
 /** One tool: its arguments for a tree, and what an author's successful call must have done. */
 interface ToolCase {
@@ -161,7 +160,8 @@ const TOOLS: Record<string, ToolCase> = {
 
 /** The calibration tools (issue #21): authors of the tenant only; everyone else is told the activity (or example) is not found. */
 function calibrationCases(): Record<string, ToolCase> {
-  const count = async (table: string, where: string, id: string) => (await t.db.query<{ n: number }>(`select count(*)::int as n from ${table} where ${where}`, [id]))[0]!.n;
+  const count = async (table: string, where: string, id: string) =>
+    (await t.db.query<{ n: number }>(`select count(*)::int as n from ${table} where ${where}`, [id]))[0]!.n;
   const activityNotFound = (x: Tree) => `activity_id: activity ${x.activity} not found`;
   const onActivity = (effect: ToolCase['effect'], more: Record<string, unknown> = {}, read = false): ToolCase => ({
     args: (x) => ({ activity_id: x.activity, ...more }),
@@ -296,7 +296,14 @@ describe('author of the tenant', () => {
  * The signed-in callers besides acme's author: what whoami and list_tenants tell them, and what
  * any other tool does — `refusal`: the text it fails with, or undefined where it works (a read).
  */
-const others: { title: string; caller: string; rule: string; memberships: unknown[]; tenants: unknown[]; refusal: (tool: ToolCase, x: Tree) => string | undefined }[] = [
+const others: {
+  title: string;
+  caller: string;
+  rule: string;
+  memberships: unknown[];
+  tenants: unknown[];
+  refusal: (tool: ToolCase, x: Tree) => string | undefined;
+}[] = [
   {
     title: 'author of another tenant',
     caller: 'otherAuthor',
@@ -313,7 +320,14 @@ const others: { title: string; caller: string; rule: string; memberships: unknow
     tenants: [expect.objectContaining({ slug: 'acme', role: 'learner' })],
     refusal: (tool, x) => (tool.authorsOnly ? tool.invisible(x) : tool.read ? undefined : NOT_ALLOWED),
   },
-  { title: 'member of nothing', caller: 'nobody', rule: 'nothing of acme exists for them', memberships: [], tenants: [], refusal: (tool, x) => tool.invisible(x) },
+  {
+    title: 'member of nothing',
+    caller: 'nobody',
+    rule: 'nothing of acme exists for them',
+    memberships: [],
+    tenants: [],
+    refusal: (tool, x) => tool.invisible(x),
+  },
 ];
 describe.each(others)('$title', ({ caller, rule, memberships, tenants, refusal }) => {
   it.each(names)(`%s: ${rule}`, async (name) => {

@@ -31,18 +31,38 @@ beforeAll(async () => {
   const program = await ok(a, 'create_program', { tenant: 'acme', title: 'Grid course' });
   const unit = await ok(a, 'create_unit', { program_id: program.id, title: 'Grid' });
   const lesson = await ok(a, 'create_lesson', { unit_id: unit.id, title: 'Tracks' });
-  const activity = await ok(a, 'create_activity', { lesson_id: lesson.id, title: 'Gallery', kind: 'site', spec: 'Build a gallery with CSS grid.', rubric: [{ criterion: 'Uses grid', weight: 2 }] });
+  const activity = await ok(a, 'create_activity', {
+    lesson_id: lesson.id,
+    title: 'Gallery',
+    kind: 'site',
+    spec: 'Build a gallery with CSS grid.',
+    rubric: [{ criterion: 'Uses grid', weight: 2 }],
+  });
   x = { program, activity };
   await ok(b, 'create_program', { tenant: 'beta', title: 'Beta only' });
-  [{ id: catalogId }] = (await t.db.query<{ id: string }>(`insert into programs (tenant_id, title) values (null, 'Catalog course') returning id`)) as [{ id: string }];
+  [{ id: catalogId }] = (await t.db.query<{ id: string }>(`insert into programs (tenant_id, title) values (null, 'Catalog course') returning id`)) as [
+    { id: string },
+  ];
 });
 
 describe('resources', () => {
-  it('lists the programs the caller can read as svc://programs/{id}, oldest first (not beta\'s)', async () => {
+  it("lists the programs the caller can read as svc://programs/{id}, oldest first (not beta's)", async () => {
     const { resources, nextCursor } = await a.listResources();
     expect(resources).toEqual([
-      { uri: `svc://programs/${x.program.id}`, name: 'Grid course', title: 'Grid course', description: expect.stringContaining('tenant acme'), mimeType: 'application/json' },
-      { uri: `svc://programs/${catalogId}`, name: 'Catalog course', title: 'Catalog course', description: expect.stringContaining('service catalog'), mimeType: 'application/json' },
+      {
+        uri: `svc://programs/${x.program.id}`,
+        name: 'Grid course',
+        title: 'Grid course',
+        description: expect.stringContaining('tenant acme'),
+        mimeType: 'application/json',
+      },
+      {
+        uri: `svc://programs/${catalogId}`,
+        name: 'Catalog course',
+        title: 'Catalog course',
+        description: expect.stringContaining('service catalog'),
+        mimeType: 'application/json',
+      },
     ]);
     expect(nextCursor).toBeUndefined();
     const { resourceTemplates } = await a.listResourceTemplates();
@@ -74,16 +94,25 @@ describe('prompts', () => {
   it('lists draft_unit and write_rubric with their arguments', async () => {
     const { prompts } = await a.listPrompts();
     expect(prompts.map((p) => [p.name, p.arguments?.map((arg) => [arg.name, arg.required])])).toEqual([
-      ['draft_unit', [['program_id', true], ['outline', true]]],
+      [
+        'draft_unit',
+        [
+          ['program_id', true],
+          ['outline', true],
+        ],
+      ],
       ['write_rubric', [['activity_id', true]]],
     ]);
     for (const p of prompts) expect(p.description).toBeTruthy();
   });
 
-  it("write_rubric embeds the activity and asks for update_activity", async () => {
+  it('write_rubric embeds the activity and asks for update_activity', async () => {
     const prompt = await a.getPrompt({ name: 'write_rubric', arguments: { activity_id: x.activity.id } });
     const [resource, ask] = prompt.messages;
-    expect(resource!.content).toEqual({ type: 'resource', resource: { uri: `svc://activities/${x.activity.id}`, mimeType: 'application/json', text: JSON.stringify(x.activity) } });
+    expect(resource!.content).toEqual({
+      type: 'resource',
+      resource: { uri: `svc://activities/${x.activity.id}`, mimeType: 'application/json', text: JSON.stringify(x.activity) },
+    });
     expect(ask!.content).toMatchObject({ type: 'text', text: expect.stringContaining(`update_activity {id: "${x.activity.id}"`) });
   });
 
@@ -111,11 +140,9 @@ describe('progress notifications', () => {
 
   it('are sent during import_program when the client sends a progressToken', async () => {
     const seen: Progress[] = [];
-    const result = await a.callTool(
-      { name: 'import_program', arguments: { tenant: 'acme', external_id: 'progress-1', title: 'P', units } },
-      undefined,
-      { onprogress: (p) => seen.push(p) },
-    );
+    const result = await a.callTool({ name: 'import_program', arguments: { tenant: 'acme', external_id: 'progress-1', title: 'P', units } }, undefined, {
+      onprogress: (p) => seen.push(p),
+    });
     expect(result.isError).toBeFalsy();
     expect(seen).toEqual([
       { progress: 1, total: 10, message: 'wrote 1 program' },
@@ -128,7 +155,12 @@ describe('progress notifications', () => {
   it('are not sent without a progressToken, and the answer stays plain JSON', async () => {
     const res = await rawPost(
       t,
-      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'import_program', arguments: { tenant: 'acme', external_id: 'progress-2', title: 'P', units } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'import_program', arguments: { tenant: 'acme', external_id: 'progress-2', title: 'P', units } },
+      },
       { authorization: `Bearer ${author.token}` },
     );
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -141,7 +173,12 @@ describe('protocol edges over HTTP', () => {
 
   it('refuses a JSON-RPC batch (-32600) and runs none of it', async () => {
     const before = await contentCounts(t);
-    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'create_program', arguments: { tenant: 'acme', title: `B${id}` } } });
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'create_program', arguments: { tenant: 'acme', title: `B${id}` } },
+    });
     const res = await rawPost(t, [call(1), call(2)], auth());
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ jsonrpc: '2.0', error: { code: -32600, message: expect.stringMatching(/batches are not supported/) }, id: null });
@@ -180,7 +217,11 @@ describe('protocol edges over HTTP', () => {
 
   it('answers resources/read without a uri with -32602', async () => {
     const res = await rawPost(t, { jsonrpc: '2.0', id: 3, method: 'resources/read', params: {} }, auth());
-    expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 3, error: { code: -32602, message: expect.stringMatching(/^Invalid params for resources\/read: params\.uri: /) } });
+    expect(await res.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 3,
+      error: { code: -32602, message: expect.stringMatching(/^Invalid params for resources\/read: params\.uri: /) },
+    });
   });
 
   it('answers an unknown method with -32601', async () => {

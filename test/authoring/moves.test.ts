@@ -56,11 +56,7 @@ describe('moves', () => {
     const l22 = p.units[1].lessons[1];
     const moved = await ok(x.author, 'move_activity', { id: l11.activities[0].id, lesson_id: l22.id, position: 1 });
     expect(moved).toMatchObject({ lesson_id: l22.id, position: 1, program_id: p.id });
-    expect(await layout('activities', [l11.id, l12.id, l22.id])).toEqual([
-      ['U1.L1.A2'],
-      ['U1.L2.A1', 'U1.L2.A2'],
-      ['U1.L1.A1', 'U2.L2.A1', 'U2.L2.A2'],
-    ]);
+    expect(await layout('activities', [l11.id, l12.id, l22.id])).toEqual([['U1.L1.A2'], ['U1.L2.A1', 'U1.L2.A2'], ['U1.L1.A1', 'U2.L2.A1', 'U2.L2.A2']]);
     // within its lesson, and without a position: last
     expect(await ok(x.author, 'move_activity', { id: moved.id, lesson_id: l22.id })).toMatchObject({ position: 3 });
     expect(await layout('activities', [l22.id])).toEqual([['U2.L2.A1', 'U2.L2.A2', 'U1.L1.A1']]);
@@ -91,9 +87,11 @@ describe('moves', () => {
     const units = programs.flatMap((p) => p.units);
     const lessons = units.flatMap((u: Structured) => u.lessons);
     const activities = lessons.flatMap((l: Structured) => l.activities);
-    const before = await x.w.t.db.query('select count(*)::int as n from units union all select count(*)::int from lessons union all select count(*)::int from activities');
+    const before = await x.w.t.db.query(
+      'select count(*)::int as n from units union all select count(*)::int from lessons union all select count(*)::int from activities',
+    );
     let seed = 16;
-    const pick = <T,>(list: T[]): T => {
+    const pick = <T>(list: T[]): T => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return list[seed % list.length]!;
     };
@@ -104,12 +102,14 @@ describe('moves', () => {
     });
     const results = await Promise.all(calls.map((c) => x.author.callTool(c)));
     for (const r of results) expect(r.isError ? (r.content as { text: string }[])[0]!.text : 'moved').toBe('moved');
-    expect(await x.w.t.db.query('select count(*)::int as n from units union all select count(*)::int from lessons union all select count(*)::int from activities')).toEqual(before);
+    expect(
+      await x.w.t.db.query('select count(*)::int as n from units union all select count(*)::int from lessons union all select count(*)::int from activities'),
+    ).toEqual(before);
     await invariants();
   });
 });
 
-describe('learners\' results follow a move within the program', () => {
+describe("learners' results follow a move within the program", () => {
   it('the Results API shows the new lesson and unit; another program is refused, nothing written', async () => {
     const p = await importTree(x.author, 'acme');
     const other = await importTree(x.author, 'acme', 1, 1, 1);
@@ -142,7 +142,7 @@ describe('learners\' results follow a move within the program', () => {
 });
 
 describe('refusals: isError naming the problem, nothing written', () => {
-  it('another tenant, one\'s own descendant, out of range, unknown ids, a learner, another tenant\'s author', async () => {
+  it("another tenant, one's own descendant, out of range, unknown ids, a learner, another tenant's author", async () => {
     const p = await importTree(x.author, 'acme', 2, 2, 1);
     const g = await importTree(x.author, 'globex', 1, 1, 1);
     const lesson = p.units[0].lessons[0];
@@ -188,13 +188,16 @@ async function whileUncommitted<T>(statements: [string, unknown[]][], call: () =
     for (const [sql, params] of statements) await tx.query(sql, params);
     pending = call();
     await expect
-      .poll(async () => {
-        const [row] = await x.w.t.db.query<{ n: number }>(
-          `select count(*)::int as n from pg_locks
+      .poll(
+        async () => {
+          const [row] = await x.w.t.db.query<{ n: number }>(
+            `select count(*)::int as n from pg_locks
             where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`,
-        );
-        return row!.n;
-      }, { message: 'the call waits for the order lock' })
+          );
+          return row!.n;
+        },
+        { message: 'the call waits for the order lock' },
+      )
       .toBe(1);
   });
   return pending!;
@@ -212,7 +215,10 @@ racing(`a create racing the delete of its parent (${TWO_CONNECTIONS})`, () => {
     const lesson = p.units[0].lessons[0];
     // the create reads the lesson (still there for it), then waits for the program's order lock
     const result = (await whileUncommitted([lockPrograms(p.id), ['delete from lessons where id = $1', [lesson.id]]], () =>
-      x.author.callTool({ name: 'create_activity', arguments: { lesson_id: lesson.id, title: 'Late', kind: 'document', spec: 'x', rubric: [{ criterion: 'c' }] } }),
+      x.author.callTool({
+        name: 'create_activity',
+        arguments: { lesson_id: lesson.id, title: 'Late', kind: 'document', spec: 'x', rubric: [{ criterion: 'c' }] },
+      }),
     )) as { isError?: boolean; content: { text: string }[] };
     expect(result.isError).toBe(true);
     expect(result.content[0]!.text).toBe(`lesson ${lesson.id} not found`);
@@ -226,7 +232,10 @@ racing(`a create racing a move of its parent to another program (${TWO_CONNECTIO
     {
       create: 'create_activity',
       parent: (p: Structured) => p.units[0].lessons[0],
-      move: (parentId: string, q: Structured): [string, unknown[]] => ['update lessons set unit_id = $2, position = null where id = $1', [parentId, q.units[0].id]],
+      move: (parentId: string, q: Structured): [string, unknown[]] => [
+        'update lessons set unit_id = $2, position = null where id = $1',
+        [parentId, q.units[0].id],
+      ],
       args: (parentId: string) => ({ lesson_id: parentId, title: 'Racer', kind: 'document', spec: 'x', rubric: [{ criterion: 'c' }] }),
     },
     {
@@ -261,13 +270,12 @@ racing(`a first submission racing a move or an archive of its activity (${TWO_CO
     const a = p.units[0].lessons[0].activities[0];
     const target = q.units[0].lessons[0];
     const learner = await learnerSession(x.w, 'racer-move');
-    const judged = await whileUncommitted([lockPrograms(p.id, q.id), ['update activities set lesson_id = $2, position = null where id = $1', [a.id, target.id]]], () =>
-      submit(x.w, learner, a.id),
+    const judged = await whileUncommitted(
+      [lockPrograms(p.id, q.id), ['update activities set lesson_id = $2, position = null where id = $1', [a.id, target.id]]],
+      () => submit(x.w, learner, a.id),
     );
     expect(judged.status).toBe(200);
-    expect(await stateOf(a.id)).toEqual([
-      { lesson_id: target.id, program_id: q.id, archived: false, result_lesson_id: target.id, result_program_id: q.id },
-    ]);
+    expect(await stateOf(a.id)).toEqual([{ lesson_id: target.id, program_id: q.id, archived: false, result_lesson_id: target.id, result_program_id: q.id }]);
   });
 
   it.each([

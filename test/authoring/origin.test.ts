@@ -101,7 +101,14 @@ describe('the rule', () => {
     for (const origin of ['http://127.0.0.1:8787', 'http://localhost:8787', 'http://[::1]:8787']) {
       expect(rebindingRefusal(local, origin, 'localhost:8787'), origin).toBeUndefined();
     }
-    for (const origin of ['http://localhost:3000', 'https://localhost:8787', 'http://127.evil.example:8787', 'http://localhost.evil.example:8787', 'http://localhost:8787/', 'null']) {
+    for (const origin of [
+      'http://localhost:3000',
+      'https://localhost:8787',
+      'http://127.evil.example:8787',
+      'http://localhost.evil.example:8787',
+      'http://localhost:8787/',
+      'null',
+    ]) {
       expect(rebindingRefusal(local, origin, 'localhost:8787'), origin).toMatch(/origin/);
     }
     // A public BASE_URL takes no loopback origin.

@@ -23,7 +23,11 @@ beforeAll(async () => {
   const unit = await ok(a, 'create_unit', { program_id: program.id, title: 'U1' });
   const lesson = await ok(a, 'create_lesson', { unit_id: unit.id, title: 'L1' });
   const activity = await ok(a, 'create_activity', {
-    lesson_id: lesson.id, title: 'A1', kind: 'document', spec: 'Write it', rubric: [{ criterion: 'c' }],
+    lesson_id: lesson.id,
+    title: 'A1',
+    kind: 'document',
+    spec: 'Write it',
+    rubric: [{ criterion: 'c' }],
   });
   tree = { program, unit, lesson, activity };
   betaProgram = await ok(b, 'create_program', { tenant: 'beta', title: 'Beta course' });
@@ -66,9 +70,9 @@ describe('an author of another tenant', () => {
     expect(await fails(b, 'create_program', { tenant: 'acme', title: 'planted' })).toBe('tenant not found: acme');
     expect(await fails(b, 'create_unit', { program_id: program.id, title: 'planted' })).toBe(`program ${program.id} not found`);
     expect(await fails(b, 'create_lesson', { unit_id: unit.id, title: 'planted' })).toBe(`unit ${unit.id} not found`);
-    expect(
-      await fails(b, 'create_activity', { lesson_id: lesson.id, title: 'planted', kind: 'site', spec: 's', rubric: [{ criterion: 'c' }] }),
-    ).toBe(`lesson ${lesson.id} not found`);
+    expect(await fails(b, 'create_activity', { lesson_id: lesson.id, title: 'planted', kind: 'site', spec: 's', rubric: [{ criterion: 'c' }] })).toBe(
+      `lesson ${lesson.id} not found`,
+    );
     expect(await fails(b, 'instantiate_program', { program_id: betaProgram.id, tenant: 'acme' })).toBe('tenant not found: acme');
     expect(await fails(b, 'list_programs', { tenant: 'acme' })).toBe('tenant not found: acme');
     expect(await snapshot()).toEqual(before);
@@ -76,9 +80,7 @@ describe('an author of another tenant', () => {
 
   it('cannot copy tenant A content into its own tenant', async () => {
     const before = await snapshot();
-    expect(await fails(b, 'instantiate_program', { program_id: tree.program.id, tenant: 'beta' })).toBe(
-      `program ${tree.program.id} not found`,
-    );
+    expect(await fails(b, 'instantiate_program', { program_id: tree.program.id, tenant: 'beta' })).toBe(`program ${tree.program.id} not found`);
     expect(await snapshot()).toEqual(before);
   });
 });
@@ -99,9 +101,9 @@ describe('a learner of the tenant', () => {
     expect(await fails(learner, 'create_program', { tenant: 'acme', title: 'by learner' })).toBe(NOT_ALLOWED);
     expect(await fails(learner, 'create_unit', { program_id: program.id, title: 'by learner' })).toBe(NOT_ALLOWED);
     expect(await fails(learner, 'create_lesson', { unit_id: unit.id, title: 'by learner' })).toBe(NOT_ALLOWED);
-    expect(
-      await fails(learner, 'create_activity', { lesson_id: lesson.id, title: 'x', kind: 'repo', spec: 's', rubric: [{ criterion: 'c' }] }),
-    ).toBe(NOT_ALLOWED);
+    expect(await fails(learner, 'create_activity', { lesson_id: lesson.id, title: 'x', kind: 'repo', spec: 's', rubric: [{ criterion: 'c' }] })).toBe(
+      NOT_ALLOWED,
+    );
     expect(await fails(learner, 'update_program', { id: program.id, title: 'by learner' })).toBe(NOT_ALLOWED);
     expect(await fails(learner, 'update_unit', { id: unit.id, position: 9 })).toBe(NOT_ALLOWED);
     expect(await fails(learner, 'update_lesson', { id: lesson.id, title: 'by learner' })).toBe(NOT_ALLOWED);

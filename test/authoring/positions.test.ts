@@ -13,7 +13,12 @@ const t = useApp();
 const client = useAuthorClient(t);
 
 const activity = (lesson_id: string, title: string, extra: Record<string, unknown> = {}) => ({
-  lesson_id, title, kind: 'document', spec: 'Write it', rubric: [{ criterion: 'c' }], ...extra,
+  lesson_id,
+  title,
+  kind: 'document',
+  spec: 'Write it',
+  rubric: [{ criterion: 'c' }],
+  ...extra,
 });
 
 async function newLesson(): Promise<{ program: Structured; unit: Structured; lesson: Structured }> {
@@ -42,7 +47,13 @@ describe('insert', () => {
     expect((await ok(client, 'create_unit', { program_id: program.id, title: 'c', position: 3 })).position).toBe(3);
     expect((await ok(client, 'create_unit', { program_id: program.id, title: 'e', position: 5 })).position).toBe(5); // n + 1: the end
     const tree = await ok(client, 'get_program', { id: program.id, depth: 'full' });
-    expect(tree.units.map((u: Structured) => [u.title, u.position])).toEqual([['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5]]);
+    expect(tree.units.map((u: Structured) => [u.title, u.position])).toEqual([
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 4],
+      ['e', 5],
+    ]);
   });
 
   it('refuses a position past the end, naming the allowed range, and writes nothing', async () => {
@@ -69,7 +80,8 @@ describe('move', () => {
     const unit = await ok(client, 'create_unit', { program_id: program.id, title: 'U' });
     const ids: Record<string, string> = {};
     for (const title of ['a', 'b', 'c', 'd', 'e']) ids[title] = (await ok(client, 'create_lesson', { unit_id: unit.id, title })).id;
-    const order = async () => (await ok(client, 'get_program', { id: program.id, depth: 'full' })).units[0].lessons.map((l: Structured) => `${l.title}${l.position}`);
+    const order = async () =>
+      (await ok(client, 'get_program', { id: program.id, depth: 'full' })).units[0].lessons.map((l: Structured) => `${l.title}${l.position}`);
 
     expect(await ok(client, 'update_lesson', { id: ids.b, position: 4 })).toMatchObject({ position: 4 });
     expect(await order()).toEqual(['a1', 'c2', 'd3', 'b4', 'e5']);
@@ -86,7 +98,10 @@ describe('move', () => {
     expect(await fails(client, 'update_activity', { id: a.id, position: 3, title: 'renamed' })).toBe(
       `position 3 is out of range: lesson ${lesson.id} has 2 activities, so give a position from 1 to 2`,
     );
-    expect(await activitiesOf(program.id, lesson.id)).toEqual([{ title: 'a', position: 1 }, { title: 'b', position: 2 }]);
+    expect(await activitiesOf(program.id, lesson.id)).toEqual([
+      { title: 'a', position: 1 },
+      { title: 'b', position: 2 },
+    ]);
   });
 });
 
@@ -96,9 +111,16 @@ describe('delete', () => {
     const made = [];
     for (const title of ['a', 'b', 'c', 'd']) made.push(await ok(client, 'create_activity', activity(lesson.id, title)));
     await ok(client, 'delete_activity', { id: made[1]!.id });
-    expect(await activitiesOf(program.id, lesson.id)).toEqual([{ title: 'a', position: 1 }, { title: 'c', position: 2 }, { title: 'd', position: 3 }]);
+    expect(await activitiesOf(program.id, lesson.id)).toEqual([
+      { title: 'a', position: 1 },
+      { title: 'c', position: 2 },
+      { title: 'd', position: 3 },
+    ]);
     await ok(client, 'delete_activity', { id: made[0]!.id });
-    expect(await activitiesOf(program.id, lesson.id)).toEqual([{ title: 'c', position: 1 }, { title: 'd', position: 2 }]);
+    expect(await activitiesOf(program.id, lesson.id)).toEqual([
+      { title: 'c', position: 1 },
+      { title: 'd', position: 2 },
+    ]);
   });
 });
 

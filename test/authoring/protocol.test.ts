@@ -45,8 +45,7 @@ describe('protocol errors', () => {
 });
 
 describe('invalid arguments: isError naming the field', () => {
-  it('unknown argument', () =>
-    expectInvalidArguments('create_program', { tenant: 'acme', title: 'x', owner: 'me' }, /Unrecognized key: "owner"/));
+  it('unknown argument', () => expectInvalidArguments('create_program', { tenant: 'acme', title: 'x', owner: 'me' }, /Unrecognized key: "owner"/));
 
   it('unknown argument inside a rubric criterion', () =>
     expectInvalidArguments('create_activity', { ...activity(), rubric: [{ criterion: 'c', points: 3 }] }, /Unrecognized key/));
@@ -55,18 +54,20 @@ describe('invalid arguments: isError naming the field', () => {
 
   it('wrong kind', () => expectInvalidArguments('create_activity', { ...activity(), kind: 'video' }, /kind/));
 
-  it('negative rubric weight', () =>
-    expectInvalidArguments('create_activity', { ...activity(), rubric: [{ criterion: 'c', weight: -1 }] }, /weight/));
+  it('negative rubric weight', () => expectInvalidArguments('create_activity', { ...activity(), rubric: [{ criterion: 'c', weight: -1 }] }, /weight/));
 
   it('pass threshold out of range', () => expectInvalidArguments('create_activity', { ...activity(), pass_threshold: 101 }, /pass_threshold/));
 
-  it('title longer than 500 characters', () =>
-    expectInvalidArguments('create_program', { tenant: 'acme', title: 'x'.repeat(501) }, /title/));
+  it('title longer than 500 characters', () => expectInvalidArguments('create_program', { tenant: 'acme', title: 'x'.repeat(501) }, /title/));
 
   it('id that is not a uuid', () => expectInvalidArguments('get_program', { id: 'abc' }, /Invalid arguments for tool get_program:[\s\S]*→ at id/));
 
   it('depth that is not allowed', () =>
-    expectInvalidArguments('get_program', { id: program.id, depth: 'everything' }, /Invalid arguments for tool get_program:[\s\S]*"outline"\|"full"[\s\S]*→ at depth/));
+    expectInvalidArguments(
+      'get_program',
+      { id: program.id, depth: 'everything' },
+      /Invalid arguments for tool get_program:[\s\S]*"outline"\|"full"[\s\S]*→ at depth/,
+    ));
 
   it('update with nothing to change', () => expectInvalidArguments('update_program', { id: program.id }, /nothing to update/));
 

@@ -19,8 +19,20 @@ beforeAll(async () => {
   const unit = await ok(a, 'create_unit', { program_id: program.id, title: 'Flexbox layouts', description: 'Boxes' });
   const lesson = await ok(a, 'create_lesson', { unit_id: unit.id, title: 'Axes', body: '# Main axis and cross axis' });
   const activities = [
-    await ok(a, 'create_activity', { lesson_id: lesson.id, title: 'Holy grail', kind: 'site', spec: 'Build a page with a header, 100%_wide footer and three columns using flexbox.', rubric: [{ criterion: 'Three columns' }] }),
-    await ok(a, 'create_activity', { lesson_id: lesson.id, title: 'Explain justify-content', kind: 'document', spec: 'Explain the values.', rubric: [{ criterion: 'All values', weight: 2 }] }),
+    await ok(a, 'create_activity', {
+      lesson_id: lesson.id,
+      title: 'Holy grail',
+      kind: 'site',
+      spec: 'Build a page with a header, 100%_wide footer and three columns using flexbox.',
+      rubric: [{ criterion: 'Three columns' }],
+    }),
+    await ok(a, 'create_activity', {
+      lesson_id: lesson.id,
+      title: 'Explain justify-content',
+      kind: 'document',
+      spec: 'Explain the values.',
+      rubric: [{ criterion: 'All values', weight: 2 }],
+    }),
   ];
   x = { program, unit, lesson, activities };
   // another tenant's content and a catalog program with the same words: never found by acme's search
@@ -89,7 +101,12 @@ describe('get_program, get_unit, get_lesson, get_activity', () => {
     for (const name of ['program', 'unit', 'lesson', 'activity']) {
       expect(await fails(a, `get_${name}`, { id: GHOST })).toBe(`${name} ${GHOST} not found`);
     }
-    for (const [name, id] of [['program', x.program.id], ['unit', x.unit.id], ['lesson', x.lesson.id], ['activity', x.activities[0]!.id]]) {
+    for (const [name, id] of [
+      ['program', x.program.id],
+      ['unit', x.unit.id],
+      ['lesson', x.lesson.id],
+      ['activity', x.activities[0]!.id],
+    ]) {
       expect(await fails(b, `get_${name}`, { id })).toBe(`${name} ${id} not found`); // exactly like an id that does not exist
     }
     expect(await fails(a, 'get_unit', { id: x.lesson.id })).toBe(`unit ${x.lesson.id} not found (that id is a lesson)`);
@@ -100,19 +117,28 @@ describe('get_program, get_unit, get_lesson, get_activity', () => {
 });
 
 describe('search_content', () => {
-  it('finds titles of every record type and activity specs, within the caller\'s tenants only', async () => {
+  it("finds titles of every record type and activity specs, within the caller's tenants only", async () => {
     const found = await ok(a, 'search_content', { query: 'FLEXBOX' });
     expect(found.results).toEqual([
       { record: 'unit', id: x.unit.id, program_id: x.program.id, tenant: 'acme', title: 'Flexbox layouts', position: 1, kind: null, snippet: null },
       {
-        record: 'activity', id: x.activities[0]!.id, program_id: x.program.id, tenant: 'acme', title: 'Holy grail', position: 1, kind: 'site',
+        record: 'activity',
+        id: x.activities[0]!.id,
+        program_id: x.program.id,
+        tenant: 'acme',
+        title: 'Holy grail',
+        position: 1,
+        kind: 'site',
         snippet: expect.stringContaining('three columns using flexbox'),
       },
     ]);
     expect(found.next_cursor).toBeNull();
     // beta's author finds beta's content and nothing of acme's; nobody finds the catalog
     const beta = await ok(b, 'search_content', { query: 'flexbox' });
-    expect(beta.results.map((r: Structured) => [r.record, r.title])).toEqual([['program', 'Flexbox for beta'], ['unit', 'Flexbox secrets']]);
+    expect(beta.results.map((r: Structured) => [r.record, r.title])).toEqual([
+      ['program', 'Flexbox for beta'],
+      ['unit', 'Flexbox secrets'],
+    ]);
     expect(await fails(a, 'search_content', { query: 'flexbox', tenant: 'beta' })).toBe('tenant not found: beta');
   });
 
@@ -139,7 +165,12 @@ describe('search_content', () => {
   it('refuses a page larger than the answer bound, pointing to a smaller limit', async () => {
     const title = `Zq${'x'.repeat(498)}`;
     const activities = Array.from({ length: 100 }, () => ({ title, kind: 'document', spec: 'S', rubric: [{ criterion: 'c' }] }));
-    await ok(a, 'import_program', { tenant: 'acme', external_id: 'long-titles', title: 'Long titles', units: [{ title: 'U', lessons: [{ title: 'L', activities }] }] });
+    await ok(a, 'import_program', {
+      tenant: 'acme',
+      external_id: 'long-titles',
+      title: 'Long titles',
+      units: [{ title: 'U', lessons: [{ title: 'L', activities }] }],
+    });
     expect(await fails(a, 'search_content', { query: 'Zqxxx', limit: 100 })).toMatch(
       /^answer too large: this page of matches is [\d,]+ characters, more than the 100,000 one answer may hold; ask for a smaller limit$/,
     );

@@ -58,7 +58,12 @@ describe('override_verdict', () => {
       artifact_id: g.artifact_id,
       result: { status: 'failed', score: 40, completed_at: null },
       verdict: { status: 'failed', passed: false, score: 40 },
-      override: { by: expect.any(String), at: expect.any(String), reason: 'The note copies the example answer.', previous: { status: 'passed', passed: true, score: 100 } },
+      override: {
+        by: expect.any(String),
+        at: expect.any(String),
+        reason: 'The note copies the example answer.',
+        previous: { status: 'passed', passed: true, score: 100 },
+      },
     });
     const [me] = await x.w.t.db.query<{ id: string }>(`select u.id from users u join auth.users a on a.id = u.auth_user_id where a.email = 'author@acme.test'`);
     expect(out.override.by).toBe(me!.id);
@@ -85,7 +90,12 @@ describe('override_verdict', () => {
     // the learner sees that an instructor reviewed it, and why — not who
     const seen = await get(x.w, `/v1/embed/results/${g.result_id}`, g.learner);
     expect(seen.body).toMatchObject({ status: 'failed', score: 40, appeal: null });
-    expect(seen.body.attempts[0]).toMatchObject({ status: 'failed', passed: false, score: 40, override: { at: out.override.at, reason: 'The note copies the example answer.' } });
+    expect(seen.body.attempts[0]).toMatchObject({
+      status: 'failed',
+      passed: false,
+      score: 40,
+      override: { at: out.override.at, reason: 'The note copies the example answer.' },
+    });
     expect(JSON.stringify(seen.body)).not.toContain(me!.id);
 
     // the audit row
@@ -117,7 +127,9 @@ describe('override_verdict', () => {
     const g = await graded('ov-race', 'TODO: nothing yet');
     const callers = await Promise.all([connect(x.w.t, x.authorToken), connect(x.w.t, x.authorToken)]);
     try {
-      const both = await Promise.all(callers.map((c, i) => ok(c, 'override_verdict', { result_id: g.result_id, passed: true, reason: `Racing override ${i}` })));
+      const both = await Promise.all(
+        callers.map((c, i) => ok(c, 'override_verdict', { result_id: g.result_id, passed: true, reason: `Racing override ${i}` })),
+      );
       expect(both.map((b) => b.result.status)).toEqual(['completed', 'completed']);
       expect(await progressOf(g.result_id)).toMatchObject({ completed_count: 1, status: 'completed' });
 
@@ -159,7 +171,12 @@ describe('override_verdict', () => {
     const learner = await learnerSession(x.w, 'ov-pending');
     x.w.model.setMode('slow');
     try {
-      const res = await post(x.w.t, '/v1/embed/judge', { tenant: 'acme', activity_id: tree.units[0].lessons[0].activities[0].id, artifact: { kind: 'document', content: 'Pending note' } }, { authorization: `Bearer ${learner}` });
+      const res = await post(
+        x.w.t,
+        '/v1/embed/judge',
+        { tenant: 'acme', activity_id: tree.units[0].lessons[0].activities[0].id, artifact: { kind: 'document', content: 'Pending note' } },
+        { authorization: `Bearer ${learner}` },
+      );
       expect(res.body.status).toBe('pending');
       expect(await fails(x.author, 'override_verdict', { result_id: res.body.result_id, passed: true, reason: 'Too early' })).toMatch(/no graded verdict yet/);
       expect(await countRows(x.w.t, 'verdict_overrides', 'result_id = $1', [res.body.result_id])).toBe(0);
@@ -170,14 +187,18 @@ describe('override_verdict', () => {
 });
 
 describe('only authors of the tenant override or resolve', () => {
-  it('refuses another tenant\'s author, a learner\'s session and an OAuth token of another tenant; nothing changes', async () => {
+  it("refuses another tenant's author, a learner's session and an OAuth token of another tenant; nothing changes", async () => {
     const g = await graded('sec-1');
     const appeal = await post(x.w.t, `/v1/embed/results/${g.result_id}/appeal`, { message: 'Please look again.' }, { authorization: `Bearer ${g.learner}` });
     expect(appeal.status).toBe(201);
     const learnerClient = await connect(x.w.t, g.learner);
     const oauth = await connect(x.w.t, String((await rawFlow(x.w.t, 'author@globex.test', 'correct horse battery')).body.access_token));
     try {
-      for (const [who, client] of [['another tenant\'s author', x.outsider], ['the learner', learnerClient], ['an OAuth token of globex', oauth]] as const) {
+      for (const [who, client] of [
+        ["another tenant's author", x.outsider],
+        ['the learner', learnerClient],
+        ['an OAuth token of globex', oauth],
+      ] as const) {
         expect(await fails(client, 'override_verdict', { result_id: g.result_id, passed: false, reason: 'not mine' }), who).toMatch(/not found/);
         expect(await fails(client, 'resolve_review', { review_id: appeal.body.id, decision: 'uphold', reason: 'not mine' }), who).toMatch(/not found/);
         expect((await ok(client, 'list_reviews', {})).reviews, who).toEqual([]);
@@ -196,7 +217,12 @@ describe('only authors of the tenant override or resolve', () => {
     await x.w.t.op('idp.set', { tenant: 'globex', issuer: x.w.idp.issuer, jwks_url: x.w.idp.jwksUrl });
     const tree = await importTree(x.outsider, 'globex', 1, 1, 1);
     const learner = await learnerSession(x.w, 'globex-learner', 'globex');
-    const res = await post(x.w.t, '/v1/embed/judge', { tenant: 'globex', activity_id: tree.units[0].lessons[0].activities[0].id, artifact: { kind: 'document', content: 'A globex note.' } }, { authorization: `Bearer ${learner}` });
+    const res = await post(
+      x.w.t,
+      '/v1/embed/judge',
+      { tenant: 'globex', activity_id: tree.units[0].lessons[0].activities[0].id, artifact: { kind: 'document', content: 'A globex note.' } },
+      { authorization: `Bearer ${learner}` },
+    );
     const appeal = await post(x.w.t, `/v1/embed/results/${res.body.result_id}/appeal`, { message: 'Globex appeal.' }, { authorization: `Bearer ${learner}` });
     expect(appeal.status).toBe(201);
     const g = await graded('sec-list');
@@ -214,7 +240,12 @@ describe('only authors of the tenant override or resolve', () => {
 describe('the review queue', () => {
   it('an appeal: listed, upheld once (the verdict stands), then resolving again is refused', async () => {
     const g = await graded('rq-1', 'TODO: nothing yet');
-    const appeal = await post(x.w.t, `/v1/embed/results/${g.result_id}/appeal`, { message: 'I did write it, see the link.' }, { authorization: `Bearer ${g.learner}` });
+    const appeal = await post(
+      x.w.t,
+      `/v1/embed/results/${g.result_id}/appeal`,
+      { message: 'I did write it, see the link.' },
+      { authorization: `Bearer ${g.learner}` },
+    );
     const listed = ((await ok(x.author, 'list_reviews', { tenant: 'acme', status: 'open' })).reviews as Structured[]).find((r) => r.id === appeal.body.id);
     expect(listed).toEqual({
       id: appeal.body.id,
@@ -230,20 +261,45 @@ describe('the review queue', () => {
       created_at: expect.any(String),
     });
     const upheld = await ok(x.author, 'resolve_review', { review_id: appeal.body.id, decision: 'uphold', reason: 'The note is still empty.' });
-    expect(upheld).toMatchObject({ id: appeal.body.id, status: 'upheld', reason: 'The note is still empty.', resolved_at: expect.any(String), resolved_by: expect.any(String) });
+    expect(upheld).toMatchObject({
+      id: appeal.body.id,
+      status: 'upheld',
+      reason: 'The note is still empty.',
+      resolved_at: expect.any(String),
+      resolved_by: expect.any(String),
+    });
     expect(await progressOf(g.result_id)).toMatchObject({ status: 'failed', completed_count: 0 });
-    expect(await fails(x.author, 'resolve_review', { review_id: appeal.body.id, decision: 'override', passed: true, reason: 'changed my mind' })).toMatch(/already resolved \(upheld\)/);
+    expect(await fails(x.author, 'resolve_review', { review_id: appeal.body.id, decision: 'override', passed: true, reason: 'changed my mind' })).toMatch(
+      /already resolved \(upheld\)/,
+    );
     const seen = await get(x.w, `/v1/embed/results/${g.result_id}`, g.learner);
-    expect(seen.body.appeal).toEqual({ id: appeal.body.id, status: 'upheld', message: 'I did write it, see the link.', created_at: expect.any(String), resolved_at: upheld.resolved_at, reason: 'The note is still empty.' });
+    expect(seen.body.appeal).toEqual({
+      id: appeal.body.id,
+      status: 'upheld',
+      message: 'I did write it, see the link.',
+      created_at: expect.any(String),
+      resolved_at: upheld.resolved_at,
+      reason: 'The note is still empty.',
+    });
   });
 
   it('an appeal overridden: the result passes, counted once, the review overridden', async () => {
     const g = await graded('rq-2', 'TODO: nothing yet');
     const appeal = await post(x.w.t, `/v1/embed/results/${g.result_id}/appeal`, { message: 'Please review.' }, { authorization: `Bearer ${g.learner}` });
-    const out = await ok(x.author, 'resolve_review', { review_id: appeal.body.id, decision: 'override', passed: true, score: 75, reason: 'Fine on a second read.' });
+    const out = await ok(x.author, 'resolve_review', {
+      review_id: appeal.body.id,
+      decision: 'override',
+      passed: true,
+      score: 75,
+      reason: 'Fine on a second read.',
+    });
     expect(out).toMatchObject({ status: 'overridden', reason: 'Fine on a second read.' });
     expect(await progressOf(g.result_id)).toMatchObject({ status: 'completed', score: 75, completed_count: 1 });
-    expect((await api(`/v1/artifacts/${g.artifact_id}`)).body.verification).toMatchObject({ status: 'passed', score: 75, override: { reason: 'Fine on a second read.' } });
+    expect((await api(`/v1/artifacts/${g.artifact_id}`)).body.verification).toMatchObject({
+      status: 'passed',
+      score: 75,
+      override: { reason: 'Fine on a second read.' },
+    });
   });
 
   it('refuses bad decisions and unknown reviews; nothing stored', async () => {
@@ -254,7 +310,9 @@ describe('the review queue', () => {
     expect(await fails(x.author, 'resolve_review', { review_id: id, decision: 'uphold', passed: true, reason: 'r' })).toMatch(/only with decision "override"/);
     expect(await fails(x.author, 'resolve_review', { review_id: id, decision: 'approve', reason: 'r' })).toMatch(/decision/);
     expect(await fails(x.author, 'resolve_review', { review_id: id, decision: 'uphold', reason: '' })).toMatch(/reason/);
-    expect(await fails(x.author, 'resolve_review', { review_id: '00000000-0000-7000-8000-000000000000', decision: 'uphold', reason: 'r' })).toMatch(/review .* not found/);
+    expect(await fails(x.author, 'resolve_review', { review_id: '00000000-0000-7000-8000-000000000000', decision: 'uphold', reason: 'r' })).toMatch(
+      /review .* not found/,
+    );
     expect(await fails(x.author, 'list_reviews', { status: 'closed' })).toMatch(/status/);
     expect(await countRows(x.w.t, 'reviews', "id = $1 and status = 'open'", [id])).toBe(1);
     expect(await countRows(x.w.t, 'verdict_overrides', 'result_id = $1', [g.result_id])).toBe(0);
@@ -276,7 +334,12 @@ describe('the review queue', () => {
     expect(held1.reason).toBe('review_required');
     const queue = ((await ok(x.author, 'list_reviews', { tenant: 'acme', status: 'open' })).reviews as Structured[]).filter((r) => r.kind === 'injection');
     const r1 = queue.find((r) => r.result_id === held1.result_id)!;
-    expect(r1).toMatchObject({ kind: 'injection', artifact_id: held1.artifact_id, score: 100, signals: expect.arrayContaining([expect.stringMatching(/heuristic: /)]) });
+    expect(r1).toMatchObject({
+      kind: 'injection',
+      artifact_id: held1.artifact_id,
+      score: 100,
+      signals: expect.arrayContaining([expect.stringMatching(/heuristic: /)]),
+    });
     expect(r1.message).toBeUndefined();
     const cliList = (await x.w.t.op('review.list', { tenant: 'acme' })) as Structured[];
     expect(cliList.map((r) => r.id)).toEqual(expect.arrayContaining(queue.map((r) => r.id)));

@@ -8,17 +8,48 @@ const author = useAuthor(t, 'acme');
 const client = useFixture(async () => author.client);
 
 const ALL_TOOLS = [
-  'whoami', 'list_tenants', 'list_programs', 'get_program', 'get_unit', 'get_lesson', 'get_activity', 'search_content',
-  'create_program', 'update_program', 'delete_program',
-  'create_unit', 'update_unit', 'delete_unit',
-  'create_lesson', 'update_lesson', 'delete_lesson',
-  'create_activity', 'update_activity', 'delete_activity',
-  'instantiate_program', 'import_program',
-  'archive_program', 'archive_unit', 'archive_lesson', 'archive_activity',
-  'unarchive_program', 'unarchive_unit', 'unarchive_lesson', 'unarchive_activity',
-  'move_unit', 'move_lesson', 'move_activity',
-  'add_calibration_example', 'list_calibration_examples', 'delete_calibration_example', 'run_calibration', 'get_calibration_report', 'set_grading',
-  'override_verdict', 'list_reviews', 'resolve_review',
+  'whoami',
+  'list_tenants',
+  'list_programs',
+  'get_program',
+  'get_unit',
+  'get_lesson',
+  'get_activity',
+  'search_content',
+  'create_program',
+  'update_program',
+  'delete_program',
+  'create_unit',
+  'update_unit',
+  'delete_unit',
+  'create_lesson',
+  'update_lesson',
+  'delete_lesson',
+  'create_activity',
+  'update_activity',
+  'delete_activity',
+  'instantiate_program',
+  'import_program',
+  'archive_program',
+  'archive_unit',
+  'archive_lesson',
+  'archive_activity',
+  'unarchive_program',
+  'unarchive_unit',
+  'unarchive_lesson',
+  'unarchive_activity',
+  'move_unit',
+  'move_lesson',
+  'move_activity',
+  'add_calibration_example',
+  'list_calibration_examples',
+  'delete_calibration_example',
+  'run_calibration',
+  'get_calibration_report',
+  'set_grading',
+  'override_verdict',
+  'list_reviews',
+  'resolve_review',
 ];
 
 describe('tools/list', () => {
@@ -88,7 +119,10 @@ describe('create, read, update, delete', () => {
       kind: 'site',
       pass_threshold: 70,
       position: 1,
-      rubric: [{ criterion: 'Has three headings', weight: 2 }, { criterion: 'Is valid HTML', weight: 1 }],
+      rubric: [
+        { criterion: 'Has three headings', weight: 2 },
+        { criterion: 'Is valid HTML', weight: 1 },
+      ],
     });
 
     // update: only the fields given change; null clears a text field
@@ -127,9 +161,9 @@ describe('create, read, update, delete', () => {
     const ghost = '0190a8b4-0000-7000-8000-000000000000';
     expect(await fails(client, 'create_unit', { program_id: ghost, title: 'x' })).toBe(`program ${ghost} not found`);
     expect(await fails(client, 'create_lesson', { unit_id: ghost, title: 'x' })).toBe(`unit ${ghost} not found`);
-    expect(
-      await fails(client, 'create_activity', { lesson_id: ghost, title: 'x', kind: 'document', spec: 's', rubric: [{ criterion: 'c' }] }),
-    ).toBe(`lesson ${ghost} not found`);
+    expect(await fails(client, 'create_activity', { lesson_id: ghost, title: 'x', kind: 'document', spec: 's', rubric: [{ criterion: 'c' }] })).toBe(
+      `lesson ${ghost} not found`,
+    );
     expect(await fails(client, 'update_unit', { id: ghost, title: 'x' })).toBe(`unit ${ghost} not found`);
     expect(await fails(client, 'create_program', { tenant: 'nowhere', title: 'x' })).toBe('tenant not found: nowhere');
     expect(await contentCounts(t)).toEqual(before);
@@ -140,19 +174,19 @@ describe('create, read, update, delete', () => {
     const unit = await ok(client, 'create_unit', { program_id: program.id, title: 'U' });
     const lesson = await ok(client, 'create_lesson', { unit_id: unit.id, title: 'L' });
     const activity = await ok(client, 'create_activity', {
-      lesson_id: lesson.id, title: 'A', kind: 'document', spec: 'Write', rubric: [{ criterion: 'c' }],
+      lesson_id: lesson.id,
+      title: 'A',
+      kind: 'document',
+      spec: 'Write',
+      rubric: [{ criterion: 'c' }],
     });
     await t.db.query(
       `insert into activity_results (tenant_id, activity_id, lesson_id, program_id, user_id, status, score)
        select $1, $2, $3, $4, u.id, 'completed', 90 from users u where u.auth_user_id = $5`,
       [author.tenant.id, activity.id, lesson.id, program.id, author.user.id],
     );
-    expect(await fails(client, 'delete_activity', { id: activity.id })).toBe(
-      `activity ${activity.id} cannot be deleted: it has learner results`,
-    );
-    expect(await fails(client, 'delete_program', { id: program.id })).toBe(
-      `program ${program.id} cannot be deleted: an activity in it has learner results`,
-    );
+    expect(await fails(client, 'delete_activity', { id: activity.id })).toBe(`activity ${activity.id} cannot be deleted: it has learner results`);
+    expect(await fails(client, 'delete_program', { id: program.id })).toBe(`program ${program.id} cannot be deleted: an activity in it has learner results`);
     const [row] = await t.db.query<{ n: number }>('select count(*)::int as n from activities where id = $1', [activity.id]);
     expect(row!.n).toBe(1);
   });
@@ -175,10 +209,9 @@ describe('list_programs', () => {
       cursor = page.next_cursor ?? undefined;
       pages++;
     } while (cursor);
-    const [all] = await t.db.query<{ ids: string[] }>(
-      `select array_agg(id::text order by created_at, id) as ids from programs where tenant_id = $1`,
-      [author.tenant.id],
-    );
+    const [all] = await t.db.query<{ ids: string[] }>(`select array_agg(id::text order by created_at, id) as ids from programs where tenant_id = $1`, [
+      author.tenant.id,
+    ]);
     expect(seen).toEqual(all!.ids);
     expect(pages).toBeGreaterThanOrEqual(3);
     expect(seen).toEqual(expect.arrayContaining(created.map((p) => p.id)));
@@ -213,7 +246,9 @@ describe('instantiate_program', () => {
     // units in reverse creation order (the second inserted at position 1) to prove the copy follows positions
     const [u2] = await t.db.query<{ id: string }>(`insert into units (program_id, title) values ($1, 'Branches') returning id`, [p!.id]);
     const [u1] = await t.db.query<{ id: string }>(`insert into units (program_id, title, position) values ($1, 'Commits', 1) returning id`, [p!.id]);
-    const [l1] = await t.db.query<{ id: string }>(`insert into lessons (unit_id, title, body) values ($1, 'First commit', 'git commit') returning id`, [u1!.id]);
+    const [l1] = await t.db.query<{ id: string }>(`insert into lessons (unit_id, title, body) values ($1, 'First commit', 'git commit') returning id`, [
+      u1!.id,
+    ]);
     await t.db.query(`insert into lessons (unit_id, title) values ($1, 'Merging')`, [u2!.id]);
     await t.db.query(
       `insert into activities (lesson_id, title, kind, spec, rubric, pass_threshold) values

@@ -58,7 +58,7 @@ async function doctor(env: Record<string, string>, ...args: string[]) {
 const finding = (findings: Finding[], check: string) => findings.find((f) => f.check === check);
 
 describe('a healthy stack', () => {
-  it('is all ok: config, secrets, outbound, database, migrations, roles, judge, the tenant\'s IdP; exit 0', async () => {
+  it("is all ok: config, secrets, outbound, database, migrations, roles, judge, the tenant's IdP; exit 0", async () => {
     const { code, ok, findings } = await doctor(healthy);
     expect(findings.filter((f) => f.status !== 'ok')).toEqual([]);
     expect(ok).toBe(true);
@@ -81,10 +81,14 @@ describe('faults, each with its fix', () => {
   it('an unreachable judge endpoint: error naming SVC_JUDGE_BASE_URL, exit 1', async () => {
     const { code, findings } = await doctor({ ...healthy, SVC_JUDGE_BASE_URL: `http://127.0.0.1:${await freePort()}/v1` });
     expect(code).toBe(1);
-    expect(finding(findings, 'judge')).toMatchObject({ status: 'error', message: expect.stringMatching(/cannot reach the judge at .* \(ECONNREFUSED\)/), fix: expect.stringMatching(/SVC_JUDGE_BASE_URL/) });
+    expect(finding(findings, 'judge')).toMatchObject({
+      status: 'error',
+      message: expect.stringMatching(/cannot reach the judge at .* \(ECONNREFUSED\)/),
+      fix: expect.stringMatching(/SVC_JUDGE_BASE_URL/),
+    });
   }, 60_000);
 
-  it("a tenant whose IdP discovery fails: error for that tenant only, naming `svc idp set`", async () => {
+  it('a tenant whose IdP discovery fails: error for that tenant only, naming `svc idp set`', async () => {
     const gone = `http://127.0.0.1:${await freePort()}`;
     expect((await runSvc(store.env, 'tenant', 'create', 'broken')).code).toBe(0);
     expect((await runSvc(store.env, 'idp', 'set', 'broken', '--issuer', gone, '--discovery')).code).toBe(0);
@@ -93,7 +97,9 @@ describe('faults, each with its fix', () => {
       expect(code).toBe(1);
       expect(finding(findings, 'idp broken')).toMatchObject({
         status: 'error',
-        message: expect.stringMatching(new RegExp(`^discovery ${gone}/.well-known/openid-configuration failed: the page could not be reached \\(ECONNREFUSED\\)`)),
+        message: expect.stringMatching(
+          new RegExp(`^discovery ${gone}/.well-known/openid-configuration failed: the page could not be reached \\(ECONNREFUSED\\)`),
+        ),
         fix: expect.stringMatching(/svc idp set broken --issuer/),
       });
       expect(finding(findings, 'idp acme')!.status).toBe('ok');
@@ -117,7 +123,11 @@ describe('faults, each with its fix', () => {
   it('a weak JWT secret: error with how to make a strong one; a merely short-of-256-bit one: a warning', async () => {
     const weak = await doctor({ ...healthy, SVC_JWT_SECRET: 'abababababababababababababababababab' });
     expect(weak.code).toBe(1);
-    expect(finding(weak.findings, 'secret SVC_JWT_SECRET')).toMatchObject({ status: 'error', message: 'SVC_JWT_SECRET is not random enough (about 36 bits)', fix: expect.stringMatching(/openssl rand -base64 48/) });
+    expect(finding(weak.findings, 'secret SVC_JWT_SECRET')).toMatchObject({
+      status: 'error',
+      message: 'SVC_JWT_SECRET is not random enough (about 36 bits)',
+      fix: expect.stringMatching(/openssl rand -base64 48/),
+    });
     const known = await doctor({ ...healthy, SVC_JWT_SECRET: 'super-secret-jwt-token-with-at-least-32-characters-long' });
     expect(finding(known.findings, 'secret SVC_JWT_SECRET')).toMatchObject({ status: 'error', message: expect.stringMatching(/well-known example value/) });
     const short = await doctor({ ...healthy, SVC_JWT_SECRET: 'Kx2mPz9LrW4tYc8NbH3sFj6GaE1uVo5i' });
@@ -153,17 +163,23 @@ describe('bad input: a clear message, never a stack trace', () => {
   it('an unreadable config file (--env): one error naming the file, exit 1', async () => {
     const { code, findings } = await doctor(healthy, '--env', '/nonexistent/svc.env');
     expect(code).toBe(1);
-    expect(findings).toEqual([{ check: 'config', status: 'error', message: 'cannot read /nonexistent/svc.env (ENOENT)', fix: 'check the path given to --env' }]);
+    expect(findings).toEqual([
+      { check: 'config', status: 'error', message: 'cannot read /nonexistent/svc.env (ENOENT)', fix: 'check the path given to --env' },
+    ]);
   }, 60_000);
 
   it('a URL that is not a URL: one error naming the variable', async () => {
     const { code, findings } = await doctor({ ...healthy, SVC_JUDGE_BASE_URL: 'not a url' });
     expect(code).toBe(1);
-    expect(findings).toEqual([{ check: 'config', status: 'error', message: 'SVC_JUDGE_BASE_URL: Invalid URL', fix: expect.stringMatching(/correct that variable/) }]);
+    expect(findings).toEqual([
+      { check: 'config', status: 'error', message: 'SVC_JUDGE_BASE_URL: Invalid URL', fix: expect.stringMatching(/correct that variable/) },
+    ]);
     const viaFile = join(tmpdir(), `svc-doctor-${process.pid}.env`);
     writeFileSync(viaFile, 'BASE_URL=http//missing-colon\n');
     try {
-      expect((await doctor(healthy, '--env', viaFile)).findings).toEqual([expect.objectContaining({ check: 'config', status: 'error', message: 'BASE_URL: Invalid URL' })]);
+      expect((await doctor(healthy, '--env', viaFile)).findings).toEqual([
+        expect.objectContaining({ check: 'config', status: 'error', message: 'BASE_URL: Invalid URL' }),
+      ]);
     } finally {
       rmSync(viaFile, { force: true });
     }
@@ -180,7 +196,11 @@ describe('bad input: a clear message, never a stack trace', () => {
       try {
         const { code, findings } = await doctor(healthy);
         expect(code).toBe(1);
-        expect(finding(findings, 'secrets')).toMatchObject({ status: 'error', message: `${file} cannot be read: not JSON`, fix: expect.stringMatching(/restore it from a backup/) });
+        expect(finding(findings, 'secrets')).toMatchObject({
+          status: 'error',
+          message: `${file} cannot be read: not JSON`,
+          fix: expect.stringMatching(/restore it from a backup/),
+        });
       } finally {
         writeFileSync(file, kept);
       }
@@ -192,9 +212,14 @@ describe('bad input: a clear message, never a stack trace', () => {
       expect(code).toBe(0);
       expect(finding(findings, 'database')).toMatchObject({
         status: 'ok',
-        message: expect.stringMatching(new RegExp(`^the data folder .* is held by the running server at ${server.url} \\(pid \\d+\\); its /readyz says it is ready`)),
+        message: expect.stringMatching(
+          new RegExp(`^the data folder .* is held by the running server at ${server.url} \\(pid \\d+\\); its /readyz says it is ready`),
+        ),
       });
-      expect(finding(findings, 'idp')).toMatchObject({ status: 'warning', fix: expect.stringMatching(/stop the server, or run `svc doctor` with DATABASE_URL/) });
+      expect(finding(findings, 'idp')).toMatchObject({
+        status: 'warning',
+        fix: expect.stringMatching(/stop the server, or run `svc doctor` with DATABASE_URL/),
+      });
     }, 120_000);
   });
 });

@@ -77,7 +77,9 @@ const importArgs = (externalId: string) => ({
   tenant: 'acme',
   external_id: externalId,
   title: 'Imported',
-  units: [{ title: 'Unit', lessons: [{ title: 'Lesson', activities: [{ title: 'Do it', kind: 'document', spec: 'Write', rubric: [{ criterion: 'Clear' }] }] }] }],
+  units: [
+    { title: 'Unit', lessons: [{ title: 'Lesson', activities: [{ title: 'Do it', kind: 'document', spec: 'Write', rubric: [{ criterion: 'Clear' }] }] }] },
+  ],
 });
 
 /**
@@ -118,153 +120,161 @@ async function terminatedInside<T>(table: string, request: () => Promise<T>): Pr
   }
 }
 
-describe.skipIf(clusterUnavailable !== undefined)(`database faults on a throwaway cluster${clusterUnavailable ? ` (skipped: ${clusterUnavailable})` : ''}`, () => {
-  beforeAll(async () => {
-    cluster = await createCluster();
-    db = await createSvcDb(cluster, { dbPoolSize: 4, dbAcquireTimeoutMs: ACQUIRE_MS, dbStatementTimeoutMs: 15_000 });
-    [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
-    t = await startApp(
-      {
-        dbAcquireTimeoutMs: ACQUIRE_MS,
-        judge: testJudge(model.baseUrl),
-        embed: embedSettings({ judgePollSeconds: 0.5, judgeWaitMs: 5000, judgeRetryDelaySeconds: 1 }),
-        // Only a NOTIFY (or the re-LISTEN after a reconnect) may drop a cached key in this suite.
-        results: { ...testConfig().results, keyCacheTtlMs: 60_000 },
-      },
-      { db },
-    );
-    await seedAuthor(t, 'acme');
-    await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
-    activity = await seedActivity(t, 'acme');
-    const key = await t.op('key.create', { tenant: 'acme', name: 'dashboard' });
-    apiKey = key.key;
-    keyPrefix = key.prefix;
-    const res = await signIn();
-    expect(res.status).toBe(200);
-    token = ((await res.json()) as { access_token: string }).access_token;
-  }, 120_000);
-
-  afterAll(async () => {
-    await t?.close().catch(() => {});
-    await db?.close().catch(() => {});
-    await Promise.all([idp?.close(), model?.close()]).catch(() => {});
-    cluster?.drop();
-  }, 60_000);
-
-  describe('a backend terminated inside a transaction', () => {
-    it('create_program: an isError result saying the service is unavailable; the process serves on', async () => {
-      const res = await terminatedInside('programs', () => mcpCall('create_program', { tenant: 'acme', title: 'Killed' }));
+describe.skipIf(clusterUnavailable !== undefined)(
+  `database faults on a throwaway cluster${clusterUnavailable ? ` (skipped: ${clusterUnavailable})` : ''}`,
+  () => {
+    beforeAll(async () => {
+      cluster = await createCluster();
+      db = await createSvcDb(cluster, { dbPoolSize: 4, dbAcquireTimeoutMs: ACQUIRE_MS, dbStatementTimeoutMs: 15_000 });
+      [idp, model] = await Promise.all([startTestIdp(), startTestModel()]);
+      t = await startApp(
+        {
+          dbAcquireTimeoutMs: ACQUIRE_MS,
+          judge: testJudge(model.baseUrl),
+          embed: embedSettings({ judgePollSeconds: 0.5, judgeWaitMs: 5000, judgeRetryDelaySeconds: 1 }),
+          // Only a NOTIFY (or the re-LISTEN after a reconnect) may drop a cached key in this suite.
+          results: { ...testConfig().results, keyCacheTtlMs: 60_000 },
+        },
+        { db },
+      );
+      await seedAuthor(t, 'acme');
+      await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
+      activity = await seedActivity(t, 'acme');
+      const key = await t.op('key.create', { tenant: 'acme', name: 'dashboard' });
+      apiKey = key.key;
+      keyPrefix = key.prefix;
+      const res = await signIn();
       expect(res.status).toBe(200);
-      const body = (await res.json()) as any;
-      expect(body.result.isError).toBe(true);
-      expect(body.result.content[0].text).toMatch(/^Service unavailable/);
-      const again = (await (await mcpCall('create_program', { tenant: 'acme', title: 'After' })).json()) as any;
-      expect(again.result.isError).toBeUndefined();
-      expect(await db!.query('select 1 from programs where title = $1', ['Killed'])).toEqual([]);
+      token = ((await res.json()) as { access_token: string }).access_token;
+    }, 120_000);
+
+    afterAll(async () => {
+      await t?.close().catch(() => {});
+      await db?.close().catch(() => {});
+      await Promise.all([idp?.close(), model?.close()]).catch(() => {});
+      cluster?.drop();
+    }, 60_000);
+
+    describe('a backend terminated inside a transaction', () => {
+      it('create_program: an isError result saying the service is unavailable; the process serves on', async () => {
+        const res = await terminatedInside('programs', () => mcpCall('create_program', { tenant: 'acme', title: 'Killed' }));
+        expect(res.status).toBe(200);
+        const body = (await res.json()) as any;
+        expect(body.result.isError).toBe(true);
+        expect(body.result.content[0].text).toMatch(/^Service unavailable/);
+        const again = (await (await mcpCall('create_program', { tenant: 'acme', title: 'After' })).json()) as any;
+        expect(again.result.isError).toBeUndefined();
+        expect(await db!.query('select 1 from programs where title = $1', ['Killed'])).toEqual([]);
+      });
+
+      it('import_program: the same, and nothing of the tree is left', async () => {
+        const res = await terminatedInside('programs', () => mcpCall('import_program', importArgs('killed-import')));
+        const body = (await res.json()) as any;
+        expect(body.result.isError).toBe(true);
+        expect(body.result.content[0].text).toMatch(/^Service unavailable/);
+        expect(await db!.query(`select 1 from programs where external_id = 'killed-import'`)).toEqual([]);
+        const again = (await (await mcpCall('import_program', importArgs('after-import'))).json()) as any;
+        expect(again.result.isError).toBeUndefined();
+      });
+
+      it('the judge: 503 unavailable with Retry-After, nothing stored', async () => {
+        const before = await db!.query<{ n: number }>('select count(*)::int as n from artifacts');
+        const res = await terminatedInside('artifacts', judge);
+        expectError(res, 503, 'unavailable');
+        expect(await db!.query<{ n: number }>('select count(*)::int as n from artifacts')).toEqual(before);
+        const again = await judge();
+        expect(again.status).toBe(200);
+      });
     });
 
-    it('import_program: the same, and nothing of the tree is left', async () => {
-      const res = await terminatedInside('programs', () => mcpCall('import_program', importArgs('killed-import')));
-      const body = (await res.json()) as any;
-      expect(body.result.isError).toBe(true);
-      expect(body.result.content[0].text).toMatch(/^Service unavailable/);
-      expect(await db!.query(`select 1 from programs where external_id = 'killed-import'`)).toEqual([]);
-      const again = (await (await mcpCall('import_program', importArgs('after-import'))).json()) as any;
-      expect(again.result.isError).toBeUndefined();
-    });
-
-    it('the judge: 503 unavailable with Retry-After, nothing stored', async () => {
-      const before = await db!.query<{ n: number }>('select count(*)::int as n from artifacts');
-      const res = await terminatedInside('artifacts', judge);
-      expectError(res, 503, 'unavailable');
-      expect(await db!.query<{ n: number }>('select count(*)::int as n from artifacts')).toEqual(before);
-      const again = await judge();
-      expect(again.status).toBe(200);
-    });
-  });
-
-  it('pg_ctlcluster restart under mixed writes: no crash, only 200s and 503s, then all 200', async () => {
-    const statuses = new Map<string, number[]>();
-    const note = (what: string, status: number) => statuses.set(what, [...(statuses.get(what) ?? []), status]);
-    const stopAt = Date.now() + 6000;
-    const worker = async (what: string, call: () => Promise<number>) => {
-      while (Date.now() < stopAt) note(what, await call());
-    };
-    const mcpStatus = async () => {
-      const res = await mcpCall('create_program', { tenant: 'acme', title: `Restart ${Date.now()}` });
-      if (res.status !== 200) return res.status;
-      const body = (await res.json()) as any;
-      return body.result?.isError ? (/^Service unavailable/.test(body.result.content[0].text) ? 503 : 500) : 200;
-    };
-    const load = Promise.all([
-      worker('mcp', mcpStatus),
-      worker('mcp', mcpStatus),
-      worker('judge', async () => (await judge()).status),
-      worker('results', async () => (await results()).status),
-      worker('sign-in', async () => (await signIn()).status),
-    ]);
-    await sleep(1500);
-    await cluster!.restart();
-    await load;
-    // The restart did overlap the load (seen here: 13–29 503s per kind of request).
-    expect([...statuses.values()].flat().filter((x) => x === 503).length).toBeGreaterThan(0);
-    for (const [what, seen] of statuses) {
-      expect(new Set(seen), what).toSatisfy((s: Set<number>) => [...s].every((x) => x === 200 || x === 503));
-    }
-    await eventually(async () => (await results()).status === 200, 10_000, 'the results API after the restart', 200);
-    expect(await mcpStatus()).toBe(200);
-    expect((await judge()).status).toBe(200);
-    expect((await signIn()).status).toBe(200);
-  }, 60_000);
-
-  describe('an outage', () => {
-    it('2.5 s in, every surface answers 503 in its own body within the bound', async () => {
-      await cluster!.stop();
-      await sleep(2500);
-      const timed = async <T>(call: () => Promise<T>) => {
-        const start = performance.now();
-        const value = await call();
-        return { value, ms: performance.now() - start };
+    it('pg_ctlcluster restart under mixed writes: no crash, only 200s and 503s, then all 200', async () => {
+      const statuses = new Map<string, number[]>();
+      const note = (what: string, status: number) => statuses.set(what, [...(statuses.get(what) ?? []), status]);
+      const stopAt = Date.now() + 6000;
+      const worker = async (what: string, call: () => Promise<number>) => {
+        while (Date.now() < stopAt) note(what, await call());
       };
-      const [r, s, m, j] = await Promise.all([timed(results), timed(signIn), timed(() => mcpCall('create_program', { tenant: 'acme', title: 'Down' })), timed(judge)]);
-      for (const { ms } of [r, s, m, j]) expect(ms).toBeLessThan(BOUND_MS);
-
-      // results API: {"error": {"code": "unavailable", …}} with Retry-After
-      expect(r.value.status).toBe(503);
-      expect(Number(r.value.headers.get('retry-after'))).toBeGreaterThan(0);
-      const rb = (await r.value.json()) as any;
-      expect(rb).toEqual({ error: { code: 'unavailable', message: expect.any(String), request_id: r.value.headers.get('x-request-id') } });
-
-      // identity platform: GoTrue's shape
-      expect(s.value.status).toBe(503);
-      expect(s.value.headers.get('x-sb-error-code')).toBe('unavailable');
-      expect(Number(s.value.headers.get('retry-after'))).toBeGreaterThan(0);
-      expect(await s.value.json()).toEqual({ code: 503, error_code: 'unavailable', msg: expect.any(String) });
-
-      // MCP: HTTP 503 with a JSON-RPC error saying so (the request could not be authenticated)
-      expect(m.value.status).toBe(503);
-      const mb = (await m.value.json()) as any;
-      expect(mb).toMatchObject({ jsonrpc: '2.0', error: { code: -32603, message: expect.stringMatching(/^Service unavailable/) } });
-
-      // the judge
-      expectError(j.value, 503, 'unavailable');
-      expect(JSON.stringify([rb, mb, j.value.body])).not.toMatch(/ECONNREFUSED|connect|terminat|postgres/i);
-    }, 30_000);
-
-    it('once the cluster is back, the same requests succeed without a restart; revocation and grading work', async () => {
-      await cluster!.start();
-      await eventually(async () => (await results()).status === 200, 15_000, 'the results API after the outage', 200);
+      const mcpStatus = async () => {
+        const res = await mcpCall('create_program', { tenant: 'acme', title: `Restart ${Date.now()}` });
+        if (res.status !== 200) return res.status;
+        const body = (await res.json()) as any;
+        return body.result?.isError ? (/^Service unavailable/.test(body.result.content[0].text) ? 503 : 500) : 200;
+      };
+      const load = Promise.all([
+        worker('mcp', mcpStatus),
+        worker('mcp', mcpStatus),
+        worker('judge', async () => (await judge()).status),
+        worker('results', async () => (await results()).status),
+        worker('sign-in', async () => (await signIn()).status),
+      ]);
+      await sleep(1500);
+      await cluster!.restart();
+      await load;
+      // The restart did overlap the load (seen here: 13–29 503s per kind of request).
+      expect([...statuses.values()].flat().filter((x) => x === 503).length).toBeGreaterThan(0);
+      for (const [what, seen] of statuses) {
+        expect(new Set(seen), what).toSatisfy((s: Set<number>) => [...s].every((x) => x === 200 || x === 503));
+      }
+      await eventually(async () => (await results()).status === 200, 10_000, 'the results API after the restart', 200);
+      expect(await mcpStatus()).toBe(200);
+      expect((await judge()).status).toBe(200);
       expect((await signIn()).status).toBe(200);
-      const created = (await (await mcpCall('create_program', { tenant: 'acme', title: 'Back' })).json()) as any;
-      expect(created.result.isError).toBeUndefined();
-      const graded = await judge();
-      expect(graded.status).toBe(200);
-      expect(graded.body.status).toMatch(/^(passed|failed)$/); // the grading queue's workers run again
+    }, 60_000);
 
-      // A revocation NOTIFY reaches the process: the cache would trust the key for a minute otherwise.
-      expect((await results()).status).toBe(200);
-      await t.op('key.revoke', { prefix: keyPrefix });
-      await eventually(async () => (await results()).status === 401, 5000, 'the revoked key to be refused', 200);
-    }, 40_000);
-  });
-});
+    describe('an outage', () => {
+      it('2.5 s in, every surface answers 503 in its own body within the bound', async () => {
+        await cluster!.stop();
+        await sleep(2500);
+        const timed = async <T>(call: () => Promise<T>) => {
+          const start = performance.now();
+          const value = await call();
+          return { value, ms: performance.now() - start };
+        };
+        const [r, s, m, j] = await Promise.all([
+          timed(results),
+          timed(signIn),
+          timed(() => mcpCall('create_program', { tenant: 'acme', title: 'Down' })),
+          timed(judge),
+        ]);
+        for (const { ms } of [r, s, m, j]) expect(ms).toBeLessThan(BOUND_MS);
+
+        // results API: {"error": {"code": "unavailable", …}} with Retry-After
+        expect(r.value.status).toBe(503);
+        expect(Number(r.value.headers.get('retry-after'))).toBeGreaterThan(0);
+        const rb = (await r.value.json()) as any;
+        expect(rb).toEqual({ error: { code: 'unavailable', message: expect.any(String), request_id: r.value.headers.get('x-request-id') } });
+
+        // identity platform: GoTrue's shape
+        expect(s.value.status).toBe(503);
+        expect(s.value.headers.get('x-sb-error-code')).toBe('unavailable');
+        expect(Number(s.value.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(await s.value.json()).toEqual({ code: 503, error_code: 'unavailable', msg: expect.any(String) });
+
+        // MCP: HTTP 503 with a JSON-RPC error saying so (the request could not be authenticated)
+        expect(m.value.status).toBe(503);
+        const mb = (await m.value.json()) as any;
+        expect(mb).toMatchObject({ jsonrpc: '2.0', error: { code: -32603, message: expect.stringMatching(/^Service unavailable/) } });
+
+        // the judge
+        expectError(j.value, 503, 'unavailable');
+        expect(JSON.stringify([rb, mb, j.value.body])).not.toMatch(/ECONNREFUSED|connect|terminat|postgres/i);
+      }, 30_000);
+
+      it('once the cluster is back, the same requests succeed without a restart; revocation and grading work', async () => {
+        await cluster!.start();
+        await eventually(async () => (await results()).status === 200, 15_000, 'the results API after the outage', 200);
+        expect((await signIn()).status).toBe(200);
+        const created = (await (await mcpCall('create_program', { tenant: 'acme', title: 'Back' })).json()) as any;
+        expect(created.result.isError).toBeUndefined();
+        const graded = await judge();
+        expect(graded.status).toBe(200);
+        expect(graded.body.status).toMatch(/^(passed|failed)$/); // the grading queue's workers run again
+
+        // A revocation NOTIFY reaches the process: the cache would trust the key for a minute otherwise.
+        expect((await results()).status).toBe(200);
+        await t.op('key.revoke', { prefix: keyPrefix });
+        await eventually(async () => (await results()).status === 401, 5000, 'the revoked key to be refused', 200);
+      }, 40_000);
+    });
+  },
+);

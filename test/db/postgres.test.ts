@@ -35,5 +35,4 @@ describe.skipIf(backend !== 'postgres')('postgres.js backend', () => {
     });
     expect(n).toEqual([{ n: 2 }]);
   });
-
 });

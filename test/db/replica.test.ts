@@ -193,9 +193,14 @@ describe.skipIf(replicaUnavailable !== undefined)(`read replica on a streaming s
     await pauseReplay();
     try {
       // No model configured: the submission is stored (on the primary) and pending.
-      const judged = await post(replicaApp, '/v1/embed/judge', { tenant: 'acme', activity_id: activityId, artifact: { kind: 'document', content: 'my work' } }, {
-        authorization: `Bearer ${token}`,
-      });
+      const judged = await post(
+        replicaApp,
+        '/v1/embed/judge',
+        { tenant: 'acme', activity_id: activityId, artifact: { kind: 'document', content: 'my work' } },
+        {
+          authorization: `Bearer ${token}`,
+        },
+      );
       expect(judged.body.status).toBe('pending');
       // The activity view is the replica's: it has not replayed the result yet.
       expect((await read(`/activities/${activityId}`)).body.result).toBeNull();

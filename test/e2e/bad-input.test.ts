@@ -58,7 +58,9 @@ describe('NUL characters and impossible values', () => {
   });
 
   it('authoring: a NUL in a title is an error result, nothing written', async () => {
-    const signIn = await (await json('/auth/v1/token?grant_type=password', { email: 'author@acme.test', password: 'author password' }, { apikey: t.deps.config.anonKey })).json();
+    const signIn = await (
+      await json('/auth/v1/token?grant_type=password', { email: 'author@acme.test', password: 'author password' }, { apikey: t.deps.config.anonKey })
+    ).json();
     const client = new Client({ name: 'bad-input', version: '1.0.0' });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${signIn.access_token}` } } }),

@@ -159,7 +159,11 @@ describe.skipIf(!ready)('end to end on The Odin Project foundations', () => {
     expect(['in_progress', 'completed']).toContain(byId[submissions.pending!.result_id].status);
 
     const artifactRows = await pageThrough('/v1/artifacts');
-    expect(artifactRows.map((a) => a.id).sort()).toEqual(Object.values(submissions).map((s) => s.artifact_id).sort());
+    expect(artifactRows.map((a) => a.id).sort()).toEqual(
+      Object.values(submissions)
+        .map((s) => s.artifact_id)
+        .sort(),
+    );
     expect(artifactRows.find((a) => a.id === submissions.pass!.artifact_id)!.verification).toMatchObject({ passed: true });
 
     const progress = await pageThrough('/v1/progress');

@@ -19,7 +19,12 @@ async function session(world: EmbedWorld, sub: string, tenant = 'acme'): Promise
 }
 
 async function graded(world: EmbedWorld, token: string, content = 'A fine note.', activityId = world.doc.activityId) {
-  const res = await post(world.t, '/v1/embed/judge', { tenant: 'acme', activity_id: activityId, artifact: { kind: 'document', content } }, { authorization: `Bearer ${token}` });
+  const res = await post(
+    world.t,
+    '/v1/embed/judge',
+    { tenant: 'acme', activity_id: activityId, artifact: { kind: 'document', content } },
+    { authorization: `Bearer ${token}` },
+  );
   expect(res.status).toBe(200);
   return res.body as { status: string; result_id: string; artifact_id: string };
 }
@@ -42,7 +47,7 @@ describe('an appeal', () => {
     expect(await openAppeals(w, r.result_id)).toBe(1);
   });
 
-  it('cannot be filed on another learner\'s or another tenant\'s result (404, nothing stored)', async () => {
+  it("cannot be filed on another learner's or another tenant's result (404, nothing stored)", async () => {
     const owner = await session(w, 'appeal-owner');
     const other = await session(w, 'appeal-other');
     const r = await graded(w, owner);

@@ -13,7 +13,10 @@ let offsetMs = 0;
 const model = useServer(() => startTestModel());
 const t = useApp(() =>
   startApp(
-    { judge: testJudge(model.baseUrl), embed: embedSettings({ judgePollSeconds: 1, tenantBudget: { callsPerHour: 3, callsPerDay: 100, tokensPerHour: 1e9, tokensPerDay: 1e9 } }) },
+    {
+      judge: testJudge(model.baseUrl),
+      embed: embedSettings({ judgePollSeconds: 1, tenantBudget: { callsPerHour: 3, callsPerDay: 100, tokensPerHour: 1e9, tokensPerDay: 1e9 } }),
+    },
     { now: () => new Date(Date.now() + offsetMs) },
   ),
 );
@@ -22,7 +25,11 @@ const a = useFixture(async () => (await authorClient(t, 'acme')).client);
 it('waits when the budget is spent mid-run, then resumes and reports on every example', async () => {
   const s = await seedActivity(t, 'acme');
   for (let i = 0; i < 5; i++) {
-    await ok(a, 'add_calibration_example', { activity_id: s.activityId, artifact: { kind: 'document', content: i % 2 ? `TODO ${i}` : `Done ${i}` }, expected: { passed: i % 2 === 0 } });
+    await ok(a, 'add_calibration_example', {
+      activity_id: s.activityId,
+      artifact: { kind: 'document', content: i % 2 ? `TODO ${i}` : `Done ${i}` },
+      expected: { passed: i % 2 === 0 },
+    });
   }
   const waiting = await ok(a, 'run_calibration', { activity_id: s.activityId, wait_seconds: 10 });
   expect(waiting).toMatchObject({ status: 'waiting', progress: { graded: 3, total: 5 }, waiting: { reason: 'budget_exhausted', limit: 'calls_per_hour' } });

@@ -30,11 +30,17 @@ it('a held submission is not graded again at restart; a new model queues a run t
   const author = await authorClient(first, 'acme');
   await first.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
   const s = await seedActivity(first, 'acme');
-  const add = (content: string, passed: boolean) => ok(author.client, 'add_calibration_example', { activity_id: s.activityId, artifact: { kind: 'document', content }, expected: { passed } });
+  const add = (content: string, passed: boolean) =>
+    ok(author.client, 'add_calibration_example', { activity_id: s.activityId, artifact: { kind: 'document', content }, expected: { passed } });
   await add('A finished design note.', true);
   await add('TODO', false);
   // No report yet: the gate holds the learner's graded submission.
-  const held = await post(first, '/v1/embed/judge', { tenant: 'acme', activity_id: s.activityId, artifact: { kind: 'document', content: 'My note.' } }, { authorization: `Bearer ${await idp.sign({ sub: 'l' })}` });
+  const held = await post(
+    first,
+    '/v1/embed/judge',
+    { tenant: 'acme', activity_id: s.activityId, artifact: { kind: 'document', content: 'My note.' } },
+    { authorization: `Bearer ${await idp.sign({ sub: 'l' })}` },
+  );
   expect(held.body).toMatchObject({ status: 'pending', reason: 'calibration_required' });
   await author.client.close();
   await first.close();

@@ -52,7 +52,15 @@ const ledger = () => countRows(w.t, 'model_calls');
 describe('a calibration run with an accurate model', () => {
   it('reports figures that match the ones computed by hand, and calls are in the ledger as calibration calls', async () => {
     const s = await seedActivity(w.t, 'acme', { title: 'accurate' });
-    for (let i = 0; i < 3; i++) await addEx(s.activityId, `${GOOD} (${i})`, { passed: true, score: 90, criteria: [{ id: 'c1', met: true }, { id: 'c2', met: true }] });
+    for (let i = 0; i < 3; i++)
+      await addEx(s.activityId, `${GOOD} (${i})`, {
+        passed: true,
+        score: 90,
+        criteria: [
+          { id: 'c1', met: true },
+          { id: 'c2', met: true },
+        ],
+      });
     for (let i = 0; i < 2; i++) await addEx(s.activityId, `${BAD} (${i})`, { passed: false, score: 20, criteria: [{ id: 'c1', met: false }] });
     await addEx(s.activityId, ADVERSARIAL, { passed: false }, { adversarial: true, note: 'claims to be done' });
     const before = await ledger();
@@ -138,7 +146,11 @@ describe('the gate', () => {
       expect(sub.status).toBe(200);
       expect(sub.body).toEqual({ status: 'pending', reason: 'calibration_required', result_id: sub.body.result_id, artifact_id: sub.body.artifact_id });
       const held = await verificationOf(w.t, sub.body.artifact_id);
-      expect(held).toMatchObject({ status: 'pending', reason: 'calibration_required', held: { verification: { status: 'passed', score: 95 }, effect: { kind: 'pass', score: 95 } } });
+      expect(held).toMatchObject({
+        status: 'pending',
+        reason: 'calibration_required',
+        held: { verification: { status: 'passed', score: 95 }, effect: { kind: 'pass', score: 95 } },
+      });
       expect(await progressOf(s, sub.body.result_id)).toMatchObject({ status: 'in_progress', score: null });
       // The learner's own read says pending / calibration_required, without the held verdict.
       const read = await fetch(`${w.t.url}/v1/embed/results/${sub.body.result_id}`, { headers: { authorization: await learnerSessionHeader('learner-held') } });
@@ -178,7 +190,12 @@ describe('the gate', () => {
       expect(r.gate).toMatchObject({ passes: false, thresholds: { max_false_pass_rate: 0.5, require_adversarial_fail: true } });
       await w.t.op('judge.thresholds.set', { tenant: 'acme', require_adversarial_fail: false });
       expect((await ok(a, 'get_calibration_report', { activity_id: s.activityId })).gate).toMatchObject({ passes: true });
-      expect(await w.t.op('judge.thresholds.show', { tenant: 'acme' })).toEqual({ tenant: 'acme', min_kappa: 0.6, max_false_pass_rate: 0.5, require_adversarial_fail: false });
+      expect(await w.t.op('judge.thresholds.show', { tenant: 'acme' })).toEqual({
+        tenant: 'acme',
+        min_kappa: 0.6,
+        max_false_pass_rate: 0.5,
+        require_adversarial_fail: false,
+      });
     } finally {
       w.model.setScript(undefined);
       await w.t.op('judge.thresholds.set', { tenant: 'acme', max_false_pass_rate: 0.1, require_adversarial_fail: true });
@@ -192,13 +209,22 @@ describe('the gate', () => {
     expect(sub.body).toMatchObject({ status: 'pending', reason: 'calibration_required' });
     expect(await fails(a, 'set_grading', { activity_id: s.activityId, mode: 'live', reason: 'no force' })).toMatch(/^force: /);
     const forced = await ok(a, 'set_grading', { activity_id: s.activityId, mode: 'live', force: true, reason: 'exam week; reviewed by hand' });
-    expect(forced).toMatchObject({ mode: 'live', forced: true, reason: 'exam week; reviewed by hand', changed_by: expect.any(String), changed_at: expect.any(String), released: 1 });
+    expect(forced).toMatchObject({
+      mode: 'live',
+      forced: true,
+      reason: 'exam week; reviewed by hand',
+      changed_by: expect.any(String),
+      changed_at: expect.any(String),
+      released: 1,
+    });
     expect(await verificationOf(w.t, sub.body.artifact_id)).toMatchObject({
       status: 'passed',
       calibration: { status: 'forced', report_id: null, forced_at: forced.changed_at, forced_by: forced.changed_by, reason: 'exam week; reviewed by hand' },
     });
     expect(await progressOf(s, sub.body.result_id)).toMatchObject({ status: 'completed', completed_count: 1 });
-    const [user] = await w.t.db.query<{ id: string }>(`select u.id from users u join auth.users au on au.id = u.auth_user_id where au.email = 'cal-author@acme.test'`);
+    const [user] = await w.t.db.query<{ id: string }>(
+      `select u.id from users u join auth.users au on au.id = u.auth_user_id where au.email = 'cal-author@acme.test'`,
+    );
     expect(forced.changed_by).toBe(user!.id);
     await ok(a, 'set_grading', { activity_id: s.activityId, mode: 'gated', reason: 'back to the gate' });
     await ok(a, 'run_calibration', { activity_id: s.activityId });
@@ -263,7 +289,10 @@ describe('who sees and does what', () => {
       grading_mode_changes: `insert into grading_mode_changes (tenant_id, activity_id, mode, forced, reason) values ($1, $2, 'live', true, 'sneaky')`,
     };
     for (const [table, sql] of Object.entries(inserts)) {
-      await expect(asUser(w.t.db, claims, (tx) => tx.query(sql, [s.tenantId, s.activityId])), table).rejects.toMatchObject({ code: '42501' });
+      await expect(
+        asUser(w.t.db, claims, (tx) => tx.query(sql, [s.tenantId, s.activityId])),
+        table,
+      ).rejects.toMatchObject({ code: '42501' });
     }
     await learner.close();
     // The learner's embed read of the activity shows no example.
@@ -304,7 +333,8 @@ describe('bad input: an isError naming the field, nothing stored, nothing charge
     const examples = () => countRows(w.t, 'calibration_examples');
     const runs = () => countRows(w.t, 'calibration_runs');
     const [e0, r0, l0] = [await examples(), await runs(), await ledger()];
-    const add = (over: Record<string, unknown>) => fails(a, 'add_calibration_example', { activity_id: s.activityId, artifact: doc(GOOD), expected: { passed: true }, ...over });
+    const add = (over: Record<string, unknown>) =>
+      fails(a, 'add_calibration_example', { activity_id: s.activityId, artifact: doc(GOOD), expected: { passed: true }, ...over });
     expect(await add({ activity_id: '00000000-0000-7000-8000-000000000000' })).toMatch(/^activity_id: activity .* not found/);
     expect(await add({ artifact: doc('') })).toMatch(/^artifact.content: is empty/);
     expect(await add({ artifact: doc('x'.repeat(256 * 1024 + 1)) })).toMatch(/^artifact.content: must be at most/);

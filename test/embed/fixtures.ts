@@ -36,7 +36,12 @@ export async function seedActivity(
       activity.title ?? 'Write a design note',
       activity.kind ?? 'document',
       activity.spec ?? 'Write a one-page design note for a URL shortener.',
-      JSON.stringify(activity.rubric ?? [{ criterion: 'States the problem', weight: 1 }, { criterion: 'Discusses trade-offs', weight: 2 }]),
+      JSON.stringify(
+        activity.rubric ?? [
+          { criterion: 'States the problem', weight: 1 },
+          { criterion: 'Discusses trade-offs', weight: 2 },
+        ],
+      ),
       activity.pass_threshold ?? 70,
     ],
   );

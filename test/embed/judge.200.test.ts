@@ -53,7 +53,10 @@ const lastSectionAsSent = () => {
   return /<<<ARTIFACT-[0-9a-f]{16}\n[\s\S]*\nARTIFACT-[0-9a-f]{16}>>>/.exec(user)![0];
 };
 /** The same section in the plain form `artifact_hash` is computed on (the nonce left out). */
-const lastSection = () => lastSectionAsSent().replace(/^<<<ARTIFACT-[0-9a-f]{16}\n/, '<<<ARTIFACT\n').replace(/\nARTIFACT-[0-9a-f]{16}>>>$/, '\nARTIFACT>>>');
+const lastSection = () =>
+  lastSectionAsSent()
+    .replace(/^<<<ARTIFACT-[0-9a-f]{16}\n/, '<<<ARTIFACT\n')
+    .replace(/\nARTIFACT-[0-9a-f]{16}>>>$/, '\nARTIFACT>>>');
 
 describe('POST /v1/embed/judge 200 (graded)', () => {
   it('passes good work: result completed, progress counted, verdict stored', async () => {
@@ -61,7 +64,10 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(['artifact_id', 'criteria', 'feedback', 'passed', 'result_id', 'score', 'status']);
     expect(res.body.passed).toBe(true);
-    expect(res.body.criteria.map((c: { id: string; met: boolean }) => [c.id, c.met])).toEqual([['c1', true], ['c2', true]]);
+    expect(res.body.criteria.map((c: { id: string; met: boolean }) => [c.id, c.met])).toEqual([
+      ['c1', true],
+      ['c2', true],
+    ]);
     expect(res.body).toMatchObject({ status: 'passed', score: 100 });
 
     const result = await resultOf(res.body.result_id);
@@ -74,8 +80,25 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
     const v = await verificationOf(res.body.artifact_id);
     expect(Object.keys(v).sort()).toEqual(
       [
-        'artifact_hash', 'calibration', 'call_id', 'criteria', 'feedback', 'graded_at', 'injection', 'model', 'passed', 'prompt_version', 'read',
-        'request_sha256', 'response_id', 'rubric_hash', 'rubric_version', 'runs', 'score', 'status', 'usage',
+        'artifact_hash',
+        'calibration',
+        'call_id',
+        'criteria',
+        'feedback',
+        'graded_at',
+        'injection',
+        'model',
+        'passed',
+        'prompt_version',
+        'read',
+        'request_sha256',
+        'response_id',
+        'rubric_hash',
+        'rubric_version',
+        'runs',
+        'score',
+        'status',
+        'usage',
       ].sort(),
     );
     expect(v).toMatchObject({ status: 'passed', passed: true, score: 100, model: 'test-model', prompt_version: 'embed-judge/3', runs: 1, rubric_version: 1 });
@@ -84,7 +107,10 @@ describe('POST /v1/embed/judge 200 (graded)', () => {
     expect(v.injection).toEqual({ suspected: false, signals: [] });
     expect(v.calibration).toEqual({ status: 'uncalibrated' }); // no calibration examples (issue #21)
     expect(v.read).toEqual([{ field: 'content', ok: true, detail: expect.stringMatching(/^text, /) }]);
-    expect(v.criteria.map((c: { id: string; weight: number }) => [c.id, c.weight])).toEqual([['c1', 1], ['c2', 3]]);
+    expect(v.criteria.map((c: { id: string; weight: number }) => [c.id, c.weight])).toEqual([
+      ['c1', 1],
+      ['c2', 3],
+    ]);
     expect(v.artifact_hash).toBe(createHash('sha256').update(lastSection()).digest('hex'));
     expect(v.rubric_hash).toMatch(/^[0-9a-f]{64}$/);
   });

@@ -33,8 +33,7 @@ beforeAll(async () => {
 const pages = useServer(() => startSite({ '/': { type: 'text/html', body: '<p>internal admin page</p>' } }));
 
 let counts: number[];
-const snapshot = async () =>
-  Promise.all(['activity_results', 'artifacts', 'progress', 'auth.users', 'memberships'].map((table) => countRows(t, table)));
+const snapshot = async () => Promise.all(['activity_results', 'artifacts', 'progress', 'auth.users', 'memberships'].map((table) => countRows(t, table)));
 beforeEach(async () => {
   counts = await snapshot();
 });
@@ -75,7 +74,7 @@ describe('POST /v1/embed/judge 401', () => {
     await expectNothingWritten();
   });
 
-  it("refuses the access token of a logged-out session", async () => {
+  it('refuses the access token of a logged-out session', async () => {
     const s = await post(t, '/v1/embed/session', { tenant: 'acme', idp_token: await idpA.sign({ sub: 'leaver' }) });
     counts = await snapshot();
     const logout = await fetch(`${t.url}/auth/v1/logout`, {
@@ -151,7 +150,12 @@ describe('POST /v1/embed/judge 400', () => {
 
   it('refuses private addresses when private fetches are not allowed, before fetching', async () => {
     const pagesPort = new URL(pages.url).port;
-    for (const ref_url of [`http://127.0.0.1:${pagesPort}/`, `http://localhost:${pagesPort}/`, `http://[::ffff:127.0.0.1]:${pagesPort}/`, 'http://169.254.169.254/latest/meta-data/']) {
+    for (const ref_url of [
+      `http://127.0.0.1:${pagesPort}/`,
+      `http://localhost:${pagesPort}/`,
+      `http://[::ffff:127.0.0.1]:${pagesPort}/`,
+      'http://169.254.169.254/latest/meta-data/',
+    ]) {
       const res = await judge(strict, docBody({ activity_id: siteA.activityId, artifact: { kind: 'site', ref_url } }), await idpA.sign({ sub: 'alice' }));
       expectError(res, 400, 'invalid_request');
     }

@@ -30,7 +30,12 @@ async function seedTenants(t: TestApp, slugs = ['acme']) {
 }
 
 const submit = async (t: TestApp, doc: SeededActivity, tenant: string, sub: string, content = 'complete work') =>
-  post(t, '/v1/embed/judge', { tenant, activity_id: doc.activityId, artifact: { kind: 'document', content } }, { authorization: `Bearer ${await idp.sign({ sub })}` });
+  post(
+    t,
+    '/v1/embed/judge',
+    { tenant, activity_id: doc.activityId, artifact: { kind: 'document', content } },
+    { authorization: `Bearer ${await idp.sign({ sub })}` },
+  );
 
 const callsFor = (marker: string) => model.artifacts().filter((a) => a.includes(marker)).length;
 
@@ -44,9 +49,11 @@ describe('per-learner submission rate', () => {
     const body = { tenant: 'acme', activity_id: docs.acme!.activityId, artifact: { kind: 'document', content: 'x'.repeat(200_000) } };
     const all = await Promise.all(
       Array.from({ length: 30 }, () =>
-        fetch(`${t.url}/v1/embed/judge`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) }).then(
-          async (res) => ({ status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any }),
-        ),
+        fetch(`${t.url}/v1/embed/judge`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          body: JSON.stringify(body),
+        }).then(async (res) => ({ status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any })),
       ),
     );
     const accepted = all.filter((r) => r.status === 200);
@@ -102,7 +109,9 @@ describe('per-tenant model budget', () => {
   });
 
   it('counts budgets per UTC hour and day (svc.reserve_model_call)', async () => {
-    const [artifact] = await t.db.query<{ id: string; tenant_id: string }>('select id, tenant_id from artifacts where tenant_id = $1 limit 1', [docs.globex!.tenantId]);
+    const [artifact] = await t.db.query<{ id: string; tenant_id: string }>('select id, tenant_id from artifacts where tenant_id = $1 limit 1', [
+      docs.globex!.tenantId,
+    ]);
     const reserve = async (now: string, budget: [number, number, number, number]) =>
       (
         await t.db.query<{ call_id: string | null; exhausted: string | null; retry_at: string | null }>(

@@ -79,17 +79,25 @@ describe('a model that is down for a while, then back', () => {
     const hitsBefore = pageHits();
     const res = await submit(t, marker, { kind: 'site', ref_url: `${site.url}/work?${marker}` }, page);
     expect(res.body).toMatchObject({ status: 'pending', reason: 'unreachable' });
-    const pending = await eventually(async () => {
-      const v = await verificationOf(t, res.body.artifact_id);
-      return v.runs >= 3 ? v : undefined;
-    }, 20_000, 'three runs');
+    const pending = await eventually(
+      async () => {
+        const v = await verificationOf(t, res.body.artifact_id);
+        return v.runs >= 3 ? v : undefined;
+      },
+      20_000,
+      'three runs',
+    );
     expect(pending).toMatchObject({ status: 'pending', reason: 'unreachable', error: 'unreachable' });
     expect(Date.parse(pending.retry_at)).toBeGreaterThan(Date.parse(pending.attempted_at));
     model.setMode('grade');
-    const v = await eventually(async () => {
-      const x = await verificationOf(t, res.body.artifact_id);
-      return x.status === 'passed' ? x : undefined;
-    }, 20_000, 'the verdict');
+    const v = await eventually(
+      async () => {
+        const x = await verificationOf(t, res.body.artifact_id);
+        return x.status === 'passed' ? x : undefined;
+      },
+      20_000,
+      'the verdict',
+    );
     const calls = await ledger(res.body.artifact_id);
     expect(calls.filter((c) => c.outcome === 'ok')).toHaveLength(1);
     expect(calls.filter((c) => c.outcome === 'unreachable').length).toBe(ATTEMPTS * (v.runs - 1));
@@ -112,10 +120,9 @@ describe('a model that is down for a while, then back', () => {
       expect(callsFor(marker)).toBe(1);
       const v = await verificationOf(t, res.body.artifact_id);
       expect(Date.parse(v.retry_at) - Date.parse(v.attempted_at)).toBeGreaterThanOrEqual(29_000);
-      const [job] = await t.db.query<{ wait: number }>(
-        `select extract(epoch from (start_after - now()))::float8 as wait from pgboss.job where id = $1`,
-        [res.body.artifact_id],
-      );
+      const [job] = await t.db.query<{ wait: number }>(`select extract(epoch from (start_after - now()))::float8 as wait from pgboss.job where id = $1`, [
+        res.body.artifact_id,
+      ]);
       expect(job!.wait).toBeGreaterThan(25);
     } finally {
       model.setRetryAfter(0);
@@ -126,12 +133,10 @@ describe('a model that is down for a while, then back', () => {
 
 describe('past the maximum age', () => {
   it('ends failed with model_unavailable, no score, and stops calling', async () => {
-    const aged = await startApp(
-      {
-        judge: testJudge(model.baseUrl),
-        embed: embedSettings({ judgeAttempts: 1, judgePollSeconds: 0.2, judgeRetryDelaySeconds: 1, judgeRetryMaxDelaySeconds: 1, judgeMaxAgeSeconds: 3 }),
-      },
-    );
+    const aged = await startApp({
+      judge: testJudge(model.baseUrl),
+      embed: embedSettings({ judgeAttempts: 1, judgePollSeconds: 0.2, judgeRetryDelaySeconds: 1, judgeRetryMaxDelaySeconds: 1, judgeMaxAgeSeconds: 3 }),
+    });
     await aged.op('tenant.create', { slug: 'acme' });
     await aged.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
     const activity = await seedActivity(aged, 'acme');
@@ -140,13 +145,19 @@ describe('past the maximum age', () => {
       const marker = 'too-old';
       const res = await submit(aged, marker, { kind: 'document', content: `${marker} work` }, activity);
       expect(res.body).toMatchObject({ status: 'pending', reason: 'model_error' });
-      const v = await eventually(async () => {
-        const x = await verificationOf(aged, res.body.artifact_id);
-        return x.status === 'failed' ? x : undefined;
-      }, 15_000, 'the submission to age out');
+      const v = await eventually(
+        async () => {
+          const x = await verificationOf(aged, res.body.artifact_id);
+          return x.status === 'failed' ? x : undefined;
+        },
+        15_000,
+        'the submission to age out',
+      );
       expect(v).toMatchObject({ status: 'failed', reason: 'model_unavailable' });
       expect(v.score).toBeUndefined();
-      const [result] = await aged.db.query<{ status: string; score: number | null }>('select status, score from activity_results where id = $1', [res.body.result_id]);
+      const [result] = await aged.db.query<{ status: string; score: number | null }>('select status, score from activity_results where id = $1', [
+        res.body.result_id,
+      ]);
       expect(result).toMatchObject({ status: 'failed', score: null });
       const calls = callsFor(marker);
       await sleep(1500);

@@ -64,7 +64,9 @@ describe('POST /v1/embed/judge 200 pending', () => {
     const res = await submit(w.t, 'model-garbage');
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'not_gradable', reason: 'invalid_output' });
-    const [result] = await w.t.db.query<{ status: string; score: number | null }>('select status, score from activity_results where id = $1', [res.body.result_id]);
+    const [result] = await w.t.db.query<{ status: string; score: number | null }>('select status, score from activity_results where id = $1', [
+      res.body.result_id,
+    ]);
     expect(result).toMatchObject({ status: 'in_progress', score: null });
   });
 

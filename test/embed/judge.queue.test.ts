@@ -23,7 +23,10 @@ let judge: JudgeConfig;
 beforeAll(async () => {
   judge = testJudge(model.baseUrl);
   // Apps come and go on one database (restarts).
-  t = await startApp({ judge, embed: embedSettings({ judgePollSeconds: 0.5, judgeRetryDelaySeconds: 1, judgeAttempts: 2, judgeWaitMs: 5000 }) }, { db: store.db });
+  t = await startApp(
+    { judge, embed: embedSettings({ judgePollSeconds: 0.5, judgeRetryDelaySeconds: 1, judgeAttempts: 2, judgeWaitMs: 5000 }) },
+    { db: store.db },
+  );
   await t.op('tenant.create', { slug: 'acme' });
   await t.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
   doc = await seedActivity(t, 'acme');
@@ -39,10 +42,14 @@ const submit = async (app: TestApp, sub: string, content = 'complete work', acti
   );
 
 const graded = (app: TestApp, artifactId: string) =>
-  eventually(async () => {
-    const v = await verificationOf(app, artifactId);
-    return v?.status === 'passed' || v?.status === 'failed' ? v : undefined;
-  }, 20_000, `artifact ${artifactId} to be graded`);
+  eventually(
+    async () => {
+      const v = await verificationOf(app, artifactId);
+      return v?.status === 'passed' || v?.status === 'failed' ? v : undefined;
+    },
+    20_000,
+    `artifact ${artifactId} to be graded`,
+  );
 
 const progressCount = async (app: TestApp, resultId: string) =>
   (
@@ -140,7 +147,10 @@ describe('exactly once', () => {
 
 describe('a run longer than its lease', () => {
   it('keeps its job by renewing the lease: graded once, one model call', async () => {
-    const app = await startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 20_000 }), embed: embedSettings({ judgePollSeconds: 0.2, judgeLeaseSeconds: 6, judgeWaitMs: 15_000 }) }, { db: store.db });
+    const app = await startApp(
+      { judge: testJudge(model.baseUrl, { timeoutMs: 20_000 }), embed: embedSettings({ judgePollSeconds: 0.2, judgeLeaseSeconds: 6, judgeWaitMs: 15_000 }) },
+      { db: store.db },
+    );
     try {
       model.setMode('grade');
       model.setDelay(10_000); // well past the 6 s lease; maintenance looks every 2 s

@@ -34,9 +34,14 @@ afterEach(async () => {
 });
 
 const submit = async (sub: string) =>
-  post(t, '/v1/embed/judge', { tenant: 'acme', activity_id: doc.activityId, artifact: { kind: 'document', content: 'A note.' } }, {
-    authorization: `Bearer ${await idp.sign({ sub })}`,
-  });
+  post(
+    t,
+    '/v1/embed/judge',
+    { tenant: 'acme', activity_id: doc.activityId, artifact: { kind: 'document', content: 'A note.' } },
+    {
+      authorization: `Bearer ${await idp.sign({ sub })}`,
+    },
+  );
 const artifactsOf = (sub: string) =>
   countRows(t, 'artifacts', `user_id = (select u.id from users u join auth.identities i on i.user_id = u.auth_user_id where i.provider_id = $1)`, [sub]);
 

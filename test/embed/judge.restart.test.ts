@@ -129,10 +129,14 @@ describe('a server killed mid-grading', () => {
     model.setMode('grade');
     const second = await startServer();
     const restartedAt = Date.now();
-    const verdict = await eventually(async () => {
-      const a = await artifactOf(second.url, body.artifact_id);
-      return a?.verification.status === 'passed' ? a.verification : undefined;
-    }, 60_000, 'the restarted server to grade the submission within 60 s');
+    const verdict = await eventually(
+      async () => {
+        const a = await artifactOf(second.url, body.artifact_id);
+        return a?.verification.status === 'passed' ? a.verification : undefined;
+      },
+      60_000,
+      'the restarted server to grade the submission within 60 s',
+    );
     expect(Date.now() - restartedAt).toBeLessThan(60_000);
     expect(verdict.runs).toBe(1); // the killed run recorded nothing
     // The killed run's call, then exactly one after the restart.

@@ -9,7 +9,8 @@ import { embedSettings, expectError, post, useAppWithIdp } from './fixtures.ts';
 const { t, idp } = useAppWithIdp({ acme: {} });
 const second = useApp(() => startApp({}, { db: t.db })); // another server process on the same database
 
-const exchange = async (app: TestApp, kid: string, tenant = 'acme') => post(app, '/v1/embed/session', { tenant, idp_token: await idp.sign({ sub: 'learner' }, { kid }) });
+const exchange = async (app: TestApp, kid: string, tenant = 'acme') =>
+  post(app, '/v1/embed/session', { tenant, idp_token: await idp.sign({ sub: 'learner' }, { kid }) });
 
 describe('svc idp refresh', () => {
   it('makes every process refuse a removed key at once, and keep accepting the others', async () => {

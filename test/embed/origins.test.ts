@@ -8,7 +8,15 @@ describe('origins', () => {
     expect(normalizeOrigin('http://127.0.0.1:5173')).toEqual({ origin: 'http://127.0.0.1:5173' });
     expect(normalizeOrigin('http://[::1]:8080')).toEqual({ origin: 'http://[::1]:8080' });
     expect(normalizeOrigin('https://*.example.com')).toEqual({ origin: 'https://*.example.com' });
-    for (const bad of ['https://*.com', 'https://a.example.com/x', 'https://a.example.com?x', 'data:text/html,x', 'https://x.org:99999', "'self'", 'https://a b.org']) {
+    for (const bad of [
+      'https://*.com',
+      'https://a.example.com/x',
+      'https://a.example.com?x',
+      'data:text/html,x',
+      'https://x.org:99999',
+      "'self'",
+      'https://a b.org',
+    ]) {
       expect(normalizeOrigin(bad), bad).toHaveProperty('error');
     }
   });

@@ -132,7 +132,9 @@ describe('document', () => {
 describe('diagram', () => {
   it('sends an image to the model as a data URL, fetched or given', async () => {
     const fetched = await readArtifact({ kind: 'diagram', ref_url: `${site.url}/diagram.png` }, options());
-    expect(fetched.images).toEqual([{ source: 'ref_url', mediaType: 'image/png', bytes: PNG_1X1.length, dataUrl: `data:image/png;base64,${PNG_1X1.toString('base64')}` }]);
+    expect(fetched.images).toEqual([
+      { source: 'ref_url', mediaType: 'image/png', bytes: PNG_1X1.length, dataUrl: `data:image/png;base64,${PNG_1X1.toString('base64')}` },
+    ]);
     expect(text(fetched)).toContain('attached after this section as image 1');
     const given = await readArtifact({ kind: 'diagram', content: `data:image/png;base64,${PNG_1X1.toString('base64')}` }, options());
     expect(given.images).toHaveLength(1);
@@ -149,7 +151,10 @@ describe('diagram', () => {
     expect(mermaid).toContain('Mermaid flowchart diagram');
     const svg = text(
       await readArtifact(
-        { kind: 'diagram', content: '<svg xmlns="http://www.w3.org/2000/svg"><title>Flow</title><rect/><text x="1">Client</text><text>API &amp; DB</text></svg>' },
+        {
+          kind: 'diagram',
+          content: '<svg xmlns="http://www.w3.org/2000/svg"><title>Flow</title><rect/><text x="1">Client</text><text>API &amp; DB</text></svg>',
+        },
         options(),
       ),
     );

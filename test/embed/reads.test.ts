@@ -47,14 +47,24 @@ describe('learner reads', () => {
 
   it('the judge answers per criterion; results and progress show the same verdict', async () => {
     const token = await session('reader-2');
-    const judged = await post(w.t, '/v1/embed/judge', { tenant: 'acme', activity_id: w.doc.activityId, artifact: { kind: 'document', content: 'A fine note.' } }, { authorization: `Bearer ${token}` });
+    const judged = await post(
+      w.t,
+      '/v1/embed/judge',
+      { tenant: 'acme', activity_id: w.doc.activityId, artifact: { kind: 'document', content: 'A fine note.' } },
+      { authorization: `Bearer ${token}` },
+    );
     expect(judged.status).toBe(200);
     expect(judged.body).toMatchObject({ status: 'passed', score: 100, passed: true });
     expect(judged.body.criteria).toEqual([
       { id: 'c1', criterion: 'States the problem', weight: 1, met: true, score: 100, feedback: 'The work addresses this criterion.' },
       { id: 'c2', criterion: 'Discusses trade-offs', weight: 2, met: true, score: 100, feedback: 'The work addresses this criterion.' },
     ]);
-    const failed = await post(w.t, '/v1/embed/judge', { tenant: 'acme', activity_id: w.doc.activityId, artifact: { kind: 'document', content: 'TODO' } }, { authorization: `Bearer ${token}` });
+    const failed = await post(
+      w.t,
+      '/v1/embed/judge',
+      { tenant: 'acme', activity_id: w.doc.activityId, artifact: { kind: 'document', content: 'TODO' } },
+      { authorization: `Bearer ${token}` },
+    );
     expect(failed.body).toMatchObject({ status: 'failed', score: 0, passed: false });
 
     const result = await get(`/v1/embed/results/${judged.body.result_id}`, token);
@@ -79,15 +89,22 @@ describe('learner reads', () => {
     const token = await session('reader-3');
     expect((await get('/v1/embed/progress', token)).body).toEqual({ data: [] });
     const one = await get(`/v1/embed/progress?program_id=${w.doc.programId}`, token);
-    expect(one.body.data).toEqual([{ program_id: w.doc.programId, program_title: 'Program', completed_count: 0, total_count: 1, percent: 0, last_activity_at: null }]);
+    expect(one.body.data).toEqual([
+      { program_id: w.doc.programId, program_title: 'Program', completed_count: 0, total_count: 1, percent: 0, last_activity_at: null },
+    ]);
   });
 });
 
 describe('refusals', () => {
-  it('another tenant\'s activity, result and program are 404 for the learner', async () => {
+  it("another tenant's activity, result and program are 404 for the learner", async () => {
     const acme = await session('cross-1');
     const globex = await session('cross-2', 'globex');
-    const judged = await post(w.t, '/v1/embed/judge', { tenant: 'globex', activity_id: other.activityId, artifact: { kind: 'document', content: 'x' } }, { authorization: `Bearer ${globex}` });
+    const judged = await post(
+      w.t,
+      '/v1/embed/judge',
+      { tenant: 'globex', activity_id: other.activityId, artifact: { kind: 'document', content: 'x' } },
+      { authorization: `Bearer ${globex}` },
+    );
     expect(judged.status).toBe(200);
     expect((await get(`/v1/embed/activities/${other.activityId}`, globex)).status).toBe(200);
     expectError(await get(`/v1/embed/activities/${other.activityId}`, acme), 404, 'not_found');
@@ -98,7 +115,12 @@ describe('refusals', () => {
   it("another learner's result of the same tenant is 404", async () => {
     const a = await session('peer-1');
     const b = await session('peer-2');
-    const judged = await post(w.t, '/v1/embed/judge', { tenant: 'acme', activity_id: w.doc.activityId, artifact: { kind: 'document', content: 'x' } }, { authorization: `Bearer ${a}` });
+    const judged = await post(
+      w.t,
+      '/v1/embed/judge',
+      { tenant: 'acme', activity_id: w.doc.activityId, artifact: { kind: 'document', content: 'x' } },
+      { authorization: `Bearer ${a}` },
+    );
     expectError(await get(`/v1/embed/results/${judged.body.result_id}`, b), 404, 'not_found');
   });
 
@@ -120,7 +142,10 @@ describe('refusals', () => {
 describe('svc embed origins', () => {
   it('adds (normalised), lists and removes origins; refuses what is not an origin', async () => {
     expect(await w.t.op('embed.origins.list', { tenant: 'acme' })).toEqual({ tenant: 'acme', origins: [], frame_ancestors: "'none'" });
-    expect(await w.t.op('embed.origins.add', { tenant: 'acme', origin: 'HTTPS://Learn.Example.com:443/' })).toMatchObject({ origin: 'https://learn.example.com', added: true });
+    expect(await w.t.op('embed.origins.add', { tenant: 'acme', origin: 'HTTPS://Learn.Example.com:443/' })).toMatchObject({
+      origin: 'https://learn.example.com',
+      added: true,
+    });
     expect(await w.t.op('embed.origins.add', { tenant: 'acme', origin: 'https://*.example.org' })).toMatchObject({ added: true });
     expect((await w.t.op('embed.origins.list', { tenant: 'acme' })).origins).toEqual(['https://*.example.org', 'https://learn.example.com']);
     for (const bad of ['javascript:alert(1)', 'https://a.example.com/path', 'ftp://x.org', '*', 'https://*', "https://x.org 'unsafe-inline'"]) {

@@ -61,7 +61,18 @@ export async function startGitServer(files: Record<string, string | Buffer>, opt
   const work = join(root, 'work');
   mkdirSync(work);
   const git = (args: string[], cwd: string) =>
-    execFileSync('git', args, { cwd, env: { PATH: process.env.PATH, HOME: root, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'Learner', GIT_AUTHOR_EMAIL: 'learner@example.test', GIT_COMMITTER_NAME: 'Learner', GIT_COMMITTER_EMAIL: 'learner@example.test' } });
+    execFileSync('git', args, {
+      cwd,
+      env: {
+        PATH: process.env.PATH,
+        HOME: root,
+        GIT_CONFIG_NOSYSTEM: '1',
+        GIT_AUTHOR_NAME: 'Learner',
+        GIT_AUTHOR_EMAIL: 'learner@example.test',
+        GIT_COMMITTER_NAME: 'Learner',
+        GIT_COMMITTER_EMAIL: 'learner@example.test',
+      },
+    });
   git(['init', '-q', '-b', 'main'], work);
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(dirname(join(work, path)), { recursive: true });

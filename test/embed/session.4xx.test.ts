@@ -18,7 +18,10 @@ const evil = useServer(() => startTestIdp());
 const octSecret = randomBytes(32);
 const oct = useServer(() =>
   startSite({
-    '/jwks.json': { type: 'application/json', body: JSON.stringify({ keys: [{ kty: 'oct', kid: 'oct-1', alg: 'HS256', use: 'sig', k: octSecret.toString('base64url') }] }) },
+    '/jwks.json': {
+      type: 'application/json',
+      body: JSON.stringify({ keys: [{ kty: 'oct', kid: 'oct-1', alg: 'HS256', use: 'sig', k: octSecret.toString('base64url') }] }),
+    },
   }),
 );
 beforeAll(async () => {

@@ -17,8 +17,12 @@ const signIn = async (tenant: string, claims: Record<string, unknown> & { sub: s
   return res.body as { access_token: string; svc_user_id: string };
 };
 const roleIn = async (tenant: string, userId: string) =>
-  (await t.db.query<{ role: string }>('select m.role from memberships m join tenants t on t.id = m.tenant_id where t.slug = $1 and m.user_id = $2', [tenant, userId]))[0]
-    ?.role;
+  (
+    await t.db.query<{ role: string }>('select m.role from memberships m join tenants t on t.id = m.tenant_id where t.slug = $1 and m.user_id = $2', [
+      tenant,
+      userId,
+    ])
+  )[0]?.role;
 
 /** create_program over MCP with the session's token: true when the server wrote it. */
 async function canAuthor(token: string, tenant: string): Promise<boolean> {

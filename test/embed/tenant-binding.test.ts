@@ -23,7 +23,12 @@ const session = async (tenant: string, audience: string, sub = 'teacher-1') =>
   post(t, '/v1/embed/session', { tenant, idp_token: await idp.sign({ sub }, { audience }) });
 
 const judge = (token: string, tenant: string, activity: SeededActivity) =>
-  post(t, '/v1/embed/judge', { tenant, activity_id: activity.activityId, artifact: { kind: 'document', content: 'my work' } }, { authorization: `Bearer ${token}` });
+  post(
+    t,
+    '/v1/embed/judge',
+    { tenant, activity_id: activity.activityId, artifact: { kind: 'document', content: 'my work' } },
+    { authorization: `Bearer ${token}` },
+  );
 
 const payload = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 
@@ -58,7 +63,7 @@ describe('a token tenant A refuses, exchanged at tenant C', () => {
     expect((await judge(c.body.access_token, 'tenant-c', docC)).status).toBe(200);
   });
 
-  it("cannot use the author rights granted in A on /mcp: create_program in A is denied, nothing written", async () => {
+  it('cannot use the author rights granted in A on /mcp: create_program in A is denied, nothing written', async () => {
     const a = await session('tenant-a', 'app-a');
     const c = await session('tenant-c', 'app-c');
     expect(a.body.svc_user_id).toBe(c.body.svc_user_id); // one learner record across tenants

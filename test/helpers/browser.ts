@@ -17,9 +17,7 @@ const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/
 export function chromiumPath(): string {
   const found = [process.env.CHROMIUM_PATH, ...CANDIDATES].find((p): p is string => !!p && existsSync(p));
   if (!found) {
-    throw new Error(
-      'NO BROWSER: page tests need Debian\'s chromium (apt-get install -y chromium) or CHROMIUM_PATH set to a Chrome/Chromium binary',
-    );
+    throw new Error("NO BROWSER: page tests need Debian's chromium (apt-get install -y chromium) or CHROMIUM_PATH set to a Chrome/Chromium binary");
   }
   return found;
 }

@@ -11,8 +11,7 @@ export async function forgedTokens(realToken: string, secret: string): Promise<[
   const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString());
   const key = new TextEncoder().encode(secret);
   const now = Math.floor(Date.now() / 1000);
-  const sign = (c: object, alg = 'HS256', k: Uint8Array | CryptoKey = key) =>
-    new SignJWT({ ...c }).setProtectedHeader({ alg, typ: 'JWT' }).sign(k);
+  const sign = (c: object, alg = 'HS256', k: Uint8Array | CryptoKey = key) => new SignJWT({ ...c }).setProtectedHeader({ alg, typ: 'JWT' }).sign(k);
   const { privateKey } = await generateKeyPair('RS256');
   const { exp: _exp, ...withoutExp } = claims;
   return [

@@ -57,7 +57,14 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     // and a cheap argon2id cost so sign-ins are fast (the bench measures the real cost).
     identity: {
       ...d.identity,
-      rateLimit: { ...d.identity.rateLimit, signInPerIp: 100_000, signInPerEmail: 100_000, refreshPerIp: 100_000, registerPerIp: 100_000, authorizePerIpPerMinute: 100_000 },
+      rateLimit: {
+        ...d.identity.rateLimit,
+        signInPerIp: 100_000,
+        signInPerEmail: 100_000,
+        refreshPerIp: 100_000,
+        registerPerIp: 100_000,
+        authorizePerIpPerMinute: 100_000,
+      },
       argon2: { memoryKib: 1024, timeCost: 1, parallelism: 1 },
     },
     // Results API: no suite meets the rate limit unless it lowers it (test/results does).
@@ -122,10 +129,7 @@ export interface TestApp {
  * Start the real app. Pass `db` to share a database with another app (then closing this app
  * leaves the database open), `readDb` for its read replica (left open too). `now` replaces the clock.
  */
-export async function startApp(
-  overrides: Partial<Config> = {},
-  options: { db?: Db; readDb?: Db; now?: () => Date } = {},
-): Promise<TestApp> {
+export async function startApp(overrides: Partial<Config> = {}, options: { db?: Db; readDb?: Db; now?: () => Date } = {}): Promise<TestApp> {
   const owned = options.db ? undefined : await freshDb();
   const db = options.db ?? owned!.db;
   const config = testConfig(overrides);

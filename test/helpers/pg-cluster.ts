@@ -97,10 +97,14 @@ export async function createCluster(): Promise<Cluster> {
     '-p',
     String(port),
     '--start',
-    '-o', 'fsync=off',
-    '-o', 'synchronous_commit=off',
-    '-o', 'full_page_writes=off',
-    '-o', 'max_connections=60',
+    '-o',
+    'fsync=off',
+    '-o',
+    'synchronous_commit=off',
+    '-o',
+    'full_page_writes=off',
+    '-o',
+    'max_connections=60',
     '--',
     '--auth-host=trust',
     '--auth-local=trust',
@@ -161,7 +165,25 @@ export async function createReplica(primary: Cluster): Promise<Cluster> {
     // Replace the new cluster's files (not its folder, which postgres owns) by a base backup.
     const dataDir = run('pg_conftool', ['-s', version, name, 'show', 'data_directory']).trim();
     for (const entry of readdirSync(dataDir)) rmSync(join(dataDir, entry), { recursive: true, force: true });
-    await runAsync('runuser', ['-u', 'postgres', '--', 'pg_basebackup', '-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', dataDir, '-R', '-X', 'stream', '-c', 'fast']);
+    await runAsync('runuser', [
+      '-u',
+      'postgres',
+      '--',
+      'pg_basebackup',
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(primary.port),
+      '-U',
+      'postgres',
+      '-D',
+      dataDir,
+      '-R',
+      '-X',
+      'stream',
+      '-c',
+      'fast',
+    ]);
     await replica.start();
   } catch (err) {
     replica.drop();

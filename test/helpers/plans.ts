@@ -41,5 +41,4 @@ export async function genericPlan(db: Db, statement: PageStatement): Promise<Pla
  * PostgreSQL's text form of an array of `values` (`{"a","b"}`, each element quoted and escaped),
  * for arguments bound without a driver: EXECUTE here, pgbench's `-D` in bench/results-api.ts.
  */
-export const arrayLiteral = (values: readonly string[]) =>
-  `{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+export const arrayLiteral = (values: readonly string[]) => `{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(',')}}`;

@@ -70,9 +70,7 @@ export function spawnServer(env: Record<string, string>, options: SpawnOptions =
   // The child's environment is built explicitly (vitest puts BASE_URL='/' into process.env).
   const childEnv = { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env };
   const how: NodeSpawnOptions = { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: options.group ?? false };
-  const child: ChildProcess = options.npm
-    ? spawn('npm', ['start', '--silent'], how)
-    : spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], how);
+  const child: ChildProcess = options.npm ? spawn('npm', ['start', '--silent'], how) : spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], how);
   let output = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() - start })),

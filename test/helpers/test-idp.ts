@@ -140,7 +140,9 @@ export async function startTestIdp(options: { alg?: 'RS256' | 'ES256' | 'EdDSA' 
         // Hand-built, because jose (rightly) refuses to make these.
         const input = `${b64url({ alg: useAlg, typ: 'JWT', kid })}.${b64url(payload)}`;
         if (useAlg === 'none') return `${input}.`;
-        return `${input}.${createHmac(`sha${useAlg.slice(2)}`, key.publicPem).update(input).digest('base64url')}`;
+        return `${input}.${createHmac(`sha${useAlg.slice(2)}`, key.publicPem)
+          .update(input)
+          .digest('base64url')}`;
       }
       return new SignJWT(payload).setProtectedHeader({ alg: useAlg, typ: 'JWT', kid }).sign(key.privateKey);
     },

@@ -93,7 +93,9 @@ function messageText(content: unknown): string {
 function imageUrls(body: ChatRequest): string[] {
   return (body.messages ?? [])
     .filter((m) => m.role === 'user' && Array.isArray(m.content))
-    .flatMap((m) => (m.content as { type?: string; image_url?: { url?: string } }[]).filter((p) => p?.type === 'image_url').map((p) => String(p.image_url?.url)));
+    .flatMap((m) =>
+      (m.content as { type?: string; image_url?: { url?: string } }[]).filter((p) => p?.type === 'image_url').map((p) => String(p.image_url?.url)),
+    );
 }
 
 /** The text between the artifact delimiters in the user messages, or undefined. */
@@ -180,7 +182,12 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
         return sendJson(res, 200, completion(model, null, promptChars, "I'm sorry, I can't help with grading this."));
       case 'too-long':
         return sendJson(res, 400, {
-          error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' },
+          error: {
+            message: "This model's maximum context length is 128000 tokens.",
+            type: 'invalid_request_error',
+            param: 'messages',
+            code: 'context_length_exceeded',
+          },
         });
       case 'drop':
         return void res.socket?.destroy();
@@ -197,7 +204,11 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
         const scripted = current === 'grade' ? script?.(artifact, requests.length) : undefined;
         const met = scripted ? scripted.met : !todo;
         const schemaProps = (body.response_format?.json_schema?.schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
-        const injected = scripted ? (scripted.injection ? [scripted.injection] : null) : /ignore\s+(all\s+|the\s+|previous\s+)*(instructions|rubric)/i.exec(artifact);
+        const injected = scripted
+          ? scripted.injection
+            ? [scripted.injection]
+            : null
+          : /ignore\s+(all\s+|the\s+|previous\s+)*(instructions|rubric)/i.exec(artifact);
         const verdict = {
           criteria: ids.map((id) => ({
             id,

@@ -15,7 +15,11 @@ const site = useServer(() =>
     '/echo': (req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c));
-      req.on('end', () => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ method: req.method, type: req.headers['content-type'], auth: req.headers.authorization, body })));
+      req.on('end', () =>
+        res
+          .writeHead(201, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ method: req.method, type: req.headers['content-type'], auth: req.headers.authorization, body })),
+      );
     },
     '/post-redirect': { redirect: '/echo', status: 303 },
     '/unavailable': { type: 'text/plain', body: 'down', status: 503 },
@@ -24,7 +28,25 @@ const site = useServer(() =>
 
 describe('isBlockedAddress', () => {
   it('blocks private, loopback, link-local, CGNAT, unspecified and mapped addresses', () => {
-    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::7f00:1', '::7f00:1', '::ffff:0:7f00:1', 'not-an-ip']) {
+    for (const ip of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '64:ff9b::7f00:1',
+      '::7f00:1',
+      '::ffff:0:7f00:1',
+      'not-an-ip',
+    ]) {
       expect(isBlockedAddress(ip), ip).toBe(true);
     }
   });
@@ -48,7 +70,12 @@ describe('fetchResource with a method and a body', () => {
   const json = { allowPrivate: true, timeoutMs: 2000, accept: (t: string) => t.startsWith('application/json') };
 
   it('sends the body and headers, and reads the answer', async () => {
-    const r = await fetchResource(`${site.url}/echo`, { ...json, method: 'POST', body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Bearer t' } });
+    const r = await fetchResource(`${site.url}/echo`, {
+      ...json,
+      method: 'POST',
+      body: 'a=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Bearer t' },
+    });
     expect(r.status).toBe(201);
     expect(JSON.parse(r.body.toString())).toEqual({ method: 'POST', type: 'application/x-www-form-urlencoded', auth: 'Bearer t', body: 'a=1' });
   });
@@ -90,16 +117,16 @@ describe('fetchPage', () => {
     // Loopback allowed for the test server, 10/8 refused: the first hop passes, the redirect
     // to http://10.0.0.1/ must be refused before any connection is tried.
     const isBlocked = (ip: string) => ip.startsWith('10.');
-    await expect(fetchPage(`${site.url}/redirect-private`, { allowPrivate: false, isBlocked, timeoutMs: 2000 })).rejects.toThrow(
-      /private address/,
-    );
+    await expect(fetchPage(`${site.url}/redirect-private`, { allowPrivate: false, isBlocked, timeoutMs: 2000 })).rejects.toThrow(/private address/);
     expect(await fetchPage(`${site.url}/`, { allowPrivate: false, isBlocked, timeoutMs: 2000 })).toMatchObject({ status: 200 });
   });
 
   it('caps redirects, refuses binary content and cuts big bodies', async () => {
     await expect(fetchPage(`${site.url}/redirect-loop`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/too many redirects/);
     await expect(fetchPage(`${site.url}/redirect-malformed`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(FetchRefused);
-    await expect(fetchPage(`${site.url}/binary`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(/application\/octet-stream, which cannot be read here/);
+    await expect(fetchPage(`${site.url}/binary`, { allowPrivate: true, timeoutMs: 2000 })).rejects.toThrow(
+      /application\/octet-stream, which cannot be read here/,
+    );
     const big = await fetchPage(`${site.url}/big`, { allowPrivate: true, timeoutMs: 2000, maxBytes: 1000 });
     expect(big).toMatchObject({ truncated: true });
     expect(big.text).toHaveLength(1000);

@@ -37,7 +37,10 @@ function waitForLine(child: ChildProcess, pattern: RegExp, ms: number): Promise<
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} within ${ms} ms`)), ms);
     const onData = (chunk: Buffer) => {
-      const line = chunk.toString().split('\n').find((l) => pattern.test(l));
+      const line = chunk
+        .toString()
+        .split('\n')
+        .find((l) => pattern.test(l));
       if (line === undefined) return;
       clearTimeout(timer);
       child.stdout?.off('data', onData);

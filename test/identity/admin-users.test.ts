@@ -43,9 +43,7 @@ describe('GET /admin/users', () => {
     expect(body.aud).toBe('authenticated');
     expect(body.users.map((u: { email: string }) => u.email)).toEqual(['u3@list.test', 'u2@list.test']);
     expect(res.headers.get('x-total-count')).toBe('5');
-    expect(res.headers.get('link')).toBe(
-      '</auth/v1/admin/users?page=3&per_page=2>; rel="next", </auth/v1/admin/users?page=3&per_page=2>; rel="last"',
-    );
+    expect(res.headers.get('link')).toBe('</auth/v1/admin/users?page=3&per_page=2>; rel="next", </auth/v1/admin/users?page=3&per_page=2>; rel="last"');
     const last = await admin(t, '/admin/users?page=3&per_page=2');
     expect(last.headers.get('link')).toBe('</auth/v1/admin/users?page=3&per_page=2>; rel="last"');
     expect((await json(last)).users).toHaveLength(1);

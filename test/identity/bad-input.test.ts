@@ -53,7 +53,12 @@ describe('bodies', () => {
   it('wrong types → 400 validation_failed naming the field', async () => {
     expect(await refused('/token?grant_type=password', password({ email: 42, password: 'x' }), 400, 'validation_failed')).toMatch(/^email/);
     expect(
-      await refused('/admin/users', { body: { email: 'typed@example.com', password: 'typed password', user_metadata: [1] }, key: 'service', bearer: t.deps.config.serviceRoleKey }, 400, 'validation_failed'),
+      await refused(
+        '/admin/users',
+        { body: { email: 'typed@example.com', password: 'typed password', user_metadata: [1] }, key: 'service', bearer: t.deps.config.serviceRoleKey },
+        400,
+        'validation_failed',
+      ),
     ).toMatch(/^user_metadata/);
     await refused('/user', { method: 'PUT', bearer: session.access_token, body: { data: 'not an object' } }, 400, 'validation_failed');
   });
@@ -69,7 +74,9 @@ describe('grants', () => {
   });
 
   it('missing fields', async () => {
-    expect(await refused('/token?grant_type=password', password({ password: 'correct horse battery' }), 400, 'validation_failed')).toBe('missing email or phone');
+    expect(await refused('/token?grant_type=password', password({ password: 'correct horse battery' }), 400, 'validation_failed')).toBe(
+      'missing email or phone',
+    );
     expect(await refused('/token?grant_type=password', password(undefined), 400, 'validation_failed')).toBe('missing email or phone');
     await refused('/token?grant_type=password', password({ email: 'ada@example.com' }), 400, 'invalid_credentials');
     await refused('/token?grant_type=password', password({ email: 'ada@example.com', phone: '+15555550100', password: 'x' }), 400, 'validation_failed');
@@ -82,20 +89,34 @@ describe('grants', () => {
     await refused('/token?grant_type=password', password({ email: 'ada@example.com', password: long }), 400, 'invalid_credentials');
     await refused('/token?grant_type=password', password({ email: 'ada@example.com', password: `${long}!` }), 400, 'validation_failed');
     const svc = { key: 'service' as const, bearer: t.deps.config.serviceRoleKey };
-    expect(await refused('/admin/users', { body: { email: 'long@example.com', password: long }, ...svc }, 400, 'validation_failed')).toMatch(/longer than 1024/);
+    expect(await refused('/admin/users', { body: { email: 'long@example.com', password: long }, ...svc }, 400, 'validation_failed')).toMatch(
+      /longer than 1024/,
+    );
     await refused('/user', { method: 'PUT', bearer: session.access_token, body: { password: long } }, 400, 'validation_failed');
   });
 });
 
 describe('emails', () => {
   it('odd case and whitespace are normalised once, on every path', async () => {
-    const created = await (await admin(t, '/admin/users', { body: { email: '  Grace.Hopper@Example.COM\t', password: 'hopper password', email_confirm: true } })).json();
+    const created = await (
+      await admin(t, '/admin/users', { body: { email: '  Grace.Hopper@Example.COM\t', password: 'hopper password', email_confirm: true } })
+    ).json();
     expect(created.email).toBe('grace.hopper@example.com');
-    await refused('/admin/users', { body: { email: 'GRACE.HOPPER@example.com ', password: 'other password' }, key: 'service', bearer: t.deps.config.serviceRoleKey }, 422, 'email_exists');
+    await refused(
+      '/admin/users',
+      { body: { email: 'GRACE.HOPPER@example.com ', password: 'other password' }, key: 'service', bearer: t.deps.config.serviceRoleKey },
+      422,
+      'email_exists',
+    );
     expect((await signIn(t, ' grace.HOPPER@example.com', 'hopper password')).user.email).toBe('grace.hopper@example.com');
     expect((await t.op('user.get', { user: 'Grace.Hopper@example.com ' })).id).toBe(created.id);
     for (const bad of ['not-an-email', 'two@@example.com', 'spaces in@example.com', `${'x'.repeat(300)}@example.com`]) {
-      await refused('/admin/users', { body: { email: bad, password: 'some password' }, key: 'service', bearer: t.deps.config.serviceRoleKey }, 400, 'validation_failed');
+      await refused(
+        '/admin/users',
+        { body: { email: bad, password: 'some password' }, key: 'service', bearer: t.deps.config.serviceRoleKey },
+        400,
+        'validation_failed',
+      );
     }
   });
 });

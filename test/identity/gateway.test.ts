@@ -66,7 +66,11 @@ describe('CORS', () => {
     });
 
   it('answers preflights without an apikey and allows what auth-js sends', async () => {
-    for (const [path, method] of [['/token?grant_type=password', 'POST'], ['/user', 'PUT'], ['/admin/users/x', 'DELETE']] as const) {
+    for (const [path, method] of [
+      ['/token?grant_type=password', 'POST'],
+      ['/user', 'PUT'],
+      ['/admin/users/x', 'DELETE'],
+    ] as const) {
       const res = await preflight(t, path, method);
       expect(res.status, path).toBe(204);
       expect(res.headers.get('access-control-allow-origin')).toBe('*');

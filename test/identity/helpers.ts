@@ -8,7 +8,9 @@ import { testConfig, type TestApp } from '../helpers/harness.ts';
 export const V2024 = '2024-01-01';
 
 /** The harness's identity settings with `changes` applied (rate limits merged one level deep). */
-export function identityConfig(changes: Partial<Omit<IdentityConfig, 'rateLimit'>> & { rateLimit?: Partial<IdentityConfig['rateLimit']> } = {}): IdentityConfig {
+export function identityConfig(
+  changes: Partial<Omit<IdentityConfig, 'rateLimit'>> & { rateLimit?: Partial<IdentityConfig['rateLimit']> } = {},
+): IdentityConfig {
   const base = testConfig().identity;
   return { ...base, ...changes, rateLimit: { ...base.rateLimit, ...changes.rateLimit } };
 }
@@ -51,8 +53,7 @@ export async function signIn(t: TestApp, email: string, password: string): Promi
 }
 
 /** Admin call with the service-role key as apikey and bearer (what supabase-js admin sends). */
-export const admin = (t: TestApp, path: string, o: CallOptions = {}) =>
-  auth(t, path, { key: 'service', bearer: t.deps.config.serviceRoleKey, ...o });
+export const admin = (t: TestApp, path: string, o: CallOptions = {}) => auth(t, path, { key: 'service', bearer: t.deps.config.serviceRoleKey, ...o });
 
 /** `POST /mcp` with a JSON-RPC `initialize` and `Authorization: Bearer <token>`. */
 export function mcpInitialize(t: TestApp, token: string): Promise<Response> {

@@ -16,11 +16,9 @@ import { admin, auth, identityRows, signIn } from './helpers.ts';
 
 const t = useApp();
 
-const storedHash = async (email: string) =>
-  (await t.db.query<{ h: string }>('select encrypted_password as h from auth.users where email = $1', [email]))[0]!.h;
+const storedHash = async (email: string) => (await t.db.query<{ h: string }>('select encrypted_password as h from auth.users where email = $1', [email]))[0]!.h;
 const grant = (email: string, password: string) => auth(t, '/token?grant_type=password', { body: { email, password } });
-const importUser = (email: string, password_hash: string) =>
-  admin(t, '/admin/users', { body: { email, password_hash, email_confirm: true } });
+const importUser = (email: string, password_hash: string) => admin(t, '/admin/users', { body: { email, password_hash, email_confirm: true } });
 
 describe('argon2id cost', () => {
   it('production default is OWASP’s m=19456 KiB, t=2, p=1; new hashes use the configured cost', async () => {

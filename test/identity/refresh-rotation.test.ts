@@ -24,10 +24,13 @@ const post = (path: string, body: object) =>
     headers: { apikey: t.deps.config.anonKey, 'content-type': 'application/json', 'x-supabase-api-version': '2024-01-01' },
     body: JSON.stringify(body),
   });
-const signIn = async () => (await (await post('/token?grant_type=password', { email: 'tabs@example.com', password: 'many tabs open' })).json()) as Record<string, any>;
+const signIn = async () =>
+  (await (await post('/token?grant_type=password', { email: 'tabs@example.com', password: 'many tabs open' })).json()) as Record<string, any>;
 const refresh = (token: string) => post('/token?grant_type=refresh_token', { refresh_token: token });
 const liveSessions = async () =>
-  (await t.db.query<{ n: number }>(`select count(*)::int as n from auth.sessions s join auth.users u on u.id = s.user_id where u.email = 'tabs@example.com'`))[0]!.n;
+  (
+    await t.db.query<{ n: number }>(`select count(*)::int as n from auth.sessions s join auth.users u on u.id = s.user_id where u.email = 'tabs@example.com'`)
+  )[0]!.n;
 
 describe('refresh_token grant', () => {
   it('20 parallel refreshes of one token: all succeed, one new token, one live session; after the interval a replay revokes it', async () => {

@@ -14,8 +14,7 @@ beforeAll(async () => {
   await t.op('user.create', { email: 'Ada@Example.com', password: 'correct horse battery' });
 });
 
-const client = (key = t.deps.config.anonKey, app = t) =>
-  createClient(app.url, key, { auth: { persistSession: false, autoRefreshToken: false } });
+const client = (key = t.deps.config.anonKey, app = t) => createClient(app.url, key, { auth: { persistSession: false, autoRefreshToken: false } });
 
 /** Does this access token still open /auth/v1/user and /mcp? */
 async function works(token: string, app = t): Promise<{ user: number; mcp: number }> {
@@ -137,7 +136,11 @@ describe('supabase-js against /auth/v1', () => {
       expect(error).toBeNull();
       created.push(data.user!);
     }
-    expect(created[0]).toMatchObject({ email: 'staff1@example.com', user_metadata: { n: 1 }, app_metadata: { provider: 'email', providers: ['email'], team: 'staff' } });
+    expect(created[0]).toMatchObject({
+      email: 'staff1@example.com',
+      user_metadata: { n: 1 },
+      app_metadata: { provider: 'email', providers: ['email'], team: 'staff' },
+    });
     expect(created[0]!.email_confirmed_at).toBeTruthy();
 
     const dup = await adminClient.createUser({ email: 'staff1@example.com', password: 'another password' });

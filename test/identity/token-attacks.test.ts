@@ -36,7 +36,16 @@ describe('token attacks on /auth/v1/user and /mcp', () => {
   it('every forged variant is refused by both', async () => {
     const forged = await forgedTokens(session.access_token, t.deps.config.jwtSecret);
     expect(forged.map(([name]) => name)).toEqual(
-      expect.arrayContaining(['alg none', 'HS256 signed with another secret', 'HS512 with the right secret', 'RS256 header over the HS256 signature', 'expired', 'missing exp', 'wrong aud', 'tampered payload']),
+      expect.arrayContaining([
+        'alg none',
+        'HS256 signed with another secret',
+        'HS512 with the right secret',
+        'RS256 header over the HS256 signature',
+        'expired',
+        'missing exp',
+        'wrong aud',
+        'tampered payload',
+      ]),
     );
     for (const [name, token] of forged) await expectRefusedEverywhere(token, name);
   });

@@ -32,7 +32,9 @@ describe('the job queue', () => {
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     await expect.poll(() => seen.find((s) => s.id === id), { timeout: 15_000 }).toEqual({ id, data: { n: 21 } });
     await expect
-      .poll(async () => (await t.db.query<{ state: string; output: unknown }>('select state, output from pgboss.job where id = $1', [id]))[0], { timeout: 10_000 })
+      .poll(async () => (await t.db.query<{ state: string; output: unknown }>('select state, output from pgboss.job where id = $1', [id]))[0], {
+        timeout: 10_000,
+      })
       .toEqual({ state: 'completed', output: { doubled: 42 } });
   });
 
@@ -67,12 +69,16 @@ describe('the retention sweep, a scheduled job', () => {
     await t.db.query(`insert into deletions (tenant_id, id, resource, deleted_at) values ($1, gen_random_uuid(), 'artifact', now())`, [tenant]);
     // today nothing is past the 30-day window of tombstones
     const first = await t.db.transaction((tx) => retentionQueue.enqueue(tx, {}));
-    await expect.poll(async () => (await t.db.query<{ state: string }>('select state from pgboss.job where id = $1', [first]))[0]?.state, { timeout: 30_000 }).toBe('completed');
+    await expect
+      .poll(async () => (await t.db.query<{ state: string }>('select state from pgboss.job where id = $1', [first]))[0]?.state, { timeout: 30_000 })
+      .toBe('completed');
     expect(await countRows(t, 'deletions', 'tenant_id = $1', [tenant])).toBe(1);
     // 31 days later the tombstone goes
     offsetDays = 31;
     const second = await t.db.transaction((tx) => retentionQueue.enqueue(tx, {}));
-    await expect.poll(async () => (await t.db.query<{ state: string }>('select state from pgboss.job where id = $1', [second]))[0]?.state, { timeout: 30_000 }).toBe('completed');
+    await expect
+      .poll(async () => (await t.db.query<{ state: string }>('select state from pgboss.job where id = $1', [second]))[0]?.state, { timeout: 30_000 })
+      .toBe('completed');
     expect(await countRows(t, 'deletions', 'tenant_id = $1', [tenant])).toBe(0);
     offsetDays = 0;
   });

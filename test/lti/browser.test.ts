@@ -61,7 +61,9 @@ describe('a learner launches an activity from the LMS', () => {
     const frame = await toolFrame(page);
     await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
     await frame.getByLabel('Pasted text').check();
-    await frame.getByLabel('Your text (Markdown welcome)').fill('# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.');
+    await frame
+      .getByLabel('Your text (Markdown welcome)')
+      .fill('# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.');
     await frame.getByRole('button', { name: /Submit/ }).click();
     await frame.getByRole('heading', { name: 'Passed' }).waitFor({ timeout: 30_000 });
     await expectAccessible(page, 'player-passed');

@@ -13,10 +13,24 @@ describe('svc lti', () => {
   it('registers, lists and removes a platform; prints the config; rotates the keys', async () => {
     expect((await svc('tenant', 'create', 'acme')).code).toBe(0);
     const added = await svc(
-      'lti', 'platforms', 'add', 'acme',
-      '--issuer', 'https://moodle.example.edu', '--client-id', 'abc123',
-      '--auth-url', 'https://moodle.example.edu/mod/lti/auth.php', '--token-url', 'https://moodle.example.edu/mod/lti/token.php',
-      '--jwks-url', 'https://moodle.example.edu/mod/lti/certs.php', '--deployment', '1', '--deployment', '7',
+      'lti',
+      'platforms',
+      'add',
+      'acme',
+      '--issuer',
+      'https://moodle.example.edu',
+      '--client-id',
+      'abc123',
+      '--auth-url',
+      'https://moodle.example.edu/mod/lti/auth.php',
+      '--token-url',
+      'https://moodle.example.edu/mod/lti/token.php',
+      '--jwks-url',
+      'https://moodle.example.edu/mod/lti/certs.php',
+      '--deployment',
+      '1',
+      '--deployment',
+      '7',
     );
     expect(added.code).toBe(0);
     expect(added.out).toContain('registered acme: https://moodle.example.edu client abc123');

@@ -72,11 +72,16 @@ async function expectAccessible(page: Page, name: string) {
 }
 
 /** Whether the focused element of `frame` shows a focus outline. */
-const focusShown = (frame: Frame) => frame.evaluate(() => {
-  const el = document.activeElement as HTMLElement;
-  const style = getComputedStyle(el);
-  return { tag: el.tagName.toLowerCase(), type: (el as HTMLInputElement).type, outline: style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2 };
-});
+const focusShown = (frame: Frame) =>
+  frame.evaluate(() => {
+    const el = document.activeElement as HTMLElement;
+    const style = getComputedStyle(el);
+    return {
+      tag: el.tagName.toLowerCase(),
+      type: (el as HTMLInputElement).type,
+      outline: style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2,
+    };
+  });
 
 describe('an instructor places an activity from the LMS (Deep Linking)', () => {
   it('searches and picks with the keyboard in the picker, and the LMS receives the signed content item', async () => {
@@ -136,7 +141,9 @@ describe("an instructor's launch of a placed activity", () => {
     let frame = await toolFrame(learner);
     await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
     await frame.getByLabel('Pasted text').check();
-    await frame.getByLabel('Your text (Markdown welcome)').fill('# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.');
+    await frame
+      .getByLabel('Your text (Markdown welcome)')
+      .fill('# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.');
     await frame.getByRole('button', { name: /Submit/ }).click();
     await frame.getByRole('heading', { name: 'Passed' }).waitFor({ timeout: 30_000 });
     await learner.goto(coursePage(world.note.activityId, 'bob'));
@@ -144,7 +151,10 @@ describe("an instructor's launch of a placed activity", () => {
     await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
     await learner.context().close();
 
-    const counts = async () => [(await t.db.query('select 1 from activity_results')).length, (await t.db.query(`select 1 from auth.identities where provider like 'lti:%'`)).length];
+    const counts = async () => [
+      (await t.db.query('select 1 from activity_results')).length,
+      (await t.db.query(`select 1 from auth.identities where provider like 'lti:%'`)).length,
+    ];
     const before = await counts();
     const page = await newPage(browser);
     await page.goto(coursePage(world.note.activityId, 'prof'));

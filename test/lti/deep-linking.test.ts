@@ -35,7 +35,11 @@ const world = useFixture(async () => {
   await t.op('tenant.create', { slug: 'globex' });
   await t.op('lti.platforms.add', { tenant: 'acme', ...lms.registration });
   const acme = await seedActivity(t, 'acme');
-  const second = await seedActivity(t, 'acme', { title: 'Sketch the architecture', kind: 'diagram', spec: '## Draw it\n\nA **diagram** of the [system](https://example.org) with its parts.' });
+  const second = await seedActivity(t, 'acme', {
+    title: 'Sketch the architecture',
+    kind: 'diagram',
+    spec: '## Draw it\n\nA **diagram** of the [system](https://example.org) with its parts.',
+  });
   const archived = await seedActivity(t, 'acme', { title: 'Retired exercise' });
   await t.db.query('update activities set archived_at = now() where id = $1', [archived.activityId]);
   const globex = await seedActivity(t, 'globex', { title: 'Globex secret' });
@@ -43,7 +47,13 @@ const world = useFixture(async () => {
 });
 
 async function login(sub: string) {
-  const params = new URLSearchParams({ iss: lms.issuer, login_hint: sub, target_link_uri: `${t.url}/lti/v1/launch`, client_id: lms.clientId, lti_deployment_id: DEPLOYMENT_ID });
+  const params = new URLSearchParams({
+    iss: lms.issuer,
+    login_hint: sub,
+    target_link_uri: `${t.url}/lti/v1/launch`,
+    client_id: lms.clientId,
+    lti_deployment_id: DEPLOYMENT_ID,
+  });
   const res = await fetch(`${t.url}/lti/v1/login?${params}`, { redirect: 'manual' });
   const auth = new URL(res.headers.get('location')!);
   return { state: auth.searchParams.get('state')!, nonce: auth.searchParams.get('nonce')!, cookie: res.headers.get('set-cookie')!.split(';')[0]! };
@@ -63,7 +73,13 @@ async function launch(change: (c: JWTPayload) => JWTPayload, sub = 'prof', activ
 
 const deepLink = (settings: Record<string, unknown> | null, roles = [INSTRUCTOR]) =>
   launch((c) => ({ ...lms.dl.deepLinkClaims(c, settings), [`${LTI}roles`]: roles }));
-const settings = (extra: Record<string, unknown> = {}) => ({ deep_link_return_url: lms.dl.returnUrl, accept_types: ['ltiResourceLink'], accept_multiple: false, data: DL_DATA, ...extra });
+const settings = (extra: Record<string, unknown> = {}) => ({
+  deep_link_return_url: lms.dl.returnUrl,
+  accept_types: ['ltiResourceLink'],
+  accept_multiple: false,
+  data: DL_DATA,
+  ...extra,
+});
 
 function expectRefused(r: { res: Response; html: string }, status: number, code: string) {
   expect(r.res.status, r.html).toBe(status);
@@ -79,7 +95,11 @@ const tokenOf = (html: string) => /name="picker_token" value="([^"]+)"/.exec(htm
 async function respond(token: string, picks: string[], headers: Record<string, string> = { 'sec-fetch-site': 'same-origin' }) {
   const body = new URLSearchParams({ picker_token: token });
   for (const p of picks) body.append('activity', p);
-  const res = await fetch(`${t.url}/lti/v1/deep-linking/response`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body });
+  const res = await fetch(`${t.url}/lti/v1/deep-linking/response`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body,
+  });
   return { res, html: await res.text() };
 }
 
@@ -122,7 +142,10 @@ describe('the picker', () => {
     expectRefused(await deepLink(settings(), ['http://purl.imsglobal.org/vocab/lis/v2/membership#Learner']), 403, 'not_instructor');
     expectRefused(await deepLink(settings(), [INSTRUCTOR, 'http://purl.imsglobal.org/vocab/lis/v2/membership#Learner']), 403, 'not_instructor');
     expectRefused(await deepLink(settings(), []), 403, 'not_instructor');
-    for (const role of ['http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper', 'http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator']) {
+    for (const role of [
+      'http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper',
+      'http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator',
+    ]) {
       expect((await deepLink(settings(), [role])).res.status).toBe(200);
     }
   });
@@ -143,7 +166,7 @@ describe('the picker', () => {
 });
 
 describe('the response', () => {
-  it('signs an LtiDeepLinkingResponse that the LMS verifies with the tool\'s JWKS, every claim as the spec asks, storing nothing', async () => {
+  it("signs an LtiDeepLinkingResponse that the LMS verifies with the tool's JWKS, every claim as the spec asks, storing nothing", async () => {
     const r = await deepLink(settings());
     const before = await stored();
     const answer = await respond(tokenOf(r.html), [world.second.activityId]);
@@ -155,7 +178,11 @@ describe('the response', () => {
 
     // The browser's auto-submitted form, to the LMS's return URL.
     const at = lms.dl.received.length;
-    const posted = await fetch(lms.dl.returnUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ JWT: jwt }) });
+    const posted = await fetch(lms.dl.returnUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ JWT: jwt }),
+    });
     expect(posted.status, await posted.text()).toBe(200);
     const got = lms.dl.received[at]!;
     expect(got.ok).toBe(true);
@@ -193,7 +220,10 @@ describe('the response', () => {
     expect(answer.res.status, answer.html).toBe(200);
     const jwt = /name="JWT" value="([^"]+)"/.exec(answer.html)![1]!;
     const payload = JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString());
-    expect(payload[`${DL}content_items`].map((i: { custom: { activity_id: string } }) => i.custom.activity_id)).toEqual([world.acme.activityId, world.second.activityId]);
+    expect(payload[`${DL}content_items`].map((i: { custom: { activity_id: string } }) => i.custom.activity_id)).toEqual([
+      world.acme.activityId,
+      world.second.activityId,
+    ]);
     expect(payload).not.toHaveProperty(`${DL}data`);
   });
 
@@ -245,7 +275,7 @@ describe('the response', () => {
     expectRefused(await respond(token, ['1 or 1=1']), 400, 'invalid_request');
   });
 
-  it('refuses more than 50 picks, and a token naming a registration that is not the tenant\'s (forged with our key)', async () => {
+  it("refuses more than 50 picks, and a token naming a registration that is not the tenant's (forged with our key)", async () => {
     const r = await deepLink(settings({ accept_multiple: true }));
     const many = Array.from({ length: 51 }, (_, i) => `0190a5a6-0000-7000-8000-${String(i).padStart(12, '0')}`);
     expectRefused(await respond(tokenOf(r.html), many), 400, 'too_many');
@@ -261,7 +291,12 @@ describe('the response', () => {
     const l = await login('prof');
     const claims = lms.dl.deepLinkClaims(lms.launchClaims({ activity: world.acme.activityId, sub: 'prof', nonce: l.nonce }), settings());
     const form = { id_token: await lms.idToken(claims), state: l.state };
-    const post = () => fetch(`${t.url}/lti/v1/launch`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: l.cookie }, body: new URLSearchParams(form) });
+    const post = () =>
+      fetch(`${t.url}/lti/v1/launch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: l.cookie },
+        body: new URLSearchParams(form),
+      });
     expect((await post()).status).toBe(200);
     const again = await post();
     expectRefused({ res: again, html: await again.text() }, 400, 'replayed');
@@ -305,7 +340,11 @@ describe("an instructor's launch of a placed activity", () => {
     for (const sub of ['ada', 'bob', 'cy']) expect((await launch(learnerClaims, sub)).res.status).toBe(200);
     expect((await launch((c) => ({ ...learnerClaims(c), [`${LTI}context`]: { id: 'course-2' } }), 'dee')).res.status).toBe(200);
     const users = Object.fromEntries(
-      (await t.db.query<{ sub: string; id: string }>(`select i.provider_id as sub, u.id from auth.identities i join users u on u.auth_user_id = i.user_id where i.provider like 'lti:%'`)).map((r) => [r.sub, r.id]),
+      (
+        await t.db.query<{ sub: string; id: string }>(
+          `select i.provider_id as sub, u.id from auth.identities i join users u on u.auth_user_id = i.user_id where i.provider like 'lti:%'`,
+        )
+      ).map((r) => [r.sub, r.id]),
     );
     const result = async (sub: string, status: string, score: number | null, verification: Record<string, unknown>) => {
       const [r] = await t.db.query<{ id: string }>(
@@ -313,9 +352,10 @@ describe("an instructor's launch of a placed activity", () => {
          values ($1, $2, $3, $4, $5, $6, $7) returning id`,
         [world.acme.tenantId, world.acme.activityId, world.acme.lessonId, world.acme.programId, users[sub], status, score],
       );
-      await t.db.query(`insert into artifacts (tenant_id, result_id, activity_id, user_id, kind, content, verification) values ($1, $2, $3, $4, 'document', 'x', $5::text::jsonb)`, [
-        world.acme.tenantId, r!.id, world.acme.activityId, users[sub], JSON.stringify(verification),
-      ]);
+      await t.db.query(
+        `insert into artifacts (tenant_id, result_id, activity_id, user_id, kind, content, verification) values ($1, $2, $3, $4, 'document', 'x', $5::text::jsonb)`,
+        [world.acme.tenantId, r!.id, world.acme.activityId, users[sub], JSON.stringify(verification)],
+      );
     };
     await result('ada', 'completed', 85, { status: 'passed', score: 85, feedback: 'Good.' });
     await result('bob', 'in_progress', null, { status: 'pending', reason: 'queued' });
@@ -329,7 +369,14 @@ describe("an instructor's launch of a placed activity", () => {
     expect(r.res.headers.get('content-security-policy')).toMatch(new RegExp(`frame-ancestors ${lms.origin}$`));
     const config = configOf(r.html);
     expect(config.session).toBeUndefined(); // nothing to submit with
-    expect(config.preview.activity).toMatchObject({ id: world.acme.activityId, title: 'Write a design note', kind: 'document', pass_threshold: 70, result: null, spec_html: expect.stringContaining('<p>') });
+    expect(config.preview.activity).toMatchObject({
+      id: world.acme.activityId,
+      title: 'Write a design note',
+      kind: 'document',
+      pass_threshold: 70,
+      result: null,
+      spec_html: expect.stringContaining('<p>'),
+    });
     expect(config.preview.course).toBe('Systems design');
     expect(config.preview.learners).toEqual([
       { name: 'Ada Byron', status: 'passed', score: 85, at: expect.any(String) },
@@ -347,8 +394,16 @@ describe("an instructor's launch of a placed activity", () => {
 
   it('refuses a replayed preview launch', async () => {
     const l = await login('prof');
-    const form = { id_token: await lms.idToken(instructor(lms.launchClaims({ activity: world.acme.activityId, sub: 'prof', nonce: l.nonce }))), state: l.state };
-    const post = () => fetch(`${t.url}/lti/v1/launch`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: l.cookie }, body: new URLSearchParams(form) });
+    const form = {
+      id_token: await lms.idToken(instructor(lms.launchClaims({ activity: world.acme.activityId, sub: 'prof', nonce: l.nonce }))),
+      state: l.state,
+    };
+    const post = () =>
+      fetch(`${t.url}/lti/v1/launch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: l.cookie },
+        body: new URLSearchParams(form),
+      });
     expect((await post()).status).toBe(200);
     const again = await post();
     expectRefused({ res: again, html: await again.text() }, 400, 'replayed');

@@ -45,16 +45,31 @@ function expectRefused(r: { res: Response; html: string }, status: number, code:
   expect(r.html).not.toMatch(/ at .*\.ts:\d+|stack/i);
 }
 
-const platforms = () => t.db.query<Record<string, unknown>>(`select p.*, (select array_agg(deployment_id) from lti_deployments d where d.platform_id = p.id) as deployments from lti_platforms p`);
-const codeRow = (id: string) => t.db.query<{ used_at: string | null; claimed_until: string | null }>('select used_at, claimed_until from lti_registration_codes where id = $1', [id]).then((r) => r[0]!);
+const platforms = () =>
+  t.db.query<Record<string, unknown>>(
+    `select p.*, (select array_agg(deployment_id) from lti_deployments d where d.platform_id = p.id) as deployments from lti_platforms p`,
+  );
+const codeRow = (id: string) =>
+  t.db
+    .query<{ used_at: string | null; claimed_until: string | null }>('select used_at, claimed_until from lti_registration_codes where id = $1', [id])
+    .then((r) => r[0]!);
 
 /** A learner's launch through the registration (login → the LMS's id_token → launch). */
 async function launch(deployment = DEPLOYMENT_ID) {
-  const params = new URLSearchParams({ iss: lms.issuer, login_hint: 'ada', target_link_uri: `${t.url}/lti/v1/launch`, lti_message_hint: 'x', client_id: CLIENT_ID });
+  const params = new URLSearchParams({
+    iss: lms.issuer,
+    login_hint: 'ada',
+    target_link_uri: `${t.url}/lti/v1/launch`,
+    lti_message_hint: 'x',
+    client_id: CLIENT_ID,
+  });
   const login = await fetch(`${t.url}/lti/v1/login?${params}`, { redirect: 'manual' });
   expect(login.status).toBe(302);
   const auth = new URL(login.headers.get('location')!);
-  const claims = { ...lms.launchClaims({ activity: world.acme.activityId, sub: 'ada', nonce: auth.searchParams.get('nonce')! }), 'https://purl.imsglobal.org/spec/lti/claim/deployment_id': deployment };
+  const claims = {
+    ...lms.launchClaims({ activity: world.acme.activityId, sub: 'ada', nonce: auth.searchParams.get('nonce')! }),
+    'https://purl.imsglobal.org/spec/lti/claim/deployment_id': deployment,
+  };
   return fetch(`${t.url}/lti/v1/launch`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: login.headers.get('set-cookie')!.split(';')[0]! },
@@ -73,7 +88,9 @@ describe('svc lti registration-url', () => {
     const [row] = await t.db.query<{ code_sha256: string }>('select code_sha256 from lti_registration_codes where id = $1', [minted.id]);
     expect(row!.code_sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(JSON.stringify(await t.db.query('select * from lti_registration_codes'))).not.toContain(code);
-    const [event] = await t.db.query<{ action: string; target_type: string; target_id: string }>(`select action, target_type, target_id from audit_events where action = 'lti.registration_url.create'`);
+    const [event] = await t.db.query<{ action: string; target_type: string; target_id: string }>(
+      `select action, target_type, target_id from audit_events where action = 'lti.registration_url.create'`,
+    );
     expect(event).toEqual({ action: 'lti.registration_url.create', target_type: 'lti_registration_code', target_id: minted.id });
     await expect(t.op('lti.registration_url', { tenant: 'nope', base_url: t.url })).rejects.toMatchObject({ code: 'not_found' });
   });
@@ -120,12 +137,25 @@ describe('dynamic registration', () => {
     // What was stored: in acme, with the configuration's URLs, token audience and the answer's deployment.
     const [stored] = await t.op('lti.platforms.list', { tenant: 'acme' });
     expect(stored).toMatchObject({
-      tenant: 'acme', issuer: lms.issuer, client_id: CLIENT_ID, auth_url: `${lms.origin}/auth`, token_url: `${lms.origin}/token`,
-      jwks_url: `${lms.origin}/jwks`, token_audience: `${lms.origin}/token-audience`, deployments: [DEPLOYMENT_ID], any_deployment: false,
+      tenant: 'acme',
+      issuer: lms.issuer,
+      client_id: CLIENT_ID,
+      auth_url: `${lms.origin}/auth`,
+      token_url: `${lms.origin}/token`,
+      jwks_url: `${lms.origin}/jwks`,
+      token_audience: `${lms.origin}/token-audience`,
+      deployments: [DEPLOYMENT_ID],
+      any_deployment: false,
     });
     expect((await codeRow(minted.id)).used_at).not.toBeNull();
-    const [event] = await t.db.query<{ actor_kind: string; target_id: string; detail: Record<string, unknown> }>(`select actor_kind, target_id, detail from audit_events where action = 'lti.platform.register'`);
-    expect(event).toMatchObject({ actor_kind: 'system', target_id: stored.id, detail: { code_id: minted.id, issuer: lms.issuer, client_id: CLIENT_ID, deployment_id: DEPLOYMENT_ID } });
+    const [event] = await t.db.query<{ actor_kind: string; target_id: string; detail: Record<string, unknown> }>(
+      `select actor_kind, target_id, detail from audit_events where action = 'lti.platform.register'`,
+    );
+    expect(event).toMatchObject({
+      actor_kind: 'system',
+      target_id: stored.id,
+      detail: { code_id: minted.id, issuer: lms.issuer, client_id: CLIENT_ID, deployment_id: DEPLOYMENT_ID },
+    });
 
     // The registration launches.
     const launched = await launch();
@@ -206,11 +236,11 @@ describe('dynamic registration', () => {
     expect((await codeRow(minted.id)).used_at).toBeNull();
   }, 20_000);
 
-  it("a client id another tenant holds: refused, nothing stored, the code usable", async () => {
+  it('a client id another tenant holds: refused, nothing stored, the code usable', async () => {
     await t.op('lti.platforms.add', { tenant: 'globex', ...lms.registration });
     const minted = await mint();
     expectRefused(await open(minted.url), 409, 'platform_taken');
-    expect((await t.op('lti.platforms.list', { tenant: 'acme' }))).toEqual([]);
+    expect(await t.op('lti.platforms.list', { tenant: 'acme' })).toEqual([]);
     expect((await codeRow(minted.id)).used_at).toBeNull();
   });
 

@@ -64,7 +64,13 @@ useServer(async () => counted);
 
 /** A login on the counting app: the state, nonce and cookie. */
 async function login(app: TestApp) {
-  const params = new URLSearchParams({ iss: lms.issuer, login_hint: 'ada', target_link_uri: `${app.url}/lti/v1/launch`, client_id: lms.clientId, lti_deployment_id: DEPLOYMENT_ID });
+  const params = new URLSearchParams({
+    iss: lms.issuer,
+    login_hint: 'ada',
+    target_link_uri: `${app.url}/lti/v1/launch`,
+    client_id: lms.clientId,
+    lti_deployment_id: DEPLOYMENT_ID,
+  });
   const res = await fetch(`${app.url}/lti/v1/login?${params}`, { redirect: 'manual' });
   expect(res.status).toBe(302);
   const auth = new URL(res.headers.get('location')!);
@@ -106,7 +112,8 @@ describe('what a launch costs', () => {
 });
 
 describe('error pages', () => {
-  const unknownLogin = () => fetch(`${counted.app.url}/lti/v1/login?${new URLSearchParams({ iss: 'https://unknown.example', login_hint: 'x', target_link_uri: 'x' })}`);
+  const unknownLogin = () =>
+    fetch(`${counted.app.url}/lti/v1/login?${new URLSearchParams({ iss: 'https://unknown.example', login_hint: 'x', target_link_uri: 'x' })}`);
   const listing = /select issuer, auth_url from lti_platforms/;
 
   it('read the platforms origins once for a burst of refusals, and not at all while the database is down', async () => {

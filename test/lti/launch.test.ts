@@ -30,7 +30,15 @@ interface Login {
 }
 
 const loginParams = (extra: Record<string, string> = {}) =>
-  new URLSearchParams({ iss: lms.issuer, login_hint: 'ada', target_link_uri: `${t.url}/lti/v1/launch`, lti_message_hint: 'hint 1/2+3', client_id: lms.clientId, lti_deployment_id: DEPLOYMENT_ID, ...extra });
+  new URLSearchParams({
+    iss: lms.issuer,
+    login_hint: 'ada',
+    target_link_uri: `${t.url}/lti/v1/launch`,
+    lti_message_hint: 'hint 1/2+3',
+    client_id: lms.clientId,
+    lti_deployment_id: DEPLOYMENT_ID,
+    ...extra,
+  });
 
 /** GET /lti/v1/login as the platform's redirect; the authentication request and the cookie. */
 async function login(extra: Record<string, string> = {}): Promise<Login> {
@@ -77,13 +85,21 @@ describe('login (third-party initiated)', () => {
     expect(l.auth.origin + l.auth.pathname).toBe(lms.registration.auth_url);
     const p = Object.fromEntries(l.auth.searchParams);
     expect(p).toMatchObject({
-      scope: 'openid', response_type: 'id_token', response_mode: 'form_post', prompt: 'none', client_id: lms.clientId,
-      redirect_uri: `${t.url}/lti/v1/launch`, login_hint: 'ada', lti_message_hint: 'hint 1/2+3',
+      scope: 'openid',
+      response_type: 'id_token',
+      response_mode: 'form_post',
+      prompt: 'none',
+      client_id: lms.clientId,
+      redirect_uri: `${t.url}/lti/v1/launch`,
+      login_hint: 'ada',
+      lti_message_hint: 'hint 1/2+3',
     });
     expect(p.state!.length).toBeGreaterThan(20);
     expect(p.nonce!.length).toBeGreaterThan(20);
     const res = await fetch(`${t.url}/lti/v1/login?${loginParams()}`, { redirect: 'manual' });
-    expect(res.headers.get('set-cookie')).toMatch(/^svc_lti_[A-Za-z0-9_-]+=[A-Za-z0-9_-]+; Max-Age=600; Path=\/lti\/v1\/; HttpOnly; Secure; SameSite=None; Partitioned$/);
+    expect(res.headers.get('set-cookie')).toMatch(
+      /^svc_lti_[A-Za-z0-9_-]+=[A-Za-z0-9_-]+; Max-Age=600; Path=\/lti\/v1\/; HttpOnly; Secure; SameSite=None; Partitioned$/,
+    );
   });
 
   it('answers a POST with an auto-submitted form (not a script-only redirect)', async () => {
@@ -118,7 +134,11 @@ describe('a learner launch', () => {
     const first = await launch();
     expect(first.res.status, first.html).toBe(200);
     const config = JSON.parse(/<script type="application\/json" id="svc-config">(.*?)<\/script>/.exec(first.html)![1]!);
-    expect(config).toMatchObject({ tenant: 'acme', activity: world.acme.activityId, session: { access_token: expect.any(String), refresh_token: expect.any(String) } });
+    expect(config).toMatchObject({
+      tenant: 'acme',
+      activity: world.acme.activityId,
+      session: { access_token: expect.any(String), refresh_token: expect.any(String) },
+    });
     expect(first.html).toContain('src="/embed/v1/player.js?v=');
     expect(first.res.headers.get('content-security-policy')).toMatch(new RegExp(`frame-ancestors ${lms.origin}$`)); // the platform only, no embed origin needed
     expect(first.res.headers.get('cache-control')).toBe('no-store');
@@ -127,12 +147,16 @@ describe('a learner launch', () => {
     // The handed session reads the activity as the learner, in acme only.
     const read = await fetch(`${t.url}/v1/embed/activities/${world.acme.activityId}`, { headers: { authorization: `Bearer ${config.session.access_token}` } });
     expect(read.status).toBe(200);
-    const other = await fetch(`${t.url}/v1/embed/activities/${world.globex.activityId}`, { headers: { authorization: `Bearer ${config.session.access_token}` } });
+    const other = await fetch(`${t.url}/v1/embed/activities/${world.globex.activityId}`, {
+      headers: { authorization: `Bearer ${config.session.access_token}` },
+    });
     expect(other.status).toBeGreaterThanOrEqual(403);
 
     const again = await launch();
     expect(again.res.status).toBe(200);
-    const users = await t.db.query<{ user_id: string; identity_data: Record<string, unknown> }>(`select user_id, identity_data from auth.identities where provider like 'lti:%'`);
+    const users = await t.db.query<{ user_id: string; identity_data: Record<string, unknown> }>(
+      `select user_id, identity_data from auth.identities where provider like 'lti:%'`,
+    );
     expect(users).toHaveLength(1);
     expect(users[0]!.identity_data).toMatchObject({ iss: lms.issuer, sub: 'ada', name: 'Ada Lovelace', email: 'ada@school.example' });
     const [member] = await t.db.query<{ role: string }>(
@@ -145,7 +169,7 @@ describe('a learner launch', () => {
     expect(listed.data).toEqual([expect.objectContaining({ external_ids: [{ issuer: lms.issuer, subject: 'ada', source: 'lti' }] })]);
   });
 
-  it("svc learner export and delete include the LTI identity: exported, then gone from that tenant even while the account stays", async () => {
+  it('svc learner export and delete include the LTI identity: exported, then gone from that tenant even while the account stays', async () => {
     expect((await launch(undefined, { sub: 'erased-lti' })).res.status).toBe(200);
     const [who] = await t.db.query<{ svc_user_id: string; auth_user_id: string }>(
       `select u.id as svc_user_id, u.auth_user_id from auth.identities i join users u on u.auth_user_id = i.user_id where i.provider like 'lti:%' and i.provider_id = 'erased-lti'`,
@@ -224,24 +248,56 @@ describe('every launch check', () => {
     expect([await ltiUsers(), await sessions()]).toEqual(before);
   });
   it('an expired token, and one issued in the future', async () => {
-    await learnerless(launch((c) => ({ ...c, iat: now() - 900, exp: now() - 61 })), 400, 'invalid_id_token');
-    await learnerless(launch((c) => ({ ...c, iat: now() + 120, exp: now() + 600 })), 400, 'invalid_id_token');
+    await learnerless(
+      launch((c) => ({ ...c, iat: now() - 900, exp: now() - 61 })),
+      400,
+      'invalid_id_token',
+    );
+    await learnerless(
+      launch((c) => ({ ...c, iat: now() + 120, exp: now() + 600 })),
+      400,
+      'invalid_id_token',
+    );
     // Within the 60 s of skew both ways: accepted.
     expect((await launch((c) => ({ ...c, iat: now() + 30, exp: now() - 30 }))).res.status).toBe(200);
   });
   it('a wrong aud; an aud array without azp naming the tool', async () => {
-    await learnerless(launch((c) => ({ ...c, aud: 'another-tool' })), 400, 'invalid_id_token');
-    await learnerless(launch((c) => ({ ...c, aud: [lms.clientId, 'another-tool'] })), 400, 'invalid_id_token');
-    await learnerless(launch((c) => ({ ...c, aud: [lms.clientId, 'another-tool'], azp: 'another-tool' })), 400, 'invalid_id_token');
+    await learnerless(
+      launch((c) => ({ ...c, aud: 'another-tool' })),
+      400,
+      'invalid_id_token',
+    );
+    await learnerless(
+      launch((c) => ({ ...c, aud: [lms.clientId, 'another-tool'] })),
+      400,
+      'invalid_id_token',
+    );
+    await learnerless(
+      launch((c) => ({ ...c, aud: [lms.clientId, 'another-tool'], azp: 'another-tool' })),
+      400,
+      'invalid_id_token',
+    );
     // An azp that is not the tool, whatever aud is (a string, or an array of one).
-    await learnerless(launch((c) => ({ ...c, azp: 'another-tool' })), 400, 'invalid_id_token');
-    await learnerless(launch((c) => ({ ...c, aud: [lms.clientId], azp: 'another-tool' })), 400, 'invalid_id_token');
+    await learnerless(
+      launch((c) => ({ ...c, azp: 'another-tool' })),
+      400,
+      'invalid_id_token',
+    );
+    await learnerless(
+      launch((c) => ({ ...c, aud: [lms.clientId], azp: 'another-tool' })),
+      400,
+      'invalid_id_token',
+    );
     expect((await launch((c) => ({ ...c, azp: lms.clientId }))).res.status).toBe(200);
     expect((await launch((c) => ({ ...c, aud: [lms.clientId, 'another-tool'], azp: lms.clientId }))).res.status).toBe(200);
     expect((await launch((c) => ({ ...c, aud: [lms.clientId] }))).res.status).toBe(200);
   });
   it('a wrong iss', async () => {
-    await learnerless(launch((c) => ({ ...c, iss: 'https://other.example' })), 400, 'invalid_id_token');
+    await learnerless(
+      launch((c) => ({ ...c, iss: 'https://other.example' })),
+      400,
+      'invalid_id_token',
+    );
   });
   it('an unknown kid, a token signed with another key, no kid', async () => {
     await learnerless(launch(undefined, { header: { kid: 'unknown-kid' } }), 400, 'invalid_id_token');
@@ -266,20 +322,41 @@ describe('every launch check', () => {
     }
   });
   it('an unregistered deployment', async () => {
-    await learnerless(launch((c) => ({ ...c, [lti('deployment_id')]: 'deployment-2' })), 400, 'unknown_deployment');
+    await learnerless(
+      launch((c) => ({ ...c, [lti('deployment_id')]: 'deployment-2' })),
+      400,
+      'unknown_deployment',
+    );
   });
   it('a missing message_type, version, roles or resource_link; another version', async () => {
     for (const claim of ['message_type', 'version', 'roles', 'resource_link']) await learnerless(launch(drop(lti(claim))), 400, 'invalid_launch');
-    await learnerless(launch((c) => ({ ...c, [lti('version')]: '1.1' })), 400, 'invalid_launch');
-    await learnerless(launch((c) => ({ ...c, [lti('resource_link')]: { title: 'no id' } })), 400, 'invalid_launch');
+    await learnerless(
+      launch((c) => ({ ...c, [lti('version')]: '1.1' })),
+      400,
+      'invalid_launch',
+    );
+    await learnerless(
+      launch((c) => ({ ...c, [lti('resource_link')]: { title: 'no id' } })),
+      400,
+      'invalid_launch',
+    );
   });
   it('an empty sub', async () => {
-    await learnerless(launch((c) => ({ ...c, sub: '' })), 400, 'invalid_id_token');
+    await learnerless(
+      launch((c) => ({ ...c, sub: '' })),
+      400,
+      'invalid_id_token',
+    );
   });
   it("an instructor's launch: the preview (deep-linking.test.ts); the instructor is not made a learner", async () => {
     const roles = (list: string[]) => (c: JWTPayload) => ({ ...c, [lti('roles')]: list });
     const m = 'http://purl.imsglobal.org/vocab/lis/v2/membership#';
-    for (const list of [[`${m}Instructor`], [`${m}ContentDeveloper`], ['Instructor'], ['http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator']]) {
+    for (const list of [
+      [`${m}Instructor`],
+      [`${m}ContentDeveloper`],
+      ['Instructor'],
+      ['http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator'],
+    ]) {
       const before = [await ltiUsers(), await sessions()];
       const r = await launch(roles(list), { sub: 'prof' });
       expect(r.res.status).toBe(200);
@@ -298,11 +375,17 @@ describe('every launch check', () => {
     );
     await learnerless(launch(undefined, { sub: 'banned-bob' }), 403, 'user_banned');
     // The ban over: launches again.
-    await t.db.query(`update auth.users set banned_until = now() - interval '1 second' where id = (select user_id from auth.identities where provider like 'lti:%' and provider_id = 'banned-bob')`);
+    await t.db.query(
+      `update auth.users set banned_until = now() - interval '1 second' where id = (select user_id from auth.identities where provider like 'lti:%' and provider_id = 'banned-bob')`,
+    );
     expect((await launch(undefined, { sub: 'banned-bob' })).res.status).toBe(200);
   });
   it('no activity placed', async () => {
-    await learnerless(launch((c) => ({ ...c, [lti('custom')]: {} })), 400, 'no_activity');
+    await learnerless(
+      launch((c) => ({ ...c, [lti('custom')]: {} })),
+      400,
+      'no_activity',
+    );
   });
 });
 
@@ -312,7 +395,13 @@ describe('platform storage (lti_storage_target)', () => {
     expect(res.status).toBe(200);
     const html = await res.text();
     const step = JSON.parse(/<script type="application\/json" id="lti-storage">(.*?)<\/script>/.exec(html)![1]!);
-    expect(step).toMatchObject({ subject: 'lti.put_data', target: '_parent', origin: lms.origin, key: expect.stringMatching(/^svc_lti_/), value: expect.any(String) });
+    expect(step).toMatchObject({
+      subject: 'lti.put_data',
+      target: '_parent',
+      origin: lms.origin,
+      key: expect.stringMatching(/^svc_lti_/),
+      value: expect.any(String),
+    });
     expect(html).toContain(`<form method="get" action="${lms.registration.auth_url}">`);
     const state = /name="state" value="([^"]+)"/.exec(html)![1]!;
     const nonce = /name="nonce" value="([^"]+)"/.exec(html)![1]!;

@@ -50,7 +50,16 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 export function installDeepLinking(lms: TestLms, toolUrl: () => string): DeepLinkingLms {
   const returnUrl = `${lms.origin}${RETURN_PATH}`;
   const received: Received[] = [];
-  const deepLinkClaims = (claims: JWTPayload, settings: Record<string, unknown> | null = { deep_link_return_url: returnUrl, accept_types: ['ltiResourceLink'], accept_presentation_document_targets: ['iframe', 'window'], accept_multiple: false, data: DL_DATA }) => {
+  const deepLinkClaims = (
+    claims: JWTPayload,
+    settings: Record<string, unknown> | null = {
+      deep_link_return_url: returnUrl,
+      accept_types: ['ltiResourceLink'],
+      accept_presentation_document_targets: ['iframe', 'window'],
+      accept_multiple: false,
+      data: DL_DATA,
+    },
+  ) => {
     const c: JWTPayload = { ...claims, [`${LTI}message_type`]: 'LtiDeepLinkingRequest', [`${LTI}roles`]: [INSTRUCTOR] };
     delete c[`${LTI}resource_link`];
     delete c[`${LTI}custom`];
@@ -64,10 +73,18 @@ export function installDeepLinking(lms: TestLms, toolUrl: () => string): DeepLin
     try {
       const header = decodeProtectedHeader(jwt) as Record<string, unknown>;
       const keys = createRemoteJWKSet(new URL(`${toolUrl()}/lti/v1/jwks`), { cacheMaxAge: 0 });
-      const { payload } = await jwtVerify(jwt, keys, { algorithms: ['RS256'], issuer: lms.clientId, audience: lms.issuer, maxTokenAge: '10m', requiredClaims: ['iat', 'exp', 'nonce'] });
+      const { payload } = await jwtVerify(jwt, keys, {
+        algorithms: ['RS256'],
+        issuer: lms.clientId,
+        audience: lms.issuer,
+        maxTokenAge: '10m',
+        requiredClaims: ['iat', 'exp', 'nonce'],
+      });
       received.push({ ok: true, payload, header });
       const items = (payload['https://purl.imsglobal.org/spec/lti-dl/claim/content_items'] as Array<{ title: string }>) ?? [];
-      res.end(`<!doctype html><html lang="en"><title>Course</title><body><main><h1>Activity placed</h1><ul>${items.map((i) => `<li>${esc(i.title)}</li>`).join('')}</ul></main></body></html>`);
+      res.end(
+        `<!doctype html><html lang="en"><title>Course</title><body><main><h1>Activity placed</h1><ul>${items.map((i) => `<li>${esc(i.title)}</li>`).join('')}</ul></main></body></html>`,
+      );
     } catch (err) {
       received.push({ ok: false, error: String(err) });
       res.statusCode = 400;

@@ -69,7 +69,8 @@ export function addRegistration(lms: TestLms): LmsRegistration {
     },
     requests: [],
     configHits: 0,
-    openUrl: (toolUrl) => `${toolUrl}${toolUrl.includes('?') ? '&' : '?'}${new URLSearchParams({ openid_configuration: reg.configUrl, registration_token: reg.token })}`,
+    openUrl: (toolUrl) =>
+      `${toolUrl}${toolUrl.includes('?') ? '&' : '?'}${new URLSearchParams({ openid_configuration: reg.configUrl, registration_token: reg.token })}`,
     adminPage: (toolUrl) => `${lms.origin}/admin/add-tool?${new URLSearchParams({ url: toolUrl })}`,
   };
   const bearerOk = (req: http.IncomingMessage) => req.headers.authorization === `Bearer ${reg.token}`;
@@ -126,11 +127,13 @@ export function addRegistration(lms: TestLms): LmsRegistration {
     if (reg.mode === 'answer-garbage') return void res.end('{"registered": true}');
     const tool = body['https://purl.imsglobal.org/spec/lti-tool-configuration'] as Record<string, unknown>;
     res.statusCode = 200;
-    res.end(JSON.stringify({
-      ...body,
-      client_id: CLIENT_ID,
-      'https://purl.imsglobal.org/spec/lti-tool-configuration': { ...tool, ...(reg.deploymentId !== null && { deployment_id: reg.deploymentId }) },
-    }));
+    res.end(
+      JSON.stringify({
+        ...body,
+        client_id: CLIENT_ID,
+        'https://purl.imsglobal.org/spec/lti-tool-configuration': { ...tool, ...(reg.deploymentId !== null && { deployment_id: reg.deploymentId }) },
+      }),
+    );
   });
 
   lms.route('/admin/add-tool', (_req, res, url) => {

@@ -207,14 +207,20 @@ export function addLmsServices(lms: TestLms, toolUrl: () => string): LmsServices
     if (await misbehave(s.mode, req, res)) return;
     if (req.method === 'POST') {
       if (!authorized(req, res, AGS_SCOPES[0]!)) return;
-      if (!String(req.headers['content-type']).startsWith('application/vnd.ims.lis.v2.lineitem+json')) return json(res, 415, 'application/json', { error: 'media type' });
+      if (!String(req.headers['content-type']).startsWith('application/vnd.ims.lis.v2.lineitem+json'))
+        return json(res, 415, 'application/json', { error: 'media type' });
       const body = JSON.parse(await readBody(req));
       const li = s.addLineItem({ scoreMaximum: body.scoreMaximum, label: body.label, resourceId: body.resourceId, resourceLinkId: body.resourceLinkId });
       return json(res, 201, 'application/vnd.ims.lis.v2.lineitem+json', li);
     }
     if (!authorized(req, res, [AGS_SCOPES[0]!, 'https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly'])) return;
     const rid = url.searchParams.get('resource_id');
-    json(res, 200, 'application/vnd.ims.lis.v2.lineitemcontainer+json', s.lineItems.filter((li) => !rid || li.resourceId === rid));
+    json(
+      res,
+      200,
+      'application/vnd.ims.lis.v2.lineitemcontainer+json',
+      s.lineItems.filter((li) => !rid || li.resourceId === rid),
+    );
   });
 
   const scoresHandler = (li: LineItem) => async (req: http.IncomingMessage, res: http.ServerResponse) => {

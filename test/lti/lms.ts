@@ -77,12 +77,24 @@ export async function startTestLms(): Promise<TestLms> {
       const hint = randomUUID();
       launches.set(hint, { activity: url.searchParams.get('activity') ?? '', sub: url.searchParams.get('sub') ?? '' });
       res.setHeader('content-type', 'text/html; charset=utf-8');
-      return res.end(lms.coursePage({ activity: hint, sub: url.searchParams.get('sub') ?? '', toolUrl: url.searchParams.get('tool') ?? '', storage: url.searchParams.has('storage') }));
+      return res.end(
+        lms.coursePage({
+          activity: hint,
+          sub: url.searchParams.get('sub') ?? '',
+          toolUrl: url.searchParams.get('tool') ?? '',
+          storage: url.searchParams.has('storage'),
+        }),
+      );
     }
     if (url.pathname === '/auth') {
       const q = url.searchParams;
       const launch = launches.get(q.get('lti_message_hint') ?? '');
-      const ok = q.get('scope') === 'openid' && q.get('response_type') === 'id_token' && q.get('response_mode') === 'form_post' && q.get('prompt') === 'none' && q.get('client_id') === CLIENT_ID;
+      const ok =
+        q.get('scope') === 'openid' &&
+        q.get('response_type') === 'id_token' &&
+        q.get('response_mode') === 'form_post' &&
+        q.get('prompt') === 'none' &&
+        q.get('client_id') === CLIENT_ID;
       if (!launch || !ok || q.get('login_hint') !== launch.sub) {
         res.statusCode = 400;
         return res.end('bad authentication request');
@@ -108,7 +120,14 @@ export async function startTestLms(): Promise<TestLms> {
     origin,
     issuer: origin,
     clientId: CLIENT_ID,
-    registration: { issuer: origin, client_id: CLIENT_ID, auth_url: `${origin}/auth`, token_url: `${origin}/token`, jwks_url: `${origin}/jwks`, deployments: [DEPLOYMENT_ID] },
+    registration: {
+      issuer: origin,
+      client_id: CLIENT_ID,
+      auth_url: `${origin}/auth`,
+      token_url: `${origin}/token`,
+      jwks_url: `${origin}/jwks`,
+      deployments: [DEPLOYMENT_ID],
+    },
     keysMode: 'ok',
     setKeysMode: (mode) => {
       lms.keysMode = mode;
@@ -118,8 +137,7 @@ export async function startTestLms(): Promise<TestLms> {
     },
     publicJwk,
     kid,
-    idToken: (claims, header = {}, key = privateKey) =>
-      new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT', ...header } as never).sign(key),
+    idToken: (claims, header = {}, key = privateKey) => new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT', ...header } as never).sign(key),
     launchClaims: ({ activity, sub, nonce }) => {
       const now = Math.floor(Date.now() / 1000);
       return {
@@ -146,7 +164,15 @@ export async function startTestLms(): Promise<TestLms> {
     },
     coursePage: ({ activity, sub, toolUrl, storage }) => {
       const login = new URL(`${toolUrl}/lti/v1/login`);
-      for (const [k, v] of Object.entries({ iss: origin, login_hint: sub, target_link_uri: `${toolUrl}/lti/v1/launch`, lti_message_hint: activity, client_id: CLIENT_ID, lti_deployment_id: DEPLOYMENT_ID })) login.searchParams.set(k, v);
+      for (const [k, v] of Object.entries({
+        iss: origin,
+        login_hint: sub,
+        target_link_uri: `${toolUrl}/lti/v1/launch`,
+        lti_message_hint: activity,
+        client_id: CLIENT_ID,
+        lti_deployment_id: DEPLOYMENT_ID,
+      }))
+        login.searchParams.set(k, v);
       if (storage) login.searchParams.set('lti_storage_target', '_parent');
       // 1EdTech platform storage (lti.put_data / lti.get_data), kept per origin, as Canvas does it; the put
       // is answered after 1 s, so a test can drop the tool's cookie meanwhile (a browser that blocks it).

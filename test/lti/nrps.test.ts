@@ -34,7 +34,10 @@ const world = useFixture(async () => {
 
 /** An instructor's resource-link launch of the placed activity with the NRPS claim. */
 async function instructorLaunch(sub: string, change: (c: JWTPayload) => JWTPayload = (c) => c) {
-  const res = await fetch(`${t.url}/lti/v1/login?${new URLSearchParams({ iss: lms.issuer, login_hint: sub, target_link_uri: `${t.url}/lti/v1/launch`, client_id: lms.clientId })}`, { redirect: 'manual' });
+  const res = await fetch(
+    `${t.url}/lti/v1/login?${new URLSearchParams({ iss: lms.issuer, login_hint: sub, target_link_uri: `${t.url}/lti/v1/launch`, client_id: lms.clientId })}`,
+    { redirect: 'manual' },
+  );
   const auth = new URL(res.headers.get('location')!);
   const claims = change({
     ...lms.launchClaims({ activity: world.activity.activityId, sub, nonce: auth.searchParams.get('nonce')! }),
@@ -67,11 +70,21 @@ describe('the roster read (NRPS 2.0)', () => {
       `select i.provider_id as subject, m.source from lti_context_members m join users u on u.id = m.user_id
          join auth.identities i on i.user_id = u.auth_user_id order by 1`,
     );
-    expect(members).toEqual([{ subject: 'stu-1', source: 'nrps' }, { subject: 'stu-2', source: 'nrps' }, { subject: 'stu-4', source: 'nrps' }]);
-    const [ana] = await t.db.query<{ identity_data: Record<string, unknown>; last_sign_in_at: string | null }>(`select identity_data, last_sign_in_at from auth.identities where provider_id = 'stu-1'`);
+    expect(members).toEqual([
+      { subject: 'stu-1', source: 'nrps' },
+      { subject: 'stu-2', source: 'nrps' },
+      { subject: 'stu-4', source: 'nrps' },
+    ]);
+    const [ana] = await t.db.query<{ identity_data: Record<string, unknown>; last_sign_in_at: string | null }>(
+      `select identity_data, last_sign_in_at from auth.identities where provider_id = 'stu-1'`,
+    );
     expect(ana!.identity_data).toMatchObject({ name: 'Ana One', email: 'ana@school.example', source: 'lti' });
     expect(ana!.last_sign_in_at).toBeNull(); // provisioned, never launched
-    expect(await t.db.query(`select 1 from memberships m join users u on u.id = m.user_id join auth.identities i on i.user_id = u.auth_user_id where i.provider_id = 'stu-1' and m.role = 'learner'`)).toHaveLength(1);
+    expect(
+      await t.db.query(
+        `select 1 from memberships m join users u on u.id = m.user_id join auth.identities i on i.user_id = u.auth_user_id where i.provider_id = 'stu-1' and m.role = 'learner'`,
+      ),
+    ).toHaveLength(1);
   }, 40_000);
 
   it('maps a roster learner to the same user a later launch gets, and keeps the source of a launch', async () => {
@@ -80,7 +93,9 @@ describe('the roster read (NRPS 2.0)', () => {
     const [c] = await t.db.query<{ tenant_id: string; id: string }>('select tenant_id, id from lti_contexts');
     const read = await readRoster(t.deps, { tenant_id: c!.tenant_id, context: c!.id });
     expect(read).toEqual({ pages: 3, learners: 3, skipped: 2, capped: false });
-    const [after] = await t.db.query<{ user_id: string; n: number }>(`select min(user_id::text) as user_id, count(*)::int as n from auth.identities where provider_id = 'stu-2'`);
+    const [after] = await t.db.query<{ user_id: string; n: number }>(
+      `select min(user_id::text) as user_id, count(*)::int as n from auth.identities where provider_id = 'stu-2'`,
+    );
     expect(after).toEqual({ user_id: before!.user_id, n: 1 });
   }, 30_000);
 

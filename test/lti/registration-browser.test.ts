@@ -30,7 +30,8 @@ async function expectAccessible(page: Page, name: string) {
   expect(await axeViolations(page), `axe, ${name}`).toEqual([]);
 }
 
-const registrationFrame = async (page: Page): Promise<Frame> => (await (await page.waitForSelector('iframe[title="Tool registration"]', { state: 'attached' })).contentFrame())!;
+const registrationFrame = async (page: Page): Promise<Frame> =>
+  (await (await page.waitForSelector('iframe[title="Tool registration"]', { state: 'attached' })).contentFrame())!;
 
 describe('dynamic registration in the browser', () => {
   it('the LMS admin page frames the registration URL; the tool registers and the LMS receives the close message', async () => {
@@ -42,11 +43,17 @@ describe('dynamic registration in the browser', () => {
       const real = window.addEventListener.bind(window);
       (window as unknown as { __closes: number }).__closes = 0;
       window.addEventListener = ((type: string, fn: EventListener, opts?: boolean | AddEventListenerOptions) =>
-        real(type, type === 'message' ? (e: Event) => {
-          if ((e as MessageEvent).data?.subject === 'org.imsglobal.lti.close') (window as unknown as { __closes: number }).__closes++;
-          if ((window as unknown as { __hold?: boolean }).__hold) return;
-          fn(e);
-        } : fn, opts)) as typeof window.addEventListener;
+        real(
+          type,
+          type === 'message'
+            ? (e: Event) => {
+                if ((e as MessageEvent).data?.subject === 'org.imsglobal.lti.close') (window as unknown as { __closes: number }).__closes++;
+                if ((window as unknown as { __hold?: boolean }).__hold) return;
+                fn(e);
+              }
+            : fn,
+          opts,
+        )) as typeof window.addEventListener;
       (window as unknown as { __hold?: boolean }).__hold = true;
     });
     await page.goto(world.reg.adminPage(minted.url));
@@ -102,7 +109,10 @@ describe('the LTI player when its session ends', () => {
     // The session ends on the server (signed out, expired): the page's refresh is refused.
     await t.db.query(`delete from auth.sessions where user_id = (select user_id from auth.identities where provider like 'lti:%' and provider_id = 'sleepy')`);
     await page.clock.runFor(2 * 3600 * 1000);
-    await frame!.getByRole('alert').getByText(/Your session has ended\. To go on, open the activity again from your course in the LMS/).waitFor({ timeout: 10_000 });
+    await frame!
+      .getByRole('alert')
+      .getByText(/Your session has ended\. To go on, open the activity again from your course in the LMS/)
+      .waitFor({ timeout: 10_000 });
     await expectAccessible(page, 'lti-session-ended');
     await page.context().close();
   }, 60_000);

@@ -48,7 +48,9 @@ describe('platform registrations', () => {
     expect(await t.op('lti.platforms.list', { tenant: 'globex' })).toEqual([]);
     expect(await t.op('lti.platforms.list', {})).toHaveLength(1);
 
-    await expect(t.op('lti.platforms.remove', { tenant: 'globex', issuer: canvas.issuer, client_id: canvas.client_id })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(t.op('lti.platforms.remove', { tenant: 'globex', issuer: canvas.issuer, client_id: canvas.client_id })).rejects.toMatchObject({
+      code: 'not_found',
+    });
     expect(await t.op('lti.platforms.remove', { tenant: 'acme', issuer: canvas.issuer, client_id: canvas.client_id })).toMatchObject({ removed: true });
     expect(await t.op('lti.platforms.list', {})).toEqual([]);
     expect(await t.db.query('select 1 from lti_deployments')).toEqual([]);
@@ -56,15 +58,26 @@ describe('platform registrations', () => {
 
   it('keeps issuer + client id to one tenant (every Canvas Cloud shares one issuer: another client id is another registration)', async () => {
     await t.op('lti.platforms.add', { tenant: 'acme', ...canvas });
-    await expect(t.op('lti.platforms.add', { tenant: 'globex', ...canvas })).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/another tenant/) });
+    await expect(t.op('lti.platforms.add', { tenant: 'globex', ...canvas })).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringMatching(/another tenant/),
+    });
     const other = await t.op('lti.platforms.add', { tenant: 'globex', ...canvas, client_id: '10000000000077' });
     expect(other).toMatchObject({ tenant: 'globex', issuer: canvas.issuer, created: true });
     // The unique key holds in the database too, not only in addPlatform's check.
     const [acme] = await t.db.query<{ id: string }>(`select id from tenants where slug = 'globex'`);
     await expect(
-      t.db.query('insert into lti_platforms (tenant_id, issuer, client_id, auth_url, token_url, jwks_url) values ($1, $2, $3, $4, $4, $4)', [acme!.id, canvas.issuer, canvas.client_id, canvas.auth_url]),
+      t.db.query('insert into lti_platforms (tenant_id, issuer, client_id, auth_url, token_url, jwks_url) values ($1, $2, $3, $4, $4, $4)', [
+        acme!.id,
+        canvas.issuer,
+        canvas.client_id,
+        canvas.auth_url,
+      ]),
     ).rejects.toThrow();
-    for (const [tenant, client_id] of [['acme', canvas.client_id], ['globex', '10000000000077']]) {
+    for (const [tenant, client_id] of [
+      ['acme', canvas.client_id],
+      ['globex', '10000000000077'],
+    ]) {
       await t.op('lti.platforms.remove', { tenant, issuer: canvas.issuer, client_id });
     }
   });
@@ -87,7 +100,11 @@ describe('platform registrations', () => {
 
   it('works through a running server (the CLI against an embedded folder held by npm start)', async () => {
     const call = (op: string, body: unknown, key = t.deps.config.serviceRoleKey) =>
-      fetch(`${t.url}/admin/v1/ops/${op}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${t.url}/admin/v1/ops/${op}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const res = await call('lti.platforms.add', { tenant: 'acme', ...canvas, deployments: ['1:abc'] });
     expect(res.status).toBe(200);
     expect((await res.json()).data).toMatchObject({ tenant: 'acme', deployments: ['1:abc'] });

@@ -77,7 +77,13 @@ describe('grades back to the LMS', () => {
     let page: Page;
     try {
       page = await launchAndSubmit('cy', '# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.', 'Passed');
-      await expect.poll(async () => (await t.db.query<{ attempts: number }>(`select attempts from lti_score_deliveries where subject = 'cy' order by id limit 1`))[0]?.attempts ?? 0, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
+      await expect
+        .poll(
+          async () =>
+            (await t.db.query<{ attempts: number }>(`select attempts from lti_score_deliveries where subject = 'cy' order by id limit 1`))[0]?.attempts ?? 0,
+          { timeout: 15_000 },
+        )
+        .toBeGreaterThanOrEqual(1);
       expect(received('cy')).toEqual([]);
     } finally {
       world.services.setMode('ok');

@@ -17,7 +17,6 @@ import { alive } from '../helpers/pids.ts';
 const TIMEOUT_MS = 4000;
 const SHUTDOWN = { SVC_SHUTDOWN_DELAY: '0.5', SVC_SHUTDOWN_TIMEOUT: String(TIMEOUT_MS / 1000) };
 
-
 describe.runIf(backend === 'pglite')('npm start', () => {
   let databases: ServerDatabase[] = [];
   const npms: ServerProcess[] = [];
@@ -37,7 +36,10 @@ describe.runIf(backend === 'pglite')('npm start', () => {
 
   it('runs the compiled code on the Node.js LTS the project brings', () => {
     for (const [i, npm] of npms.entries()) {
-      const line = npm.output().split('\n').find((l) => l.includes('service listening on'))!;
+      const line = npm
+        .output()
+        .split('\n')
+        .find((l) => l.includes('service listening on'))!;
       expect(JSON.parse(line).node).toMatch(/^v24\./);
       const serverPid = JSON.parse(readFileSync(join(databases[i]!.dataDir!, 'server.json'), 'utf8')).pid as number;
       const argv = readFileSync(`/proc/${serverPid}/cmdline`, 'utf8').split('\0');

@@ -15,7 +15,6 @@ const idp = useServer(() => startTestIdp());
 const model = useServer(() => startTestModel());
 const store = useFreshDb();
 
-
 const settings = () => ({
   judge: testJudge(model.baseUrl, { timeoutMs: 60_000 }),
   embed: embedSettings({ judgePollSeconds: 0.5, judgeWaitMs: 500, judgeAttempts: 1 }),
@@ -47,10 +46,14 @@ describe('a grading under way at shutdown', () => {
     model.setMode('grade');
     const second = await startApp(settings(), { db: store.db });
     try {
-      const verdict = await eventually(async () => {
-        const v = await verificationOf(second, res.body.artifact_id);
-        return v?.status === 'passed' ? v : undefined;
-      }, 15_000, 'the next process to grade the handed-back job');
+      const verdict = await eventually(
+        async () => {
+          const v = await verificationOf(second, res.body.artifact_id);
+          return v?.status === 'passed' ? v : undefined;
+        },
+        15_000,
+        'the next process to grade the handed-back job',
+      );
       expect(verdict.runs).toBe(1);
     } finally {
       await second.app.close();

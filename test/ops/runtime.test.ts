@@ -33,9 +33,15 @@ describe('runtime', () => {
   });
 
   it('runs the CLI through npx on the same Node.js', async () => {
-    const { stdout } = await promisify(execFile)('npx', ['--no-install', 'svc', '--version'], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME } });
+    const { stdout } = await promisify(execFile)('npx', ['--no-install', 'svc', '--version'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    });
     expect(stdout.trim()).toBe(pkg.version);
-    const { stdout: node } = await promisify(execFile)('npx', ['--no-install', 'node', '--version'], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME } });
+    const { stdout: node } = await promisify(execFile)('npx', ['--no-install', 'node', '--version'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    });
     expect(node.trim()).toBe(`v${pkg.dependencies.node}`);
   });
 });

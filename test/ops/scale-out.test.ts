@@ -83,10 +83,16 @@ describe.skipIf(skip !== undefined)(`two server processes on one database${skip 
     const body = (await res.json()) as { status: string; artifact_id: string };
     expect(res.status).toBe(200);
     expect(body.status).toBe('pending');
-    const verification = await eventually(async () => {
-      const [row] = await admin.db.query<{ verification: { status?: string } | null }>('select verification from artifacts where id = $1', [body.artifact_id]);
-      return row?.verification?.status === 'passed' ? row.verification : undefined;
-    }, 30_000, 'the other process to grade the submission');
+    const verification = await eventually(
+      async () => {
+        const [row] = await admin.db.query<{ verification: { status?: string } | null }>('select verification from artifacts where id = $1', [
+          body.artifact_id,
+        ]);
+        return row?.verification?.status === 'passed' ? row.verification : undefined;
+      },
+      30_000,
+      'the other process to grade the submission',
+    );
     expect(verification).toMatchObject({ status: 'passed' });
     expect(model.requests.length).toBe(1);
   });

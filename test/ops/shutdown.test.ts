@@ -61,9 +61,7 @@ describe('shutdown on SIGTERM', () => {
   beforeAll(async () => {
     for (let i = 0; i < 4; i++) databases.push(await serverDatabase());
     // The last server waits longer before closing its listener: its second signal comes first.
-    servers = await Promise.all(
-      databases.map((d, i) => startServerProcess({ ...d.env, ...SHUTDOWN, ...(i === 3 && { SVC_SHUTDOWN_DELAY: '3' }) })),
-    );
+    servers = await Promise.all(databases.map((d, i) => startServerProcess({ ...d.env, ...SHUTDOWN, ...(i === 3 && { SVC_SHUTDOWN_DELAY: '3' }) })));
   }, 120_000);
   afterAll(async () => {
     killAll(servers);

@@ -39,16 +39,17 @@ export async function startPartner(serviceUrl: string, idp: TestIdp, port = 0): 
       const mode = q.get('mode') ?? 'valid';
       const n = served.get(sub) ?? 0;
       served.set(sub, n + 1);
-      const token =
-        mode === 'garbage' ? 'not-a-jwt' : await idp.sign({ sub }, mode === 'expired-first' && n === 0 ? { expiresIn: '-5m' } : {});
+      const token = mode === 'garbage' ? 'not-a-jwt' : await idp.sign({ sub }, mode === 'expired-first' && n === 0 ? { expiresIn: '-5m' } : {});
       res.writeHead(200, { 'content-type': 'text/plain' }).end(token);
       return;
     }
     if (url.pathname === '/evil') {
       const forged = JSON.stringify({ type: 'svc:auth', v: 1, idp_token: await idp.sign({ sub: 'mallory' }) });
-      res.writeHead(200, { 'content-type': 'text/html' }).end(
-        `<!doctype html><html lang="en"><title>Advert</title><p>Advert</p><script>setInterval(() => { try { parent.frames[0].postMessage(${forged}, '*'); } catch (e) {} }, 100);</script></html>`,
-      );
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(
+          `<!doctype html><html lang="en"><title>Advert</title><p>Advert</p><script>setInterval(() => { try { parent.frames[0].postMessage(${forged}, '*'); } catch (e) {} }, 100);</script></html>`,
+        );
       return;
     }
     if (url.pathname !== '/') {
@@ -173,20 +174,25 @@ export const messages = (page: Page) => page.evaluate(() => (window as unknown a
 
 /** Wait until the partner page received a message of `type` (matching `fields`), and return it. */
 export async function received(page: Page, type: string, fields: Record<string, unknown> = {}) {
-  await expect.poll(async () => (await messages(page)).some((m) => m.type === type && Object.entries(fields).every(([k, v]) => m[k] === v)), { timeout: 20_000 }).toBe(true);
+  await expect
+    .poll(async () => (await messages(page)).some((m) => m.type === type && Object.entries(fields).every(([k, v]) => m[k] === v)), { timeout: 20_000 })
+    .toBe(true);
   return (await messages(page)).find((m) => m.type === type && Object.entries(fields).every(([k, v]) => m[k] === v))!;
 }
 
 /** The iframe's height follows the player's content. */
 export async function expectHeightFollows(page: Page, frame: Frame) {
   await expect
-    .poll(async () => {
-      const [outer, inner] = await Promise.all([
-        page.locator('iframe[title="Activity"]').evaluate((f) => (f as HTMLIFrameElement).getBoundingClientRect().height),
-        frame.evaluate(() => document.body.getBoundingClientRect().height),
-      ]);
-      return Math.abs(outer - inner);
-    }, { timeout: 10_000 })
+    .poll(
+      async () => {
+        const [outer, inner] = await Promise.all([
+          page.locator('iframe[title="Activity"]').evaluate((f) => (f as HTMLIFrameElement).getBoundingClientRect().height),
+          frame.evaluate(() => document.body.getBoundingClientRect().height),
+        ]);
+        return Math.abs(outer - inner);
+      },
+      { timeout: 10_000 },
+    )
     .toBeLessThanOrEqual(1);
 }
 

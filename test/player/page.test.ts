@@ -60,7 +60,12 @@ describe('the page', () => {
     expect(csp).toContain("script-src 'self'");
     expect(page.headers.get('cache-control')).toBe('no-store');
     expect(page.text).toContain('<html lang="en">');
-    expect(config(page.text)).toMatchObject({ tenant: 'acme', activity: doc.activityId, host: 'https://a.partner.example', origins: ['https://*.partner.example', 'https://learn.example.com'] });
+    expect(config(page.text)).toMatchObject({
+      tenant: 'acme',
+      activity: doc.activityId,
+      host: 'https://a.partner.example',
+      origins: ['https://*.partner.example', 'https://learn.example.com'],
+    });
     expect(config(page.text).error).toBeUndefined();
   });
 

@@ -48,7 +48,7 @@ describe('the player in a partner page', () => {
     await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor();
     expect(await page.locator('iframe').first().getAttribute('title')).toBe('Activity');
     const crumbs = frame.getByRole('navigation', { name: 'Breadcrumb' });
-    expect(await crumbs.getByRole("listitem").allInnerTexts()).toEqual(["Program", "Unit", "Lesson"]);
+    expect(await crumbs.getByRole('listitem').allInnerTexts()).toEqual(['Program', 'Unit', 'Lesson']);
     expect(await frame.locator('.spec strong').innerText()).toBe('one-page');
     expect(await frame.locator('.rubric').innerText()).toMatch(/States the problem \(weight 1\)\s*Discusses trade-offs \(weight 2\)/);
     expect(await frame.getByText('at least 70 out of 100').count()).toBe(1);
@@ -56,7 +56,10 @@ describe('the player in a partner page', () => {
     await received(page, 'svc:ready');
     await received(page, 'svc:progress', { completed_count: 0, total_count: 1 });
     await expectHeightFollows(page, frame);
-    const before = await page.locator('iframe').first().evaluate((f) => f.getBoundingClientRect().height);
+    const before = await page
+      .locator('iframe')
+      .first()
+      .evaluate((f) => f.getBoundingClientRect().height);
     await expectAccessible(page, frame, 'ready');
 
     await submitForVerdict(frame, '# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.', 'Passed', [
@@ -72,12 +75,19 @@ describe('the player in a partner page', () => {
     expect(v).toMatchObject({ v: 1, status: 'passed', score: 100, result_id: expect.any(String) });
     await received(page, 'svc:progress', { completed_count: 1, total_count: 1 });
     await expectHeightFollows(page, frame);
-    expect(await page.locator('iframe').first().evaluate((f) => f.getBoundingClientRect().height)).toBeGreaterThan(before);
+    expect(
+      await page
+        .locator('iframe')
+        .first()
+        .evaluate((f) => f.getBoundingClientRect().height),
+    ).toBeGreaterThan(before);
     await expectAccessible(page, frame, 'passed');
 
     expect(await frame.evaluate(() => document.cookie)).toBe('');
     expect(await page.context().cookies()).toEqual([]);
-    expect(serviceResponses.map((r) => r.url)).toEqual(expect.arrayContaining([expect.stringContaining('/embed/v1/play'), expect.stringContaining('/v1/embed/judge')]));
+    expect(serviceResponses.map((r) => r.url)).toEqual(
+      expect.arrayContaining([expect.stringContaining('/embed/v1/play'), expect.stringContaining('/v1/embed/judge')]),
+    );
     expect(serviceResponses.filter((r) => r.cookie !== null)).toEqual([]);
     await page.context().close();
   });
@@ -118,7 +128,8 @@ describe('the player in a partner page', () => {
 
   it('works with the keyboard alone', async () => {
     const { page, frame } = await open('margaret');
-    const focused = () => frame.evaluate(() => (document.activeElement as HTMLElement | null)?.id || (document.activeElement as HTMLInputElement | null)?.value || '');
+    const focused = () =>
+      frame.evaluate(() => (document.activeElement as HTMLElement | null)?.id || (document.activeElement as HTMLInputElement | null)?.value || '');
     await page.keyboard.press('Tab'); // into the frame: the first choice, "A link"
     expect(await focused()).toBe('url');
     await page.keyboard.press('ArrowRight'); // "Pasted text"

@@ -50,7 +50,7 @@ describe('refusals', () => {
     await page.context().close();
   });
 
-  it("an activity of another tenant is not shown: a readable message and svc:error", async () => {
+  it('an activity of another tenant is not shown: a readable message and svc:error', async () => {
     await expectNotShown(browser, partner, foreign.activityId, 'curious', 'Globex only');
   });
 
@@ -107,11 +107,19 @@ describe('bad input', () => {
     await page.goto(partner.url({ activity: w.doc.activityId, sub: 'big-file' }));
     const frame = await playerFrame(page);
     await frame.getByLabel('A file').check();
-    await frame.getByLabel('File (PDF, Markdown, HTML or text)').setInputFiles({ name: 'note.md', mimeType: 'text/markdown', buffer: Buffer.alloc(MAX_CONTENT_BYTES, 'a') });
+    await frame
+      .getByLabel('File (PDF, Markdown, HTML or text)')
+      .setInputFiles({ name: 'note.md', mimeType: 'text/markdown', buffer: Buffer.alloc(MAX_CONTENT_BYTES, 'a') });
     await frame.getByRole('button', { name: 'Submit for grading' }).click();
     expect(await frame.getByRole('alert').innerText()).toMatch(/The file is too large/);
     await received(page, 'svc:error', { code: 'invalid_request' });
-    expect(await countRows(w.t, 'artifacts', `user_id = (select user_id from auth.identities i join users u on u.auth_user_id = i.user_id where i.provider_id = 'big-file')`)).toBe(0);
+    expect(
+      await countRows(
+        w.t,
+        'artifacts',
+        `user_id = (select user_id from auth.identities i join users u on u.auth_user_id = i.user_id where i.provider_id = 'big-file')`,
+      ),
+    ).toBe(0);
     await page.context().close();
   });
 });

@@ -90,10 +90,21 @@ describe('asking for a review in the player', () => {
     await expectAccessible(page, frame, 'review-requested');
 
     // the instructor overrides it over MCP; the player shows it and tells the host again
-    await storeCalibration(resultId, { report_id: '01a21800-0000-7000-8000-000000000001', cohen_kappa: 0.82, false_pass_rate: 0.05, created_at: '2026-11-26T10:00:00Z' });
+    await storeCalibration(resultId, {
+      report_id: '01a21800-0000-7000-8000-000000000001',
+      cohen_kappa: 0.82,
+      false_pass_rate: 0.05,
+      created_at: '2026-11-26T10:00:00Z',
+    });
     const queue = (await ok(author, 'list_reviews', { tenant: 'acme', status: 'open' })).reviews as { id: string; result_id: string }[];
     const review = queue.find((r) => r.result_id === resultId)!;
-    await ok(author, 'resolve_review', { review_id: review.id, decision: 'override', passed: true, score: 85, reason: 'Section 3 does discuss the trade-offs.' });
+    await ok(author, 'resolve_review', {
+      review_id: review.id,
+      decision: 'override',
+      passed: true,
+      score: 85,
+      reason: 'Section 3 does discuss the trade-offs.',
+    });
     await frame.getByRole('heading', { name: 'Reviewed by your instructor' }).waitFor({ timeout: 20_000 });
     await frame.getByRole('heading', { name: 'Passed' }).waitFor();
     const box2 = await frame.locator('#outcome').innerText();
@@ -124,7 +135,11 @@ describe('asking for a review in the player', () => {
     await frame.getByRole('heading', { name: 'Review requested' }).waitFor();
     await storeCalibration(resultId, { status: 'uncalibrated' });
     const queue = (await ok(author, 'list_reviews', { tenant: 'acme', status: 'open' })).reviews as { id: string; result_id: string }[];
-    await ok(author, 'resolve_review', { review_id: queue.find((r) => r.result_id === resultId)!.id, decision: 'uphold', reason: 'The note itself must hold the trade-offs.' });
+    await ok(author, 'resolve_review', {
+      review_id: queue.find((r) => r.result_id === resultId)!.id,
+      decision: 'uphold',
+      reason: 'The note itself must hold the trade-offs.',
+    });
     await frame.getByRole('heading', { name: 'Reviewed by your instructor' }).waitFor({ timeout: 20_000 });
     const text = await frame.locator('#outcome').innerText();
     expect(text).toContain('Your instructor looked again: the verdict stands.');

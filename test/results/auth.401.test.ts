@@ -11,13 +11,7 @@ const a = useFixture(() => seedTenant(t, 'alpha'));
 const b = useFixture(() => seedTenant(t, 'beta'));
 
 /** Every data route, with ids that exist in tenant a (so a pass would be a 200). */
-const routes = () => [
-  '/v1/activity-results',
-  `/v1/activity-results/${a.resultIds[0]}`,
-  '/v1/progress',
-  '/v1/artifacts',
-  `/v1/artifacts/${a.artifactIds[0]}`,
-];
+const routes = () => ['/v1/activity-results', `/v1/activity-results/${a.resultIds[0]}`, '/v1/progress', '/v1/artifacts', `/v1/artifacts/${a.artifactIds[0]}`];
 const STYLES: KeyStyle[] = ['bearer', 'x-svc-api-key'];
 
 /** A well-formed key that was never issued. */

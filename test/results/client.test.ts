@@ -94,7 +94,9 @@ describe('the client', () => {
     expect(bad).toMatchObject({ code: 'invalid_request', status: 400, requestId: expect.any(String) });
     expect((bad as Error).message).toMatch(/^limit:/);
     expect(calls).toBe(1);
-    const unknown = await createResultsClient({ baseUrl: t.url, apiKey: 'svc_nope' }).page('progress').catch((e: unknown) => e);
+    const unknown = await createResultsClient({ baseUrl: t.url, apiKey: 'svc_nope' })
+      .page('progress')
+      .catch((e: unknown) => e);
     expect(unknown).toMatchObject({ code: 'unauthorized', status: 401 });
     expect(await client.get('artifacts', b.artifactIds[0]!).catch((e: unknown) => e)).toMatchObject({ code: 'not_found', status: 404 });
     const gone = await createResultsClient({ baseUrl: 'http://127.0.0.1:9', apiKey: a.key, maxRetries: 1, sleep: async () => {} })
@@ -152,10 +154,10 @@ describe('sync()', () => {
       for (let i = 0; writing && i < 60; i++) {
         const userId = await newUser(t.db);
         written.push(await newResult(t.db, { activityId: activityIds[i % activityIds.length]!, userId, status: 'in_progress' }));
-        await t.db.query(
-          `update activity_results set score = $2 where id = (select id from activity_results where tenant_id = $1 order by random() limit 1)`,
-          [a.id, i],
-        );
+        await t.db.query(`update activity_results set score = $2 where id = (select id from activity_results where tenant_id = $1 order by random() limit 1)`, [
+          a.id,
+          i,
+        ]);
         if (i % 3 === 0) {
           const [id] = written.splice(Math.floor(Math.random() * written.length), 1);
           await t.db.query(`delete from activity_results where id = $1`, [id]);
@@ -200,7 +202,10 @@ describe('svc-results export', () => {
     const first = rows.find((r) => r.id === a.artifactIds[0])!;
     expect(JSON.parse(first.verification!)).toEqual({ note: 'a, "quoted"\nline' });
     expect(first.repo_url).toBe('');
-    const jsonl = (await run(['export', 'learners', '--format', 'jsonl'])).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const jsonl = (await run(['export', 'learners', '--format', 'jsonl'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(jsonl.map((l) => l.svc_user_id).sort()).toEqual([...a.userIds].sort());
   });
 

@@ -96,15 +96,17 @@ describe('sync()', () => {
 });
 
 describe('svc-results export (stream)', () => {
-  const run = (args: string[]) =>
-    promisify(execFile)(process.execPath, [CLI, ...args], { env: { ...process.env, SVC_BASE_URL: t.url, SVC_API_KEY: a.key } });
+  const run = (args: string[]) => promisify(execFile)(process.execPath, [CLI, ...args], { env: { ...process.env, SVC_BASE_URL: t.url, SVC_API_KEY: a.key } });
 
   it('writes ndjson, csv and parquet from the stream', async () => {
     const ids = await dbIds(a.id);
     const nd = join(tmp, 'r.ndjson');
     const { stderr } = await run(['export', 'activity-results', '--format', 'ndjson', '--out', nd]);
     expect(stderr).toMatch(new RegExp(`activity-results: ${ids.length} rows exported, consistent through \\S+Z`));
-    const lines = (await readFile(nd, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await readFile(nd, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.id).sort()).toEqual(ids);
     const csv = join(tmp, 'r.csv');
     await run(['export', 'activity-results', '--format', 'csv', '--out', csv]);

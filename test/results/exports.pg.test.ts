@@ -37,14 +37,23 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
     let writes = 0;
     const writer = (async () => {
       while (writing) {
-        await t.db.query(`update activity_results set score = random() * 100 where id = (select id from activity_results where tenant_id = $1 order by random() limit 1)`, [a.id]);
-        await t.db.query(`delete from activity_results where id = (select id from activity_results where tenant_id = $1 and status = 'in_progress' order by random() limit 1)`, [a.id]);
+        await t.db.query(
+          `update activity_results set score = random() * 100 where id = (select id from activity_results where tenant_id = $1 order by random() limit 1)`,
+          [a.id],
+        );
+        await t.db.query(
+          `delete from activity_results where id = (select id from activity_results where tenant_id = $1 and status = 'in_progress' order by random() limit 1)`,
+          [a.id],
+        );
         writes += 2;
       }
     })();
     const res = await get(t, '/v1/exports/activity-results', a.key);
     const watermark = res.headers.get('svc-consistent-through')!;
-    const rows = (await res.text()).trim().split('\n').map((l) => JSON.parse(l));
+    const rows = (await res.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     writing = false;
     await writer;
     expect(writes).toBeGreaterThan(0);

@@ -118,7 +118,7 @@ describe('GET /v1/exports/*', () => {
     }
     // Microseconds survive: the raw INT64 values.
     const micros = await parquetReadObjects({ file, columns: ['updated_at'], utf8: true, parsers: { timestampFromMicroseconds: (v: bigint) => v } } as any);
-    const us = (s: string) => BigInt(Date.parse(`${s.slice(0, 19)}Z`)) * 1000000n / 1000n + BigInt(s.slice(20, 26));
+    const us = (s: string) => (BigInt(Date.parse(`${s.slice(0, 19)}Z`)) * 1000000n) / 1000n + BigInt(s.slice(20, 26));
     expect(micros.map((m: any) => m.updated_at).sort()).toEqual(json.map((r) => us(r.updated_at)).sort());
   });
 
@@ -256,19 +256,28 @@ describe('GET /v1/exports/*', () => {
       wait();
     });
     // Concurrent writes while the export is under way: updates, deletions, an insert.
-    const victims = (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and status = 'in_progress' order by updated_at desc limit 20`, [a.id])).map((r) => r.id);
+    const victims = (
+      await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and status = 'in_progress' order by updated_at desc limit 20`, [
+        a.id,
+      ])
+    ).map((r) => r.id);
     await t.db.query(`update activity_results set score = 1 where id = any($1::uuid[])`, [victims.slice(0, 10)]);
     await t.db.query(`delete from activity_results where id = any($1::uuid[])`, [victims.slice(10)]);
     const added = await newResult(t.db, { activityId: a.activityIds[1]!, userId: await newUser(t.db) });
     resume!();
     await done;
-    const rows = text.trim().split('\n').map((l) => JSON.parse(l));
+    const rows = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const ids = rows.map((r) => r.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const r of rows) expect(r.updated_at < watermark).toBe(true);
     expect(ids).not.toContain(added);
     // Rows untouched since the watermark are all there.
-    const untouched = (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and updated_at < $2`, [a.id, watermark])).map((r) => r.id);
+    const untouched = (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and updated_at < $2`, [a.id, watermark])).map(
+      (r) => r.id,
+    );
     expect(new Set(ids)).toEqual(new Set([...untouched, ...ids.filter((id) => !untouched.includes(id))]));
     for (const id of untouched) expect(ids.includes(id)).toBe(true);
     // The next pull: every changed row, and the deletions' tombstones.

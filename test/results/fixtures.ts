@@ -12,9 +12,7 @@ import type { TestApp } from '../helpers/harness.ts';
 
 /** A learner: auth.users row + the internal users row; returns svc_user_id. */
 export async function newUser(db: Db): Promise<string> {
-  const [auth] = await db.query<{ id: string }>(`insert into auth.users (email) values ($1) returning id`, [
-    `learner-${randomUUID()}@example.test`,
-  ]);
+  const [auth] = await db.query<{ id: string }>(`insert into auth.users (email) values ($1) returning id`, [`learner-${randomUUID()}@example.test`]);
   const [user] = await db.query<{ id: string }>(`insert into users (auth_user_id) values ($1) returning id`, [auth!.id]);
   return user!.id;
 }
@@ -26,10 +24,10 @@ export async function newProgram(db: Db, tenantId: string, activities: number) {
   const [lesson] = await db.query<{ id: string }>(`insert into lessons (unit_id, title) values ($1, 'Lesson') returning id`, [unit!.id]);
   const activityIds: string[] = [];
   for (let i = 0; i < activities; i++) {
-    const [a] = await db.query<{ id: string }>(
-      `insert into activities (lesson_id, title, kind, spec) values ($1, $2, 'site', 'Build a site') returning id`,
-      [lesson!.id, `Activity ${i + 1}`],
-    );
+    const [a] = await db.query<{ id: string }>(`insert into activities (lesson_id, title, kind, spec) values ($1, $2, 'site', 'Build a site') returning id`, [
+      lesson!.id,
+      `Activity ${i + 1}`,
+    ]);
     activityIds.push(a!.id);
   }
   return { programId: program!.id, lessonId: lesson!.id, activityIds };
@@ -143,16 +141,36 @@ export async function seedTenant(t: TestApp, slug: string): Promise<SeededTenant
     await t.db.query(`insert into memberships (tenant_id, user_id, role) values ($1, $2, 'learner')`, [tenant.id, userId]);
   }
   const resultIds = [
-    await newResult(t.db, { activityId: activityIds[0]!, userId: userIds[0]!, status: 'completed', score: 92.5, completedAt: '2026-03-01T10:00:00.123456Z', createdAt: nextCreatedAt() }),
+    await newResult(t.db, {
+      activityId: activityIds[0]!,
+      userId: userIds[0]!,
+      status: 'completed',
+      score: 92.5,
+      completedAt: '2026-03-01T10:00:00.123456Z',
+      createdAt: nextCreatedAt(),
+    }),
     await newResult(t.db, { activityId: activityIds[1]!, userId: userIds[0]!, status: 'in_progress', createdAt: nextCreatedAt() }),
     await newResult(t.db, { activityId: activityIds[0]!, userId: userIds[1]!, status: 'failed', score: 12, createdAt: nextCreatedAt() }),
   ];
   const artifactIds = [
-    await newArtifact(t.db, { resultId: resultIds[0]!, kind: 'site', refUrl: 'https://example.test/site', verification: { passed: true, score: 92.5 }, createdAt: nextCreatedAt() }),
+    await newArtifact(t.db, {
+      resultId: resultIds[0]!,
+      kind: 'site',
+      refUrl: 'https://example.test/site',
+      verification: { passed: true, score: 92.5 },
+      createdAt: nextCreatedAt(),
+    }),
     await newArtifact(t.db, { resultId: resultIds[0]!, kind: 'repo', repoUrl: 'https://example.test/repo.git', createdAt: nextCreatedAt() }),
     await newArtifact(t.db, { resultId: resultIds[2]!, kind: 'document', refUrl: 'https://example.test/doc', createdAt: nextCreatedAt() }),
   ];
-  await newProgress(t.db, { tenantId: tenant.id, userId: userIds[0]!, programId, completed: 1, lastActivityAt: '2026-03-01T10:00:00.123456Z', createdAt: nextCreatedAt() });
+  await newProgress(t.db, {
+    tenantId: tenant.id,
+    userId: userIds[0]!,
+    programId,
+    completed: 1,
+    lastActivityAt: '2026-03-01T10:00:00.123456Z',
+    createdAt: nextCreatedAt(),
+  });
   await newProgress(t.db, { tenantId: tenant.id, userId: userIds[1]!, programId, completed: 2, createdAt: nextCreatedAt() });
   await newProgress(t.db, { tenantId: tenant.id, userId: userIds[0]!, programId: empty.programId, completed: 0, createdAt: nextCreatedAt() });
   return {

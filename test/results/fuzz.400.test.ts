@@ -77,7 +77,12 @@ const numberish = fc.oneof(
   fc.constantFrom('0', '1', '200', '201', '050', '1e2', ' 5', '5 ', '+5', '0x10', 'NaN', 'Infinity', '9'.repeat(400), '١٢'),
 );
 
-const anyString = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme', maxLength: 50 }), fc.string({ minLength: 1000, maxLength: 6000 }));
+const anyString = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'binary' }),
+  fc.string({ unit: 'grapheme', maxLength: 50 }),
+  fc.string({ minLength: 1000, maxLength: 6000 }),
+);
 
 const value = fc.oneof(anyString, uuidish, timestampish, numberish, fc.constantFrom('completed', 'failed', 'in_progress', 'COMPLETED', ''));
 
@@ -113,14 +118,9 @@ describe('fuzzed query strings on every list', () => {
   it('tenant B’s ids as filters never reveal B’s rows', async () => {
     const ids = [...foreign];
     await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(...LISTS),
-        fc.constantFrom('activity_id', 'user_id', 'program_id'),
-        fc.constantFrom(...ids),
-        async (path, name, id) => {
-          await probe(`${path}?${name}=${id}`, [200, 400]);
-        },
-      ),
+      fc.asyncProperty(fc.constantFrom(...LISTS), fc.constantFrom('activity_id', 'user_id', 'program_id'), fc.constantFrom(...ids), async (path, name, id) => {
+        await probe(`${path}?${name}=${id}`, [200, 400]);
+      }),
       { numRuns: Math.min(RUNS, 60) },
     );
   });
@@ -130,7 +130,11 @@ describe('fuzzed path ids', () => {
   // 414: a path segment longer than Fastify's maxParamLength (100) is refused by the router,
   // before any plugin runs, still with the /v1 error body (app.ts frameworkErrors).
   it('answer 400 (not a uuid), 414 (too long for the router) or 404 (not ours), never 5xx', async () => {
-    const ids = fc.oneof(anyString.filter((s) => s.length < 3000), uuidish, fc.constantFrom(...b.resultIds, ...b.artifactIds, '..', '%', '%00', '.', '%2F'));
+    const ids = fc.oneof(
+      anyString.filter((s) => s.length < 3000),
+      uuidish,
+      fc.constantFrom(...b.resultIds, ...b.artifactIds, '..', '%', '%00', '.', '%2F'),
+    );
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('/v1/activity-results/', '/v1/artifacts/'), ids, fc.boolean(), async (base, id, encode) => {
         const segment = encode ? encodeURIComponent(id) : id.replace(/[/?#]/g, '');
@@ -147,9 +151,15 @@ describe('fuzzed cursors', () => {
     fc.nat().map((n) => (c: string) => c.slice(0, n % c.length)),
     fc.nat().map((n) => (c: string) => c.slice(n % c.length)),
     fc.tuple(fc.nat(), fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_')).map(
-      ([n, ch]) => (c: string) => c.slice(0, n % c.length) + ch + c.slice((n % c.length) + 1),
+      ([n, ch]) =>
+        (c: string) =>
+          c.slice(0, n % c.length) + ch + c.slice((n % c.length) + 1),
     ),
-    fc.tuple(fc.nat(), fc.string({ minLength: 1, maxLength: 4 })).map(([n, s]) => (c: string) => c.slice(0, n % c.length) + s + c.slice(n % c.length)),
+    fc.tuple(fc.nat(), fc.string({ minLength: 1, maxLength: 4 })).map(
+      ([n, s]) =>
+        (c: string) =>
+          c.slice(0, n % c.length) + s + c.slice(n % c.length),
+    ),
     fc.constant((c: string) => `${c}=`),
     fc.constant((c: string) => Buffer.from(c, 'base64url').toString('base64')),
     fc.constant((c: string) => Buffer.from(Buffer.from(c, 'base64url').toString('latin1').toUpperCase(), 'latin1').toString('base64url')),
@@ -158,14 +168,19 @@ describe('fuzzed cursors', () => {
 
   it('a changed cursor is refused with 400; only the untouched one pages', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('own', 'foreignCursor', 'feed') as fc.Arbitrary<keyof typeof cursors>, mutation, fc.constantFrom(...LISTS), async (which, mutate, path) => {
-        const original = cursors[which];
-        const cursor = mutate(original);
-        const feed = which === 'feed' ? '&updated_since=2000-01-01T00:00:00Z' : '';
-        const status = await probe(`${path}?cursor=${encodeURIComponent(cursor)}${feed}`, [200, 400]);
-        const usable = cursor === original && which !== 'foreignCursor' && path === (which === 'feed' ? '/v1/artifacts' : '/v1/activity-results');
-        expect(status, `${which} ${cursor} on ${path}`).toBe(usable ? 200 : 400);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('own', 'foreignCursor', 'feed') as fc.Arbitrary<keyof typeof cursors>,
+        mutation,
+        fc.constantFrom(...LISTS),
+        async (which, mutate, path) => {
+          const original = cursors[which];
+          const cursor = mutate(original);
+          const feed = which === 'feed' ? '&updated_since=2000-01-01T00:00:00Z' : '';
+          const status = await probe(`${path}?cursor=${encodeURIComponent(cursor)}${feed}`, [200, 400]);
+          const usable = cursor === original && which !== 'foreignCursor' && path === (which === 'feed' ? '/v1/artifacts' : '/v1/activity-results');
+          expect(status, `${which} ${cursor} on ${path}`).toBe(usable ? 200 : 400);
+        },
+      ),
       { numRuns: RUNS },
     );
   });

@@ -38,7 +38,14 @@ describe('limit', () => {
 });
 
 describe('uuids and enums', () => {
-  const bad = ['nope', '123', '01a201ea-3cab-778e-8b2d-9e8dcddb5a6', '01a201ea3cab778e8b2d9e8dcddb5a60', '{01a201ea-3cab-778e-8b2d-9e8dcddb5a60}', 'g1a201ea-3cab-778e-8b2d-9e8dcddb5a60'];
+  const bad = [
+    'nope',
+    '123',
+    '01a201ea-3cab-778e-8b2d-9e8dcddb5a6',
+    '01a201ea3cab778e8b2d9e8dcddb5a60',
+    '{01a201ea-3cab-778e-8b2d-9e8dcddb5a60}',
+    'g1a201ea-3cab-778e-8b2d-9e8dcddb5a60',
+  ];
   it.each([
     ['/v1/activity-results', 'activity_id'],
     ['/v1/activity-results', 'user_id'],

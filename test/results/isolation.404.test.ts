@@ -173,10 +173,16 @@ describe('isolation enforced by the database', () => {
   });
 
   it('confines learners, content and tombstones to the tenant in the database, whatever the WHERE clause', async () => {
-    await t.db.query('delete from progress where tenant_id = any($1::uuid[]) and program_id = any($2::uuid[])', [[a.id, b.id], [a.emptyProgramId, b.emptyProgramId]]);
+    await t.db.query('delete from progress where tenant_id = any($1::uuid[]) and program_id = any($2::uuid[])', [
+      [a.id, b.id],
+      [a.emptyProgramId, b.emptyProgramId],
+    ]);
     for (const table of ['memberships', 'programs', 'units', 'lessons', 'deletions']) {
       const tenants = await asResultsTenant(t.db, a.id, (tx) => tx.query<{ tenant_id: string }>(`select distinct tenant_id from ${table}`));
-      expect(tenants.map((r) => r.tenant_id), table).toEqual([a.id]);
+      expect(
+        tenants.map((r) => r.tenant_id),
+        table,
+      ).toEqual([a.id]);
     }
     // The learner object of another tenant's learner is null (not a member), and its identity filters find nothing.
     const [row] = await asResultsTenant(t.db, a.id, (tx) =>
@@ -205,7 +211,10 @@ describe('isolation enforced by the database', () => {
       `delete from artifacts`,
       `insert into progress (tenant_id, user_id, program_id) values ('${a.id}', '${a.userIds[0]}', '${a.programId}')`,
     ]) {
-      await expect(asResultsTenant(t.db, a.id, (tx) => tx.query(sql)), sql).rejects.toThrow(/permission denied/);
+      await expect(
+        asResultsTenant(t.db, a.id, (tx) => tx.query(sql)),
+        sql,
+      ).rejects.toThrow(/permission denied/);
     }
   });
 });

@@ -41,11 +41,7 @@ describe('key format and storage', () => {
     const k = await t.op('key.create', { tenant: 'alpha', name: 'lookup' });
     expect(await findLiveKey(t.db, k.key)).toMatchObject({ id: k.id, tenantId: a.id, prefix: k.prefix });
     const secret = k.key.slice(17);
-    for (const other of [
-      `${secret.slice(0, -1)}${secret.at(-1) === 'A' ? 'B' : 'A'}`,
-      `${secret[0] === 'A' ? 'B' : 'A'}${secret.slice(1)}`,
-      'A'.repeat(40),
-    ]) {
+    for (const other of [`${secret.slice(0, -1)}${secret.at(-1) === 'A' ? 'B' : 'A'}`, `${secret[0] === 'A' ? 'B' : 'A'}${secret.slice(1)}`, 'A'.repeat(40)]) {
       expect(await findLiveKey(t.db, `svc_${k.prefix}_${other}`)).toBeUndefined();
     }
     await expectError(await get(t, '/v1/progress', `svc_${k.prefix}_${'A'.repeat(40)}`), 401, 'unauthorized');
@@ -128,7 +124,10 @@ describe('last_used_at', () => {
       const k = await app.op('key.create', { tenant: 'alpha', name: 'periodic' });
       await getJson(app, '/v1/progress', k.key);
       await expect
-        .poll(async () => (await t.db.query<{ ok: boolean }>('select last_used_at is not null as ok from api_keys where id = $1', [k.id]))[0]!.ok, { timeout: 5000, interval: 20 })
+        .poll(async () => (await t.db.query<{ ok: boolean }>('select last_used_at is not null as ok from api_keys where id = $1', [k.id]))[0]!.ok, {
+          timeout: 5000,
+          interval: 20,
+        })
         .toBe(true);
     } finally {
       await app.close();

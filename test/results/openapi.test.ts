@@ -83,10 +83,7 @@ function validatorFor(schema: unknown) {
       ? node.map(rewrite)
       : node && typeof node === 'object'
         ? Object.fromEntries(
-            Object.entries(node).map(([k, v]) => [
-              k,
-              k === '$ref' && typeof v === 'string' ? v.replace('#/components/schemas/', '#/$defs/') : rewrite(v),
-            ]),
+            Object.entries(node).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' ? v.replace('#/components/schemas/', '#/$defs/') : rewrite(v)]),
           )
         : node;
   return ajv.compile({ ...(rewrite(schema) as object), $defs: rewrite(doc.components.schemas) as object });

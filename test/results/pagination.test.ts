@@ -4,17 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useApp, useFixture } from '../helpers/harness.ts';
-import {
-  getJson,
-  newArtifact,
-  newProgram,
-  newProgress,
-  newResult,
-  newUser,
-  seedTenant,
-  walk,
-  type SeededTenant,
-} from './fixtures.ts';
+import { getJson, newArtifact, newProgram, newProgress, newResult, newUser, seedTenant, walk, type SeededTenant } from './fixtures.ts';
 
 let a: SeededTenant;
 let activityIds: string[];
@@ -81,7 +71,10 @@ describe('activity-results pages', () => {
   it('gives the same rows with any page size, with next_cursor null exactly on the last page', async () => {
     for (const limit of [2, 3, 6, 7, 8, 200]) {
       const { ids, pages } = await walk(t, '/v1/activity-results', a.key, limit);
-      expect(ids.map((id) => nameById.get(id)), `limit=${limit}`).toEqual(EXPECTED_ORDER);
+      expect(
+        ids.map((id) => nameById.get(id)),
+        `limit=${limit}`,
+      ).toEqual(EXPECTED_ORDER);
       expect(pages).toHaveLength(Math.max(1, Math.ceil(EXPECTED_ORDER.length / limit)));
       expect(pages.at(-1).next_cursor).toBeNull();
       expect(pages.at(-1).has_more).toBe(false);
@@ -107,10 +100,10 @@ describe('activity-results pages', () => {
 
   it('pages a filtered list and binds the cursor to that filter', async () => {
     const activity = activityIds[0]!;
-    const expected = await t.db.query<{ id: string }>(
-      'select id from activity_results where tenant_id = $1 and activity_id = $2 order by created_at, id',
-      [a.id, activity],
-    );
+    const expected = await t.db.query<{ id: string }>('select id from activity_results where tenant_id = $1 and activity_id = $2 order by created_at, id', [
+      a.id,
+      activity,
+    ]);
     expect(expected.length).toBeGreaterThan(2);
     const { ids } = await walk(t, `/v1/activity-results?activity_id=${activity}`, a.key, 1);
     expect(ids).toEqual(expected.map((r) => r.id));

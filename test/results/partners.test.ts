@@ -31,7 +31,10 @@ beforeAll(async () => {
   const { client } = await authorClient(world.t, 'globex');
   const program = await ok(client, 'create_program', { tenant: 'globex', title: 'Web basics', description: 'HTML & CSS' });
   const unit = await ok(client, 'create_unit', { program_id: program.id, title: 'Pages' });
-  const lessons = [await ok(client, 'create_lesson', { unit_id: unit.id, title: 'Markup' }), await ok(client, 'create_lesson', { unit_id: unit.id, title: 'Style' })];
+  const lessons = [
+    await ok(client, 'create_lesson', { unit_id: unit.id, title: 'Markup' }),
+    await ok(client, 'create_lesson', { unit_id: unit.id, title: 'Style' }),
+  ];
   const activities = [
     await ok(client, 'create_activity', {
       lesson_id: lessons[0]!.id,
@@ -41,7 +44,13 @@ beforeAll(async () => {
       rubric: [{ criterion: 'Valid HTML', weight: 2 }, { criterion: 'Has a title' }],
       pass_threshold: 60,
     }),
-    await ok(client, 'create_activity', { lesson_id: lessons[1]!.id, title: 'A sheet', kind: 'document', spec: 'Write CSS.', rubric: [{ criterion: 'Readable' }] }),
+    await ok(client, 'create_activity', {
+      lesson_id: lessons[1]!.id,
+      title: 'A sheet',
+      kind: 'document',
+      spec: 'Write CSS.',
+      rubric: [{ criterion: 'Readable' }],
+    }),
   ];
   await client.close();
   outline = { program, units: [unit], lessons, activities };
@@ -132,7 +141,10 @@ describe('GET /v1/programs', () => {
       })),
     });
     expect(got).toEqual(expected(false));
-    expect(got.units[0].lessons[0].activities[0].rubric).toEqual([{ criterion: 'Valid HTML', weight: 2 }, { criterion: 'Has a title', weight: 1 }]);
+    expect(got.units[0].lessons[0].activities[0].rubric).toEqual([
+      { criterion: 'Valid HTML', weight: 2 },
+      { criterion: 'Has a title', weight: 1 },
+    ]);
     expect(await getJson(world.t, `/v1/programs/${outline.program.id}?include=spec`, globexKey)).toEqual(expected(true));
   });
 
@@ -140,7 +152,9 @@ describe('GET /v1/programs', () => {
     await expectError(await get(world.t, `/v1/programs/${outline.program.id}`, acmeKey), 404, 'not_found');
     expect((await getJson(world.t, '/v1/programs', acmeKey)).data.map((p: any) => p.id)).not.toContain(outline.program.id);
     expect(await expectError(await get(world.t, `/v1/programs/${outline.program.id}?include=rubric`, globexKey), 400, 'invalid_request')).toMatch(/^include:/);
-    expect(await expectError(await get(world.t, '/v1/programs?updated_since=2026-01-01T00:00:00Z', globexKey), 400, 'invalid_request')).toMatch(/^updated_since:/);
+    expect(await expectError(await get(world.t, '/v1/programs?updated_since=2026-01-01T00:00:00Z', globexKey), 400, 'invalid_request')).toMatch(
+      /^updated_since:/,
+    );
   });
 });
 
@@ -163,7 +177,11 @@ describe('GET /v1/deletions and svc learner delete', () => {
     const feed = await getJson(world.t, '/v1/deletions', acmeKey);
     const tomb = (resource: string) => feed.data.filter((d: any) => d.resource === resource);
     expect(tomb('activity_result').map((d: any) => d.id)).toEqual([resultId]);
-    expect(tomb('artifact').map((d: any) => d.id).sort()).toEqual([...artifactIds].sort());
+    expect(
+      tomb('artifact')
+        .map((d: any) => d.id)
+        .sort(),
+    ).toEqual([...artifactIds].sort());
     expect(tomb('learner')).toEqual([expect.objectContaining({ id: learners.alice, svc_user_id: learners.alice })]);
     for (const d of feed.data) expect(Object.keys(d).sort()).toEqual(['deleted_at', 'id', 'program_id', 'resource', 'svc_user_id']);
     expect(feed.consistent_through).toEqual(expect.any(String));
@@ -218,7 +236,9 @@ describe('fixes found tried as a partner would', () => {
       req.on('error', reject);
       req.end();
     });
-    expect(link).toMatch(new RegExp(`^<${world.t.deps.config.baseUrl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/v1/learners\\?limit=1&cursor=[A-Za-z0-9_-]+>; rel="next"$`));
+    expect(link).toMatch(
+      new RegExp(`^<${world.t.deps.config.baseUrl.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/v1/learners\\?limit=1&cursor=[A-Za-z0-9_-]+>; rel="next"$`),
+    );
   });
 
   it('echoes a client X-Request-Id only when short and plain, else makes one', async () => {

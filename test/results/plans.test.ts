@@ -16,9 +16,9 @@ let bigTenant: string;
 beforeAll(async () => {
   await installStatements(store.db);
   await loadResults(store.db, { rows: 20_000, tenants: 5 });
-  [{ id: bigTenant }] = (await store.db.query<{ id: string }>(
-    'select tenant_id as id from activity_results group by 1 order by count(*) desc limit 1',
-  )) as [{ id: string }];
+  [{ id: bigTenant }] = (await store.db.query<{ id: string }>('select tenant_id as id from activity_results group by 1 order by count(*) desc limit 1')) as [
+    { id: string },
+  ];
 }, 120_000);
 
 /** Each listed table by the noun in its statements' names, with its keyset columns (order key of the feed, row id). */
@@ -34,8 +34,7 @@ const TABLE_OF_NOUN = {
 } as const;
 const TABLES = Object.values(TABLE_OF_NOUN).map((t) => t.table);
 /** The table a statement lists or reads, by its name (results_list_artifacts, results_get_artifact, …). */
-const infoOf = (statement: PageStatement) =>
-  Object.entries(TABLE_OF_NOUN).find(([noun]) => new RegExp(`^results_(list|get)_${noun}`).test(statement.name))![1];
+const infoOf = (statement: PageStatement) => Object.entries(TABLE_OF_NOUN).find(([noun]) => new RegExp(`^results_(list|get)_${noun}`).test(statement.name))![1];
 const tableOf = (statement: PageStatement) => infoOf(statement).table;
 /** The columns a statement filters on by equality, besides the tenant (and the id of a get). */
 const filtersOf = (statement: PageStatement) =>
@@ -89,11 +88,13 @@ describe('page statements', () => {
       const plan = await genericPlan(store.db, { ...statement, args: [bigTenant, ...statement.args.slice(1)] });
       const table = tableOf(statement);
       const nodes = planNodes(plan);
-      expect(nodes.filter((n) => n['Relation Name'] === table).map((n) => n['Node Type']), JSON.stringify(plan)).toEqual(['Index Scan']);
+      expect(
+        nodes.filter((n) => n['Relation Name'] === table).map((n) => n['Node Type']),
+        JSON.stringify(plan),
+      ).toEqual(['Index Scan']);
       // Sorts of the table's rows before the LIMIT (not the one of a row's artifact_ids, nor
       // PostgreSQL 17's sort of the page's ≤ limit + 1 rows for the outer json_agg).
-      const readsUnlimited = (n: PlanNode): boolean =>
-        n['Relation Name'] === table || (n['Node Type'] !== 'Limit' && (n.Plans ?? []).some(readsUnlimited));
+      const readsUnlimited = (n: PlanNode): boolean => n['Relation Name'] === table || (n['Node Type'] !== 'Limit' && (n.Plans ?? []).some(readsUnlimited));
       const sorts = nodes.filter((n) => /Sort/.test(n['Node Type']) && readsUnlimited(n));
       // Sorted: one learner's rows in the feed, and the learner of one IdP subject (by primary key).
       const fewRows = (statement.sync && filters.includes('user_id')) || statement.text.includes('results_learners_by_subject');

@@ -142,7 +142,13 @@ async function scenario(ops: Op[]) {
     for (const program of programs) {
       const completed = program.activities.filter((a) => set.has(a)).length;
       const total = program.activities.length;
-      fromModel.push({ svc_user_id: svcUser.get(learner)!, program_id: program.id, completed_count: completed, total_count: total, percent: total ? Math.floor((completed * 100) / total) : 0 });
+      fromModel.push({
+        svc_user_id: svcUser.get(learner)!,
+        program_id: program.id,
+        completed_count: completed,
+        total_count: total,
+        percent: total ? Math.floor((completed * 100) / total) : 0,
+      });
     }
   }
   // Recomputation 2, from the results in the database.

@@ -10,7 +10,20 @@ const b = useFixture(() => seedTenant(t, 'beta'));
 
 const LIST_KEYS = ['data', 'has_more', 'next_cursor'];
 // DESIGN §6's fields plus updated_at (issue #4) and program_id, unit_id (issue #14).
-const RESULT_KEYS = ['activity_id', 'artifact_ids', 'completed_at', 'created_at', 'id', 'lesson_id', 'program_id', 'score', 'status', 'svc_user_id', 'unit_id', 'updated_at'];
+const RESULT_KEYS = [
+  'activity_id',
+  'artifact_ids',
+  'completed_at',
+  'created_at',
+  'id',
+  'lesson_id',
+  'program_id',
+  'score',
+  'status',
+  'svc_user_id',
+  'unit_id',
+  'updated_at',
+];
 const PROGRESS_KEYS = ['completed_count', 'last_activity_at', 'percent', 'program_id', 'svc_user_id', 'total_count', 'updated_at'];
 const ARTIFACT_KEYS = ['created_at', 'id', 'kind', 'ref_url', 'repo_url', 'result_id', 'updated_at', 'verification'];
 

@@ -62,10 +62,9 @@ describe('the updated_since feed', () => {
     expect(again.data.every((r: any) => r.updated_at === lastSeen)).toBe(true);
 
     // A verdict on the first result (as the embed judge writes it): it moves to the end of the feed.
-    const [changed] = await t.db.query<{ id: string }>(
-      `update activity_results set status = 'completed', score = 99 where id = $1 returning id`,
-      [a.resultIds[1]],
-    );
+    const [changed] = await t.db.query<{ id: string }>(`update activity_results set status = 'completed', score = 99 where id = $1 returning id`, [
+      a.resultIds[1],
+    ]);
     const { ids, pages } = await walk(t, `/v1/activity-results?updated_since=${lastSeen}`, a.key, 1);
     expect(ids.at(-1)).toBe(changed!.id);
     expect(pages.at(-1).data[0]).toMatchObject({ id: a.resultIds[1], status: 'completed', score: 99 });
@@ -83,10 +82,10 @@ describe('the updated_since feed', () => {
 
   it('combines with the filters, and never shows another tenant’s rows', async () => {
     const byUser = await walk(t, `/v1/activity-results?updated_since=${EPOCH}&user_id=${a.userIds[0]}`, a.key, 1);
-    const expected = await t.db.query<{ id: string }>(
-      'select id from activity_results where tenant_id = $1 and user_id = $2 order by updated_at, id',
-      [a.id, a.userIds[0]],
-    );
+    const expected = await t.db.query<{ id: string }>('select id from activity_results where tenant_id = $1 and user_id = $2 order by updated_at, id', [
+      a.id,
+      a.userIds[0],
+    ]);
     expect(byUser.ids).toEqual(expected.map((r) => r.id));
     const foreign = new Set([...b.resultIds, ...b.artifactIds]);
     for (const list of LISTS) {
@@ -119,7 +118,10 @@ describe('the updated_since feed', () => {
     expect(expected).toContain(row!.id);
     for (const since of spellings) {
       const body = await getJson(t, `/v1/artifacts?updated_since=${encodeURIComponent(since)}`, a.key);
-      expect(body.data.map((r: any) => r.id), since).toEqual(expected);
+      expect(
+        body.data.map((r: any) => r.id),
+        since,
+      ).toEqual(expected);
     }
     // One microsecond later excludes it.
     const later = at.replace(/(\d{6})Z$/, (_m, us: string) => `${String(Number(us) + 1).padStart(6, '0')}Z`);

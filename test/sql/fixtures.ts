@@ -28,11 +28,21 @@ const SUBS: Fixture['subs'] = { authorA: id('0a1'), learnerA: id('0a2'), authorB
 
 /** The seed's tenants and content records by name (a record's title is its name). */
 const IDS: Record<string, string> = {
-  tenantA: id('00a'), tenantB: id('00b'),
-  PA: id('101'), PB: id('102'), PC: id('103'),
-  UA: id('201'), UB: id('202'), UC: id('203'),
-  LA: id('301'), LB: id('302'), LC: id('303'),
-  AA1: id('401'), AA2: id('402'), AB: id('403'), AC: id('404'),
+  tenantA: id('00a'),
+  tenantB: id('00b'),
+  PA: id('101'),
+  PB: id('102'),
+  PC: id('103'),
+  UA: id('201'),
+  UB: id('202'),
+  UC: id('203'),
+  LA: id('301'),
+  LB: id('302'),
+  LC: id('303'),
+  AA1: id('401'),
+  AA2: id('402'),
+  AB: id('403'),
+  AC: id('404'),
 };
 
 /**
@@ -58,9 +68,21 @@ export const SEED_SQL = `
     ('${IDS.tenantA}', '${SUBS.authorA}', 'author'),
     ('${IDS.tenantA}', '${SUBS.learnerA}', 'learner'),
     ('${IDS.tenantB}', '${SUBS.authorB}', 'author');
-  ${records('programs', 'tenant_id', [['PA', 'tenantA'], ['PB', 'tenantB'], ['PC', null]])}
-  ${records('units', 'program_id', [['UA', 'PA'], ['UB', 'PB'], ['UC', 'PC']])}
-  ${records('lessons', 'unit_id', [['LA', 'UA'], ['LB', 'UB'], ['LC', 'UC']])}
+  ${records('programs', 'tenant_id', [
+    ['PA', 'tenantA'],
+    ['PB', 'tenantB'],
+    ['PC', null],
+  ])}
+  ${records('units', 'program_id', [
+    ['UA', 'PA'],
+    ['UB', 'PB'],
+    ['UC', 'PC'],
+  ])}
+  ${records('lessons', 'unit_id', [
+    ['LA', 'UA'],
+    ['LB', 'UB'],
+    ['LC', 'UC'],
+  ])}
   insert into activities (id, lesson_id, title, kind, spec) values
     ('${IDS.AA1}', '${IDS.LA}', 'AA1', 'document', 's'),
     ('${IDS.AA2}', '${IDS.LA}', 'AA2', 'document', 's'),

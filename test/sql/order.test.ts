@@ -62,7 +62,10 @@ describe('every writer obeys the order rules (here: the owner, no RLS)', () => {
       owner((tx) => tx.query(`insert into activities (lesson_id, title, kind, spec, position) values ($1, 'x', 'document', 's', 4)`, [f.ids.LA])),
       'SVP01',
     );
-    await expectSqlState(owner((tx) => tx.query(`update activities set position = 3 where id = $1`, [f.ids.AA1])), 'SVP01');
+    await expectSqlState(
+      owner((tx) => tx.query(`update activities set position = 3 where id = $1`, [f.ids.AA1])),
+      'SVP01',
+    );
   });
 
   it('a duplicate position cannot be committed (deferred unique constraint)', async () => {
@@ -99,71 +102,74 @@ describe('every writer obeys the order rules (here: the owner, no RLS)', () => {
   });
 });
 
-describe.skipIf(backend !== 'postgres')(`two connections at once (PostgreSQL only; ${backend === 'postgres' ? 'running' : 'skipped: PGlite is one connection'})`, () => {
-  /** Two sessions as the author of A on their own connections, each in an open transaction. */
-  async function twoSessions(url: string) {
-    const a = postgres(url, { max: 1, onnotice: () => {} });
-    const b = postgres(url, { max: 1, onnotice: () => {} });
-    const begin = async (sql: postgres.Sql) => {
-      const tx = await sql.reserve();
-      await tx.unsafe('begin');
-      await tx.unsafe('set local role authenticated');
-      await tx.unsafe(`select set_config('request.jwt.claims', $1, true)`, [JSON.stringify(claimsOf(f.subs.authorA))]);
-      return tx;
-    };
-    const [ta, tb] = [await begin(a), await begin(b)];
-    return {
-      ta,
-      tb,
-      close: async () => {
-        ta.release();
-        tb.release();
-        await a.end();
-        await b.end();
-      },
-    };
-  }
-  const append = (tx: postgres.ReservedSql, lessonId: string, title: string) =>
-    tx.unsafe(`insert into activities (lesson_id, title, kind, spec) values ($1, $2, 'document', 's') returning position`, [lessonId, title]);
-
-  it('with the lock: the second insert waits for the first and takes the next position', async () => {
-    const s = await twoSessions(f.url!);
-    try {
-      expect((await append(s.ta, f.ids.LA, 'first'))[0]!.position).toBe(3);
-      let secondDone = false;
-      const second = append(s.tb, f.ids.LA, 'second').then((rows) => {
-        secondDone = true;
-        return rows;
-      });
-      await new Promise((r) => setTimeout(r, 300));
-      expect(secondDone, 'the second insert waits for the lock').toBe(false);
-      await s.ta.unsafe('commit');
-      expect((await second)[0]!.position).toBe(4);
-      await s.tb.unsafe('commit');
-    } finally {
-      await s.close();
+describe.skipIf(backend !== 'postgres')(
+  `two connections at once (PostgreSQL only; ${backend === 'postgres' ? 'running' : 'skipped: PGlite is one connection'})`,
+  () => {
+    /** Two sessions as the author of A on their own connections, each in an open transaction. */
+    async function twoSessions(url: string) {
+      const a = postgres(url, { max: 1, onnotice: () => {} });
+      const b = postgres(url, { max: 1, onnotice: () => {} });
+      const begin = async (sql: postgres.Sql) => {
+        const tx = await sql.reserve();
+        await tx.unsafe('begin');
+        await tx.unsafe('set local role authenticated');
+        await tx.unsafe(`select set_config('request.jwt.claims', $1, true)`, [JSON.stringify(claimsOf(f.subs.authorA))]);
+        return tx;
+      };
+      const [ta, tb] = [await begin(a), await begin(b)];
+      return {
+        ta,
+        tb,
+        close: async () => {
+          ta.release();
+          tb.release();
+          await a.end();
+          await b.end();
+        },
+      };
     }
-    const [row] = await f.db.query<{ p: number[] }>(`select array_agg(position order by position) as p from activities where lesson_id = $1`, [f.ids.LA]);
-    expect(row!.p).toEqual([1, 2, 3, 4]);
-  });
+    const append = (tx: postgres.ReservedSql, lessonId: string, title: string) =>
+      tx.unsafe(`insert into activities (lesson_id, title, kind, spec) values ($1, $2, 'document', 's') returning position`, [lessonId, title]);
 
-  it('without the lock (replaced by a no-op), the unique constraint refuses the duplicate at commit', async () => {
-    const other = await freshDb();
-    try {
-      const g = { ...f, db: other.db, url: other.url };
-      await other.db.exec(SEED_SQL);
-      await other.db.exec(`create or replace function svc.lock_program_order(program uuid) returns void language sql as $$ select null::void $$`);
-      const s = await twoSessions(g.url!);
+    it('with the lock: the second insert waits for the first and takes the next position', async () => {
+      const s = await twoSessions(f.url!);
       try {
         expect((await append(s.ta, f.ids.LA, 'first'))[0]!.position).toBe(3);
-        expect((await append(s.tb, f.ids.LA, 'second'))[0]!.position).toBe(3); // same count, no lock
+        let secondDone = false;
+        const second = append(s.tb, f.ids.LA, 'second').then((rows) => {
+          secondDone = true;
+          return rows;
+        });
+        await new Promise((r) => setTimeout(r, 300));
+        expect(secondDone, 'the second insert waits for the lock').toBe(false);
         await s.ta.unsafe('commit');
-        await expectSqlState(s.tb.unsafe('commit'), '23505');
+        expect((await second)[0]!.position).toBe(4);
+        await s.tb.unsafe('commit');
       } finally {
         await s.close();
       }
-    } finally {
-      await other.drop();
-    }
-  });
-});
+      const [row] = await f.db.query<{ p: number[] }>(`select array_agg(position order by position) as p from activities where lesson_id = $1`, [f.ids.LA]);
+      expect(row!.p).toEqual([1, 2, 3, 4]);
+    });
+
+    it('without the lock (replaced by a no-op), the unique constraint refuses the duplicate at commit', async () => {
+      const other = await freshDb();
+      try {
+        const g = { ...f, db: other.db, url: other.url };
+        await other.db.exec(SEED_SQL);
+        await other.db.exec(`create or replace function svc.lock_program_order(program uuid) returns void language sql as $$ select null::void $$`);
+        const s = await twoSessions(g.url!);
+        try {
+          expect((await append(s.ta, f.ids.LA, 'first'))[0]!.position).toBe(3);
+          expect((await append(s.tb, f.ids.LA, 'second'))[0]!.position).toBe(3); // same count, no lock
+          await s.ta.unsafe('commit');
+          await expectSqlState(s.tb.unsafe('commit'), '23505');
+        } finally {
+          await s.close();
+        }
+      } finally {
+        await other.drop();
+      }
+    });
+  },
+);

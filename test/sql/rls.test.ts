@@ -87,17 +87,26 @@ describe('reads', () => {
     expect(await touched('authorB')).toEqual([]);
     expect(await touched('authorA')).toHaveLength(1);
     // only the columns an override changes
-    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update activity_results set user_id = user_id`)), '42501');
-    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update artifacts set content = content`)), '42501');
-    await expectSqlState(as(f, 'learnerA', (tx) => tx.query(`delete from activity_results`)), '42501');
+    await expectSqlState(
+      as(f, 'authorA', (tx) => tx.query(`update activity_results set user_id = user_id`)),
+      '42501',
+    );
+    await expectSqlState(
+      as(f, 'authorA', (tx) => tx.query(`update artifacts set content = content`)),
+      '42501',
+    );
+    await expectSqlState(
+      as(f, 'learnerA', (tx) => tx.query(`delete from activity_results`)),
+      '42501',
+    );
   });
 
-  it.each(['api_keys', 'tenant_idps', 'auth.users', 'auth.sessions', 'auth.refresh_tokens'])(
-    '%s is not readable at all (no grant)',
-    async (table) => {
-      await expectSqlState(as(f, 'authorA', (tx) => tx.query(`select 1 from ${table} limit 1`)), '42501');
-    },
-  );
+  it.each(['api_keys', 'tenant_idps', 'auth.users', 'auth.sessions', 'auth.refresh_tokens'])('%s is not readable at all (no grant)', async (table) => {
+    await expectSqlState(
+      as(f, 'authorA', (tx) => tx.query(`select 1 from ${table} limit 1`)),
+      '42501',
+    );
+  });
 
   it('the anon role reads no content', async () => {
     await expectSqlState(
@@ -143,8 +152,11 @@ describe('inserts', () => {
     expect(unit!.tenant_id).toBe(f.ids.tenantA);
   });
 
-  it("a parent of another tenant is not found (P0002), not merely refused", async () => {
-    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`insert into units (program_id, title) values ($1, 'x')`, [f.ids.PB])), 'P0002');
+  it('a parent of another tenant is not found (P0002), not merely refused', async () => {
+    await expectSqlState(
+      as(f, 'authorA', (tx) => tx.query(`insert into units (program_id, title) values ($1, 'x')`, [f.ids.PB])),
+      'P0002',
+    );
     await expectSqlState(
       as(f, 'authorA', (tx) => tx.query(`insert into activities (lesson_id, title, kind, spec) values ($1, 'x', 'site', 's')`, [f.ids.LB])),
       'P0002',
@@ -158,8 +170,14 @@ describe('inserts', () => {
   ] as const;
   it.each(children)('%s: an author adds children; a learner, and anyone under the catalog, cannot', async (_table, sql, parent, catalogParent) => {
     expect(await as(f, 'authorA', (tx) => tx.query(`${sql} returning id`, [f.ids[parent]]))).toHaveLength(1);
-    await expectSqlState(as(f, 'learnerA', (tx) => tx.query(sql, [f.ids[parent]])), '42501');
-    await expectSqlState(as(f, 'authorA', (tx) => tx.query(sql, [f.ids[catalogParent]])), '42501');
+    await expectSqlState(
+      as(f, 'learnerA', (tx) => tx.query(sql, [f.ids[parent]])),
+      '42501',
+    );
+    await expectSqlState(
+      as(f, 'authorA', (tx) => tx.query(sql, [f.ids[catalogParent]])),
+      '42501',
+    );
   });
 });
 
@@ -202,7 +220,10 @@ describe('updates', () => {
     ['activities', 'archived', 'AA1'],
   ])('%s.%s cannot be changed by anyone (column grant)', async (table, column, id) => {
     const value = column === 'archived' ? true : f.ids.PB;
-    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update ${table} set ${column} = $1 where id = $2`, [value, f.ids[id]])), '42501');
+    await expectSqlState(
+      as(f, 'authorA', (tx) => tx.query(`update ${table} set ${column} = $1 where id = $2`, [value, f.ids[id]])),
+      '42501',
+    );
   });
 
   // The parent columns may change (a move, migration 0110), but only to a parent the caller sees.
@@ -210,8 +231,11 @@ describe('updates', () => {
     ['units', 'program_id', 'UA'],
     ['lessons', 'unit_id', 'LA'],
     ['activities', 'lesson_id', 'AA1'],
-  ])('%s.%s to another tenant\'s record is not found (P0002)', async (table, column, id) => {
-    await expectSqlState(as(f, 'authorA', (tx) => tx.query(`update ${table} set ${column} = $1 where id = $2`, [f.ids.PB, f.ids[id]])), 'P0002');
+  ])("%s.%s to another tenant's record is not found (P0002)", async (table, column, id) => {
+    await expectSqlState(
+      as(f, 'authorA', (tx) => tx.query(`update ${table} set ${column} = $1 where id = $2`, [f.ids.PB, f.ids[id]])),
+      'P0002',
+    );
   });
 });
 

@@ -143,7 +143,10 @@ describe('keys lead with tenant_id (what distributing by tenant_id on Citus requ
     );
     const artifact = (tenantId: string) =>
       store.db.query(`insert into artifacts (tenant_id, result_id, activity_id, user_id, kind) values ($1, $2, $3, $4, 'site')`, [
-        tenantId, result!.id, activity!.id, user!.id,
+        tenantId,
+        result!.id,
+        activity!.id,
+        user!.id,
       ]);
     await expect(artifact(t2!.id)).rejects.toMatchObject({ code: '23503' });
     await expect(artifact(t1!.id)).resolves.toBeDefined();

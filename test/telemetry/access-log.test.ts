@@ -57,7 +57,8 @@ describe('access log', () => {
     expect(output).not.toContain(SECRET);
     expect(output).not.toContain(ID);
     expect(output).not.toContain('who@example.test');
-    for (const line of accessLines(on)) expect(Object.keys(line).sort()).toEqual(['duration_ms', 'hostname', 'level', 'method', 'msg', 'pid', 'reqId', 'route', 'status', 'time']);
+    for (const line of accessLines(on))
+      expect(Object.keys(line).sort()).toEqual(['duration_ms', 'hostname', 'level', 'method', 'msg', 'pid', 'reqId', 'route', 'status', 'time']);
   });
 
   it('is off with SVC_ACCESS_LOG=off', () => {

@@ -39,14 +39,28 @@ beforeAll(async () => {
 }, 30_000);
 
 const judge = async (sub: string, content: string, headers: Record<string, string> = {}) =>
-  post(t, '/v1/embed/judge', { tenant: 'acme', activity_id: doc.activityId, artifact: { kind: 'document', content } }, { authorization: `Bearer ${await idp.sign({ sub })}`, ...headers });
+  post(
+    t,
+    '/v1/embed/judge',
+    { tenant: 'acme', activity_id: doc.activityId, artifact: { kind: 'document', content } },
+    { authorization: `Bearer ${await idp.sign({ sub })}`, ...headers },
+  );
 
 describe('judge telemetry', () => {
   it('counts submissions, verdicts and model calls by outcome', async () => {
     expect((await judge('learner-1', 'The problem is long URLs.', { 'idempotency-key': 'k-1' })).status).toBe(200);
     expect((await judge('learner-1', 'The problem is long URLs.', { 'idempotency-key': 'k-1' })).status).toBe(200);
     expect((await judge('learner-2', 'TODO')).status).toBe(200);
-    expect((await post(t, '/v1/embed/judge', { tenant: 'acme', activity_id: doc.activityId, artifact: { kind: 'document', content: 'x' } }, { authorization: 'Bearer forged' })).status).toBe(401);
+    expect(
+      (
+        await post(
+          t,
+          '/v1/embed/judge',
+          { tenant: 'acme', activity_id: doc.activityId, artifact: { kind: 'document', content: 'x' } },
+          { authorization: 'Bearer forged' },
+        )
+      ).status,
+    ).toBe(401);
     expect((await post(t, '/v1/embed/session', { tenant: 'acme', idp_token: await idp.sign({ sub: 'learner-3' }) })).status).toBe(200);
 
     expect(await sample('svc_judge_submissions_total', { outcome: 'accepted' })).toBe(2);

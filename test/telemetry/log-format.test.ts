@@ -51,7 +51,9 @@ describe('a server process writing to a pipe', () => {
     await expect.poll(() => server!.output(), { timeout: 10_000 }).toMatch(/pretty-1/);
     const lines = server.output().split('\n').filter(Boolean);
     expect(lines.some((l) => l.startsWith('{'))).toBe(false);
-    expect(lines.find((l) => l.includes('service listening on'))).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: service listening on http:\/\/127\.0\.0\.1:\d+ \{.*"backend":/);
+    expect(lines.find((l) => l.includes('service listening on'))).toMatch(
+      /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: service listening on http:\/\/127\.0\.0\.1:\d+ \{.*"backend":/,
+    );
     expect(lines.find((l) => l.includes('pretty-1'))).toMatch(/^\[[\d:.]+\] INFO: request \{.*"route":"\/v1\/health".*"status":200/);
   }, 60_000);
 });

@@ -45,13 +45,15 @@ const value = (samples: Sample[], name: string, labels: Record<string, string> =
 const t = useApp(() =>
   startApp({
     metrics: { port: 0, host: '127.0.0.1' },
-    identity: { ...testConfig().identity, rateLimit: { windowSeconds: 300, signInPerIp: 3, signInPerEmail: 100, refreshPerIp: 100, registerPerIp: 100, authorizePerIpPerMinute: 100 } },
+    identity: {
+      ...testConfig().identity,
+      rateLimit: { windowSeconds: 300, signInPerIp: 3, signInPerEmail: 100, refreshPerIp: 100, registerPerIp: 100, authorizePerIpPerMinute: 100 },
+    },
   }),
 );
 const metrics = useServer(() => startMetricsServer({ port: 0, host: '127.0.0.1' }));
 
 beforeAll(async () => {
-
   // Authoring: a tool call that succeeds, one that fails, one for a tool that does not exist.
   const a = await authorClient(t, 'acme');
   secrets.push(a.token, a.tenant.id, a.user.id);

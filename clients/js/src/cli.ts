@@ -29,22 +29,24 @@ program
     if (!/^[1-9]\d*$/.test(v) || Number(v) > 200) throw new InvalidArgumentError('an integer from 1 to 200');
     return Number(v);
   })
-  .action(async (resource: (typeof RESOURCES)[number], o: { format: ExportFormat; updatedSince?: string; out?: string; resume?: boolean; baseUrl?: string; limit?: number }) => {
-    const baseUrl = o.baseUrl ?? process.env.SVC_BASE_URL;
-    const apiKey = process.env.SVC_API_KEY;
-    if (!baseUrl) return program.error('svc-results: set SVC_BASE_URL or pass --base-url');
-    if (!apiKey) return program.error('svc-results: set SVC_API_KEY to a results API key (svc_…)');
-    const client = createResultsClient({ baseUrl, apiKey });
-    await runExport(client, { resource, format: o.format, updatedSince: o.updatedSince, out: o.out, resume: o.resume, limit: o.limit });
-  });
+  .action(
+    async (
+      resource: (typeof RESOURCES)[number],
+      o: { format: ExportFormat; updatedSince?: string; out?: string; resume?: boolean; baseUrl?: string; limit?: number },
+    ) => {
+      const baseUrl = o.baseUrl ?? process.env.SVC_BASE_URL;
+      const apiKey = process.env.SVC_API_KEY;
+      if (!baseUrl) return program.error('svc-results: set SVC_BASE_URL or pass --base-url');
+      if (!apiKey) return program.error('svc-results: set SVC_API_KEY to a results API key (svc_…)');
+      const client = createResultsClient({ baseUrl, apiKey });
+      await runExport(client, { resource, format: o.format, updatedSince: o.updatedSince, out: o.out, resume: o.resume, limit: o.limit });
+    },
+  );
 
 try {
   await program.parseAsync();
 } catch (err) {
-  const message =
-    err instanceof ResultsApiError
-      ? `${err.code}: ${err.message}${err.requestId ? ` (request ${err.requestId})` : ''}`
-      : (err as Error).message;
+  const message = err instanceof ResultsApiError ? `${err.code}: ${err.message}${err.requestId ? ` (request ${err.requestId})` : ''}` : (err as Error).message;
   process.stderr.write(`svc-results: ${message}\n`);
   process.exitCode = 1;
 }

@@ -19,7 +19,13 @@ export function environment(base: NodeJS.ProcessEnv, envFile?: string): { source
     text = readFileSync(envFile, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-    return { finding: error('config', `cannot read ${envFile} (${code})`, code === 'ENOENT' ? 'check the path given to --env' : `make ${envFile} a readable file (e.g. chmod 600, owned by the service's user)`) };
+    return {
+      finding: error(
+        'config',
+        `cannot read ${envFile} (${code})`,
+        code === 'ENOENT' ? 'check the path given to --env' : `make ${envFile} a readable file (e.g. chmod 600, owned by the service's user)`,
+      ),
+    };
   }
   return { source: { ...base, ...parseDotenv(text) } };
 }

@@ -44,13 +44,25 @@ export async function inspect(db: Db, where: string): Promise<Finding[]> {
   try {
     await db.query('select 1');
   } catch (err) {
-    return [error('database', `cannot reach ${where} (${reason((err as { cause?: unknown }).cause ?? err)})`, 'start the database server, or correct DATABASE_URL (host, port, user, password, database name)')];
+    return [
+      error(
+        'database',
+        `cannot reach ${where} (${reason((err as { cause?: unknown }).cause ?? err)})`,
+        'start the database server, or correct DATABASE_URL (host, port, user, password, database name)',
+      ),
+    ];
   }
   findings.push(ok('database', `reachable: ${where}`));
   const { applied, latest } = await migrationStatus(db)();
   if (applied === latest) findings.push(ok('migrations', `at the newest migration (${latest})`));
-  else if (applied < latest) findings.push(warning('migrations', `at migration ${applied}; this build ships ${latest}`, 'run `svc migrate` (or start the server: it applies them on start)'));
-  else findings.push(error('migrations', `at migration ${applied}, newer than this build's ${latest}`, 'run the service version that migrated this database, or a newer one'));
+  else if (applied < latest)
+    findings.push(
+      warning('migrations', `at migration ${applied}; this build ships ${latest}`, 'run `svc migrate` (or start the server: it applies them on start)'),
+    );
+  else
+    findings.push(
+      error('migrations', `at migration ${applied}, newer than this build's ${latest}`, 'run the service version that migrated this database, or a newer one'),
+    );
   const present = (await db.query<{ rolname: string }>('select rolname from pg_roles where rolname = any($1)', [ROLES])).map((r) => r.rolname);
   const missing = ROLES.filter((r) => !present.includes(r));
   findings.push(
@@ -69,7 +81,11 @@ async function viaServer(url: string, pid: number, dataDir: string, timeoutMs: n
     const body = await res.text();
     return res.ok
       ? ok('database', `${held}; its /readyz says it is ready (database, migrations, queue)`)
-      : error('database', `${held}; its /readyz answers ${res.status}: ${body.slice(0, 200)}`, 'read the server\'s log; `svc doctor` checks the folder itself once the server is stopped');
+      : error(
+          'database',
+          `${held}; its /readyz answers ${res.status}: ${body.slice(0, 200)}`,
+          "read the server's log; `svc doctor` checks the folder itself once the server is stopped",
+        );
   } catch (err) {
     return error('database', `${held}, but it does not answer (${reason(err)})`, `stop that process (pid ${pid}) if it hangs, then start the server again`);
   }
@@ -80,7 +96,12 @@ export async function checkDatabase(ctx: DoctorContext): Promise<DatabaseCheck> 
   const nothing = async () => {};
   if (config.databaseUrl) {
     const where = `PostgreSQL ${redactUrl(config.databaseUrl)}`;
-    const db = await openDb({ databaseUrl: config.databaseUrl, dbPoolSize: 2, dbAcquireTimeoutMs: Math.min(config.dbAcquireTimeoutMs ?? timeoutMs, timeoutMs), dbStatementTimeoutMs: timeoutMs });
+    const db = await openDb({
+      databaseUrl: config.databaseUrl,
+      dbPoolSize: 2,
+      dbAcquireTimeoutMs: Math.min(config.dbAcquireTimeoutMs ?? timeoutMs, timeoutMs),
+      dbStatementTimeoutMs: timeoutMs,
+    });
     const findings = await inspect(db, where);
     const reachable = findings[0]!.status === 'ok';
     if (!reachable) await db.close().catch(() => {});
@@ -94,7 +115,11 @@ export async function checkDatabase(ctx: DoctorContext): Promise<DatabaseCheck> 
     const server = readServerInfo(dataDir);
     const finding = server
       ? await viaServer(server.url, server.pid, dataDir, timeoutMs)
-      : error('database', `the data folder ${dataDir} is in use by another process (an \`svc\` command or a server starting)`, 'run `svc doctor` again when it ends');
+      : error(
+          'database',
+          `the data folder ${dataDir} is in use by another process (an \`svc\` command or a server starting)`,
+          'run `svc doctor` again when it ends',
+        );
     return { findings: [finding], skipped: `the data folder is held by ${server ? `the running server at ${server.url}` : 'another process'}`, close: nothing };
   }
   const unlock = await lockDataDir(dataDir);

@@ -12,7 +12,12 @@ const JSON_TYPE = (type: string) => !type || /json/i.test(type);
 
 /** GET `url` as JSON through the outbound guard; throws with the guard's or the parser's reason. */
 async function getJson(url: string, ctx: DoctorContext): Promise<Record<string, unknown>> {
-  const res = await fetchResource(url, { allowPrivate: ctx.config.fetchAllowPrivate, timeoutMs: ctx.timeoutMs, accept: JSON_TYPE, acceptHeader: 'application/json' });
+  const res = await fetchResource(url, {
+    allowPrivate: ctx.config.fetchAllowPrivate,
+    timeoutMs: ctx.timeoutMs,
+    accept: JSON_TYPE,
+    acceptHeader: 'application/json',
+  });
   let parsed: unknown;
   try {
     parsed = JSON.parse(res.body.toString('utf8'));

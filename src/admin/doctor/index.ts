@@ -27,8 +27,15 @@ import { error, ok, warning, type DoctorContext, type Finding } from './types.ts
 export type { Finding, Status } from './types.ts';
 
 /** A check that failed in an unforeseen way, as an error finding. */
-const crashed = (check: string) => (err: unknown): Finding[] =>
-  [error(check, `the check failed: ${err instanceof Error ? err.message : String(err)}`, 'run `svc doctor` again; if it persists, report it with this message')];
+const crashed =
+  (check: string) =>
+  (err: unknown): Finding[] => [
+    error(
+      check,
+      `the check failed: ${err instanceof Error ? err.message : String(err)}`,
+      'run `svc doctor` again; if it persists, report it with this message',
+    ),
+  ];
 
 /** Every finding for the environment `base` (with `envFile`'s variables on top), in a fixed order. */
 export async function runDoctor(base: NodeJS.ProcessEnv, options: { envFile?: string; timeoutMs?: number } = {}): Promise<Finding[]> {
@@ -39,7 +46,11 @@ export async function runDoctor(base: NodeJS.ProcessEnv, options: { envFile?: st
   const ctx: DoctorContext = { source: read.source, env: parsed.env, config: parsed.config, timeoutMs: options.timeoutMs ?? 5000 };
   const findings: Finding[] = [parsed.finding, ...checkSecrets(ctx), checkOutbound(ctx)];
 
-  const database: DatabaseCheck = await checkDatabase(ctx).catch((err) => ({ findings: crashed('database')(err), skipped: 'the database check failed', close: async () => {} }));
+  const database: DatabaseCheck = await checkDatabase(ctx).catch((err) => ({
+    findings: crashed('database')(err),
+    skipped: 'the database check failed',
+    close: async () => {},
+  }));
   try {
     findings.push(...database.findings);
     const network = await Promise.all([
@@ -51,7 +62,11 @@ export async function runDoctor(base: NodeJS.ProcessEnv, options: { envFile?: st
         : Promise.resolve([
             database.skipped === 'no database yet'
               ? ok('idp', 'no tenants yet')
-              : warning('idp', `tenants' identity providers not checked: ${database.skipped}`, database.skipped?.includes('held') ? 'stop the server, or run `svc doctor` with DATABASE_URL, to check them too' : 'fix the database first'),
+              : warning(
+                  'idp',
+                  `tenants' identity providers not checked: ${database.skipped}`,
+                  database.skipped?.includes('held') ? 'stop the server, or run `svc doctor` with DATABASE_URL, to check them too' : 'fix the database first',
+                ),
           ]),
     ]);
     findings.push(...network.flat());
@@ -64,7 +79,10 @@ export async function runDoctor(base: NodeJS.ProcessEnv, options: { envFile?: st
 /** The findings as text: one line each (status, check, message), the fix indented below. */
 export function formatFindings(findings: Finding[]): string {
   const width = Math.max(...findings.map((f) => f.check.length));
-  const lines = findings.flatMap((f) => [`${f.status.padEnd(7)}  ${f.check.padEnd(width)}  ${f.message}`, ...(f.fix ? [`${' '.repeat(9 + width + 2)}fix: ${f.fix}`] : [])]);
+  const lines = findings.flatMap((f) => [
+    `${f.status.padEnd(7)}  ${f.check.padEnd(width)}  ${f.message}`,
+    ...(f.fix ? [`${' '.repeat(9 + width + 2)}fix: ${f.fix}`] : []),
+  ]);
   const errors = findings.filter((f) => f.status === 'error').length;
   const warnings = findings.filter((f) => f.status === 'warning').length;
   return `${lines.join('\n')}\n\n${errors} error(s), ${warnings} warning(s)`;

@@ -16,10 +16,24 @@ export async function checkJudge({ config, timeoutMs }: DoctorContext): Promise<
     res = await fetch(url, { headers: judge.apiKey ? { authorization: `Bearer ${judge.apiKey}` } : {}, signal: AbortSignal.timeout(timeoutMs) });
     await res.body?.cancel();
   } catch (err) {
-    return error('judge', `cannot reach the judge at ${judge.baseUrl} (${reason(err)})`, 'start the model server, or correct SVC_JUDGE_BASE_URL (it ends with /v1 for OpenAI-compatible servers)');
+    return error(
+      'judge',
+      `cannot reach the judge at ${judge.baseUrl} (${reason(err)})`,
+      'start the model server, or correct SVC_JUDGE_BASE_URL (it ends with /v1 for OpenAI-compatible servers)',
+    );
   }
   if (res.ok) return ok('judge', `${judge.baseUrl} knows the model ${judge.model}`);
-  if (res.status === 401 || res.status === 403) return error('judge', `${judge.baseUrl} refused the API key (HTTP ${res.status})`, 'set SVC_JUDGE_API_KEY to a valid key');
-  if (res.status === 404) return error('judge', `${judge.baseUrl} does not know the model ${judge.model} (HTTP 404 on GET /models/${judge.model})`, 'set SVC_JUDGE_MODEL to one of the models GET <base>/models lists');
-  return warning('judge', `${judge.baseUrl} answered HTTP ${res.status} to GET /models/${judge.model}`, 'check the endpoint by hand; grading may still work if it does not list models');
+  if (res.status === 401 || res.status === 403)
+    return error('judge', `${judge.baseUrl} refused the API key (HTTP ${res.status})`, 'set SVC_JUDGE_API_KEY to a valid key');
+  if (res.status === 404)
+    return error(
+      'judge',
+      `${judge.baseUrl} does not know the model ${judge.model} (HTTP 404 on GET /models/${judge.model})`,
+      'set SVC_JUDGE_MODEL to one of the models GET <base>/models lists',
+    );
+  return warning(
+    'judge',
+    `${judge.baseUrl} answered HTTP ${res.status} to GET /models/${judge.model}`,
+    'check the endpoint by hand; grading may still work if it does not list models',
+  );
 }

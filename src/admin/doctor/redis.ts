@@ -9,7 +9,13 @@ import { error, ok, reason, type DoctorContext, type Finding } from './types.ts'
 export async function checkRedis({ config, timeoutMs }: DoctorContext): Promise<Finding | undefined> {
   if (!config.redisUrl) return undefined;
   const where = redactUrl(config.redisUrl);
-  const redis = new Redis(config.redisUrl, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  const redis = new Redis(config.redisUrl, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  });
   redis.on('error', () => {}); // reported below
   try {
     await redis.connect();

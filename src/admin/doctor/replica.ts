@@ -19,13 +19,26 @@ export async function checkReplica({ config, timeoutMs }: DoctorContext): Promis
     const [row] = await db.query<{ standby: boolean; lag: number | null }>(
       'select pg_is_in_recovery() as standby, extract(epoch from now() - pg_last_xact_replay_timestamp())::float8 as lag',
     );
-    if (!row!.standby) return warning('replica', `${where} is not a standby (not in recovery): it is a primary`, 'point DATABASE_READ_URL at a streaming replica of DATABASE_URL');
+    if (!row!.standby)
+      return warning(
+        'replica',
+        `${where} is not a standby (not in recovery): it is a primary`,
+        'point DATABASE_READ_URL at a streaming replica of DATABASE_URL',
+      );
     if (row!.lag !== null && row!.lag > LAG_WARNING_SECONDS) {
-      return warning('replica', `${where} replays ${Math.round(row!.lag)} s behind the primary (reads fall back to the primary when stale)`, 'check the replica\'s replication (pg_stat_wal_receiver) and its load');
+      return warning(
+        'replica',
+        `${where} replays ${Math.round(row!.lag)} s behind the primary (reads fall back to the primary when stale)`,
+        "check the replica's replication (pg_stat_wal_receiver) and its load",
+      );
     }
     return ok('replica', `${where}: a standby, ${row!.lag === null ? 'nothing replayed yet' : `${row!.lag.toFixed(1)} s behind`}`);
   } catch (err) {
-    return warning('replica', `cannot reach ${where} (${reason((err as { cause?: unknown }).cause ?? err)}); reads go to the primary meanwhile`, 'start the replica, or correct DATABASE_READ_URL');
+    return warning(
+      'replica',
+      `cannot reach ${where} (${reason((err as { cause?: unknown }).cause ?? err)}); reads go to the primary meanwhile`,
+      'start the replica, or correct DATABASE_READ_URL',
+    );
   } finally {
     await db.close().catch(() => {});
   }

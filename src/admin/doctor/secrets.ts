@@ -30,7 +30,8 @@ function strength(name: string, value: string | undefined, minLength: number): F
   if (value.length < minLength) return error(check, `${name} is ${value.length} characters; at least ${minLength} are needed`, GENERATE);
   const bits = entropyBits(value);
   if (new Set(value).size < 8 || bits < 128) return error(check, `${name} is not random enough (about ${Math.round(bits)} bits)`, GENERATE);
-  if (bits < 256 && name === 'SVC_JWT_SECRET') return warning(check, `${name} has about ${Math.round(bits)} bits of entropy; 256 or more are advised (RFC 7518 §3.2)`, GENERATE);
+  if (bits < 256 && name === 'SVC_JWT_SECRET')
+    return warning(check, `${name} has about ${Math.round(bits)} bits of entropy; 256 or more are advised (RFC 7518 §3.2)`, GENERATE);
   return ok(check, `${name}: ${value.length} characters, about ${Math.round(bits)} bits`);
 }
 
@@ -52,15 +53,26 @@ export function checkSecrets(ctx: DoctorContext): Finding[] {
         JSON.parse(readFileSync(file, 'utf8'));
         findings.push(
           source.NODE_ENV === 'production'
-            ? warning('secrets', `NODE_ENV=production with the development secrets generated in ${file}`, 'run production on PostgreSQL (DATABASE_URL) with the three secrets from your secret store')
+            ? warning(
+                'secrets',
+                `NODE_ENV=production with the development secrets generated in ${file}`,
+                'run production on PostgreSQL (DATABASE_URL) with the three secrets from your secret store',
+              )
             : ok('secrets', `embedded mode: development secrets in ${file}`),
         );
       } catch (err) {
-        findings.push(error('secrets', `${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? 'not JSON'}`, `restore it from a backup, or delete it to make new secrets (every session and key signed with the old ones stops working)`));
+        findings.push(
+          error(
+            'secrets',
+            `${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? 'not JSON'}`,
+            `restore it from a backup, or delete it to make new secrets (every session and key signed with the old ones stops working)`,
+          ),
+        );
       }
     }
   }
   const values = [source.SVC_JWT_SECRET, source.SVC_ANON_KEY, source.SVC_SERVICE_ROLE_KEY].filter(Boolean);
-  if (new Set(values).size < values.length) findings.push(error('secrets', 'two of SVC_JWT_SECRET, SVC_ANON_KEY and SVC_SERVICE_ROLE_KEY are equal', 'give each its own random value'));
+  if (new Set(values).size < values.length)
+    findings.push(error('secrets', 'two of SVC_JWT_SECRET, SVC_ANON_KEY and SVC_SERVICE_ROLE_KEY are equal', 'give each its own random value'));
   return findings;
 }

@@ -29,7 +29,6 @@ export class CalibrationInputError extends Error {
 /** An unknown (or another tenant's, or invisible) activity, example or report. */
 export class CalibrationNotFound extends Error {}
 
-
 export interface ExampleInput {
   activity_id: string;
   artifact: { kind: ArtifactKind; content?: string; ref_url?: string; repo_url?: string };
@@ -56,7 +55,10 @@ const EXAMPLE_JSON = `json_build_object(
   'adversarial', e.adversarial, 'note', e.note, 'created_at', to_json(e.created_at) #>> '{}')`;
 
 /** The activity `activityId` as the caller sees it (RLS), or CalibrationNotFound. */
-export async function visibleActivity(tx: Queryable, activityId: string): Promise<{ id: string; tenant_id: string; kind: string; rubric: unknown; rubric_version: number }> {
+export async function visibleActivity(
+  tx: Queryable,
+  activityId: string,
+): Promise<{ id: string; tenant_id: string; kind: string; rubric: unknown; rubric_version: number }> {
   const [a] = await tx.query<{ id: string; tenant_id: string | null; kind: string; rubric: unknown; rubric_version: number }>(
     // the caller's tenants where they are an author: a learner of the tenant gets "not found" too
     'select id, tenant_id, kind, rubric, rubric_version from activities where id = $1 and tenant_id in (select public.current_author_tenant_ids())',
@@ -75,7 +77,8 @@ function checkExample(input: ExampleInput, activity: { kind: string; rubric: unk
   }
   if (artifact.content !== undefined) {
     if (artifact.content.trim() === '') throw new CalibrationInputError('artifact.content', 'is empty');
-    if (Buffer.byteLength(artifact.content, 'utf8') > MAX_CONTENT_BYTES) throw new CalibrationInputError('artifact.content', `must be at most ${MAX_CONTENT_BYTES} bytes`);
+    if (Buffer.byteLength(artifact.content, 'utf8') > MAX_CONTENT_BYTES)
+      throw new CalibrationInputError('artifact.content', `must be at most ${MAX_CONTENT_BYTES} bytes`);
   }
   for (const field of ['ref_url', 'repo_url'] as const) {
     const value = artifact[field];
@@ -84,11 +87,13 @@ function checkExample(input: ExampleInput, activity: { kind: string; rubric: unk
     const refusal = refuseUrl(new URL(value), allowPrivate);
     if (refusal) throw new CalibrationInputError(`artifact.${field}`, refusal);
   }
-  if (input.adversarial && expected.passed) throw new CalibrationInputError('expected.passed', 'an adversarial example is work that must fail: expected.passed must be false');
+  if (input.adversarial && expected.passed)
+    throw new CalibrationInputError('expected.passed', 'an adversarial example is work that must fail: expected.passed must be false');
   const ids = new Set(rubricCriteria(activity.rubric).map((c) => c.id));
   const seen = new Set<string>();
   (expected.criteria ?? []).forEach((c, i) => {
-    if (!ids.has(c.id)) throw new CalibrationInputError(`expected.criteria[${i}].id`, `"${c.id}" is not a criterion of the activity's rubric (${[...ids].join(', ')})`);
+    if (!ids.has(c.id))
+      throw new CalibrationInputError(`expected.criteria[${i}].id`, `"${c.id}" is not a criterion of the activity's rubric (${[...ids].join(', ')})`);
     if (seen.has(c.id)) throw new CalibrationInputError(`expected.criteria[${i}].id`, `"${c.id}" is given twice`);
     seen.add(c.id);
   });

@@ -151,7 +151,12 @@ export async function gateState(q: Queryable, tenantId: string, activityId: stri
   const forced = mode?.mode === 'live' && mode.forced;
   const examples = Number(row!.examples);
   const live = examples === 0 || passes || forced;
-  const figures = { report_id: report?.id ?? null, cohen_kappa: report?.cohen_kappa ?? null, false_pass_rate: report?.false_pass_rate ?? null, created_at: report?.created_at ?? null };
+  const figures = {
+    report_id: report?.id ?? null,
+    cohen_kappa: report?.cohen_kappa ?? null,
+    false_pass_rate: report?.false_pass_rate ?? null,
+    created_at: report?.created_at ?? null,
+  };
   const calibration: Calibration =
     examples === 0
       ? { status: 'uncalibrated' }

@@ -34,13 +34,27 @@ export interface CalibrationReport extends Partial<Figures> {
 }
 
 const FIGURE_KEYS = [
-  'n', 'accuracy', 'cohen_kappa', 'false_pass_rate', 'false_fail_rate', 'score_mae', 'leniency', 'flip_rate',
-  'criteria', 'adversarial', 'confusion', 'disagreements', 'cost',
+  'n',
+  'accuracy',
+  'cohen_kappa',
+  'false_pass_rate',
+  'false_fail_rate',
+  'score_mae',
+  'leniency',
+  'flip_rate',
+  'criteria',
+  'adversarial',
+  'confusion',
+  'disagreements',
+  'cost',
 ] as const;
 
 /** A run as read: the report's own columns, then what the report is computed from. */
 interface RunRow
-  extends Pick<CalibrationReport, 'id' | 'activity_id' | 'status' | 'reason' | 'repeats' | 'rubric_version' | 'model' | 'prompt_version' | 'created_at' | 'requested_at'> {
+  extends Pick<
+    CalibrationReport,
+    'id' | 'activity_id' | 'status' | 'reason' | 'repeats' | 'rubric_version' | 'model' | 'prompt_version' | 'created_at' | 'requested_at'
+  > {
   graded: number;
   total: number;
   note: { waiting?: Record<string, unknown> } | null;
@@ -66,7 +80,13 @@ export async function checkReportAccess(tx: Queryable, activityId: string, repor
  * latest run under way — or CalibrationNotFound when the activity has none. `model`: the
  * configured model (null: not compared for staleness).
  */
-export async function calibrationReport(q: Queryable, tenantId: string, activityId: string, reportId: string | undefined, model: string | null): Promise<CalibrationReport> {
+export async function calibrationReport(
+  q: Queryable,
+  tenantId: string,
+  activityId: string,
+  reportId: string | undefined,
+  model: string | null,
+): Promise<CalibrationReport> {
   const [run] = await q.query<RunRow>(
     `select r.id, r.activity_id, r.status, r.reason, r.repeats, r.rubric_version, r.model, r.prompt_version,
             to_json(r.completed_at) #>> '{}' as created_at, to_json(r.created_at) #>> '{}' as requested_at,
@@ -77,7 +97,11 @@ export async function calibrationReport(q: Queryable, tenantId: string, activity
     [tenantId, activityId, reportId ?? null],
   );
   if (!run) throw new CalibrationNotFound(`activity_id: activity ${activityId} has no calibration report yet (run_calibration makes one)`);
-  const gate = await gateState(q, tenantId, activityId, { rubricVersion: run.activity_rubric_version, model: model ?? run.model, promptVersion: PROMPT_VERSION });
+  const gate = await gateState(q, tenantId, activityId, {
+    rubricVersion: run.activity_rubric_version,
+    model: model ?? run.model,
+    promptVersion: PROMPT_VERSION,
+  });
   const changes = await q.query<ModeChange>(
     `select mode, forced, reason, changed_by, to_json(changed_at) #>> '{}' as changed_at
        from grading_mode_changes where tenant_id = $1 and activity_id = $2 order by changed_at desc, id desc limit 20`,

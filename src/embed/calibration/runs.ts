@@ -184,7 +184,12 @@ export function calibrationHandler(deps: Deps, grader: Grader, options: { lookup
       [tenantId, run.note?.example_ids ?? []],
     );
     const done = new Set(
-      (await deps.db.query<{ k: string }>(`select example_id || '/' || repeat as k from calibration_grades where tenant_id = $1 and run_id = $2`, [tenantId, runId])).map((r) => r.k),
+      (
+        await deps.db.query<{ k: string }>(`select example_id || '/' || repeat as k from calibration_grades where tenant_id = $1 and run_id = $2`, [
+          tenantId,
+          runId,
+        ])
+      ).map((r) => r.k),
     );
     for (const example of examples) {
       for (let repeat = 1; repeat <= run.repeats; repeat++) {
@@ -199,7 +204,12 @@ export function calibrationHandler(deps: Deps, grader: Grader, options: { lookup
         else if (graded.kind === 'budget_exhausted') return handOver(deps, control, tenantId, runId, graded.delaySeconds, graded.note);
         else if (graded.kind === 'model_failed') {
           if (graded.transient) {
-            const delay = nextRunDelaySeconds(1, deps.config.embed.judgeRetryDelaySeconds, deps.config.embed.judgeRetryMaxDelaySeconds, graded.last.retryAfterSeconds);
+            const delay = nextRunDelaySeconds(
+              1,
+              deps.config.embed.judgeRetryDelaySeconds,
+              deps.config.embed.judgeRetryMaxDelaySeconds,
+              graded.last.retryAfterSeconds,
+            );
             const retryAt = new Date(deps.now().getTime() + delay * 1000).toISOString();
             return handOver(deps, control, tenantId, runId, delay, { reason: graded.last.reason, retry_at: retryAt });
           }
@@ -211,7 +221,8 @@ export function calibrationHandler(deps: Deps, grader: Grader, options: { lookup
             passed: v.passed && !heldForReview,
             score: v.score,
             criteria: v.criteria.map((c) => ({ id: c.id, met: c.met })),
-            evidence: (heldForReview ? 'held for review (possible prompt injection); ' : '') + (v.criteria.find((c) => c.met !== v.passed)?.evidence ?? v.feedback),
+            evidence:
+              (heldForReview ? 'held for review (possible prompt injection); ' : '') + (v.criteria.find((c) => c.met !== v.passed)?.evidence ?? v.feedback),
           };
           callId = v.call_id;
         }
@@ -222,7 +233,10 @@ export function calibrationHandler(deps: Deps, grader: Grader, options: { lookup
              on conflict do nothing`,
             [tenantId, runId, example.id, repeat, JSON.stringify(grade), callId],
           );
-          await tx.query(`update calibration_runs set graded = graded + 1, status = 'running', note = note - 'waiting' where tenant_id = $1 and id = $2`, [tenantId, runId]);
+          await tx.query(`update calibration_runs set graded = graded + 1, status = 'running', note = note - 'waiting' where tenant_id = $1 and id = $2`, [
+            tenantId,
+            runId,
+          ]);
         });
       }
     }
@@ -246,12 +260,18 @@ async function startRun(deps: Deps, grader: Grader, tenantId: string, runId: str
       [tenantId, runId],
     );
     if (!run || run.status === 'done' || run.status === 'failed') return undefined;
-    const [fixed] = await tx.query<{ model: string; prompt_version: string }>('select model, prompt_version from calibration_runs where tenant_id = $1 and id = $2', [tenantId, runId]);
+    const [fixed] = await tx.query<{ model: string; prompt_version: string }>(
+      'select model, prompt_version from calibration_runs where tenant_id = $1 and id = $2',
+      [tenantId, runId],
+    );
     if (run.status !== 'queued' && fixed!.model === grader.model && fixed!.prompt_version === PROMPT_VERSION) return run;
     // First job run — or a run resumed by a process with another model or prompt: (re)start it whole.
     await tx.query('delete from calibration_grades where tenant_id = $1 and run_id = $2', [tenantId, runId]);
     const ids = (
-      await tx.query<{ id: string }>('select id from calibration_examples where tenant_id = $1 and activity_id = $2 order by created_at, id', [tenantId, run.activity_id])
+      await tx.query<{ id: string }>('select id from calibration_examples where tenant_id = $1 and activity_id = $2 order by created_at, id', [
+        tenantId,
+        run.activity_id,
+      ])
     ).map((r) => r.id);
     const note = { example_ids: ids };
     await tx.query(
@@ -264,7 +284,14 @@ async function startRun(deps: Deps, grader: Grader, tenantId: string, runId: str
 }
 
 /** The run waits (`waiting` with `note.waiting`) or goes on in its next job run after `delaySeconds`. */
-async function handOver(deps: Deps, control: JobControl, tenantId: string, runId: string, delaySeconds: number, waiting: Record<string, unknown> | null): Promise<JobOutcome> {
+async function handOver(
+  deps: Deps,
+  control: JobControl,
+  tenantId: string,
+  runId: string,
+  delaySeconds: number,
+  waiting: Record<string, unknown> | null,
+): Promise<JobOutcome> {
   await deps.db.transaction(async (tx) => {
     if (waiting) {
       await tx.query(
@@ -291,7 +318,10 @@ async function complete(deps: Deps, grader: Grader, control: JobControl, run: Ru
       expected: { passed: e.expected_passed, score: e.expected_score === null ? null : Number(e.expected_score), criteria: e.expected_criteria },
       runs: grades.filter((g) => g.example_id === e.id).map((g) => g.outcome),
     }));
-    const figures = calibrationFigures(graded, rubricCriteria(run.rubric).map((c) => c.id));
+    const figures = calibrationFigures(
+      graded,
+      rubricCriteria(run.rubric).map((c) => c.id),
+    );
     const [cost] = await tx.query<{ calls: number; prompt_tokens: number; completion_tokens: number }>(
       `select count(*)::int as calls, coalesce(sum(prompt_tokens), 0)::int as prompt_tokens, coalesce(sum(completion_tokens), 0)::int as completion_tokens
          from model_calls where tenant_id = $1 and calibration_run_id = $2`,
@@ -303,8 +333,15 @@ async function complete(deps: Deps, grader: Grader, control: JobControl, run: Ru
       [tenantId, runId, JSON.stringify({ ...figures, cost })],
     );
     // The gate under what the activity is graded with now (a rubric edited during the run makes this report stale).
-    const [now] = await tx.query<{ rubric_version: number }>('select rubric_version from activities where id = $1 and tenant_id = $2', [run.activity_id, tenantId]);
-    const gate = await gateState(tx, tenantId, run.activity_id, { rubricVersion: now?.rubric_version ?? -1, model: grader.model, promptVersion: PROMPT_VERSION });
+    const [now] = await tx.query<{ rubric_version: number }>('select rubric_version from activities where id = $1 and tenant_id = $2', [
+      run.activity_id,
+      tenantId,
+    ]);
+    const gate = await gateState(tx, tenantId, run.activity_id, {
+      rubricVersion: now?.rubric_version ?? -1,
+      model: grader.model,
+      promptVersion: PROMPT_VERSION,
+    });
     if (gate.passes && gate.live) await releaseHeld(tx, tenantId, run.activity_id, gate.calibration);
     await control.complete(tx, { status: 'done' });
   });

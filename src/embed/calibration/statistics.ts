@@ -31,9 +31,7 @@
  */
 
 /** One graded run of an example: a verdict (score 0–100, criteria met) or `not_gradable`. */
-export type RunGrade =
-  | { passed: boolean; score: number; criteria: { id: string; met: boolean }[]; evidence: string }
-  | { not_gradable: string };
+export type RunGrade = { passed: boolean; score: number; criteria: { id: string; met: boolean }[]; evidence: string } | { not_gradable: string };
 
 /** An example as the statistics need it: what the instructor expects, and each run's grade. */
 export interface GradedExample {
@@ -73,7 +71,12 @@ export interface Figures {
   criteria: CriterionFigures[];
   adversarial: { n: number; passed: number };
   confusion: Confusion;
-  disagreements: { example_id: string; expected: { passed: boolean; score: number | null }; got: { passed: boolean; score: number | null }; evidence: string }[];
+  disagreements: {
+    example_id: string;
+    expected: { passed: boolean; score: number | null };
+    got: { passed: boolean; score: number | null };
+    evidence: string;
+  }[];
 }
 
 /**

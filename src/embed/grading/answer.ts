@@ -21,9 +21,7 @@ const modelAnswer = z.object({
 export function overallScore(verdicts: { weight: number; score: number }[]): number {
   const total = verdicts.reduce((s, v) => s + v.weight, 0);
   const mean =
-    total > 0
-      ? verdicts.reduce((s, v) => s + v.weight * v.score, 0) / total
-      : verdicts.reduce((s, v) => s + v.score, 0) / Math.max(verdicts.length, 1);
+    total > 0 ? verdicts.reduce((s, v) => s + v.weight * v.score, 0) / total : verdicts.reduce((s, v) => s + v.score, 0) / Math.max(verdicts.length, 1);
   return Math.round(Math.min(100, Math.max(0, mean)) * 100) / 100;
 }
 

@@ -137,7 +137,12 @@ export async function settleBorderline(first: Attempts, run: BorderlineRun): Pro
 
   const graded: Extract<Attempts, { kind: 'verdict' }>[] = [first];
   const settleAll = (keep?: (typeof graded)[number]) => Promise.all(graded.filter((g) => g !== keep).map((g) => run.complete(g.call)));
-  while (!majority(graded.map((g) => g.verdict), repeats).decided) {
+  while (
+    !majority(
+      graded.map((g) => g.verdict),
+      repeats,
+    ).decided
+  ) {
     let next: Attempts;
     try {
       next = await run.again();
@@ -153,7 +158,10 @@ export async function settleBorderline(first: Attempts, run: BorderlineRun): Pro
     graded.push(next);
   }
 
-  const passed = majority(graded.map((g) => g.verdict), repeats).passed;
+  const passed = majority(
+    graded.map((g) => g.verdict),
+    repeats,
+  ).passed;
   const chosen = graded.find((g) => g.verdict.passed === passed)!;
   await settleAll(chosen);
   const consistency: ConsistencyRecord = {

@@ -31,7 +31,6 @@ export class GraderError extends Error {
   }
 }
 
-
 /** OpenAI error codes and messages that refuse a request for its content (this artifact), not for the service's sake. */
 const CONTENT_REJECTION_CODES = new Set([
   'context_length_exceeded',
@@ -43,7 +42,8 @@ const CONTENT_REJECTION_CODES = new Set([
   'image_parse_error',
   'invalid_image_url',
 ]);
-const CONTENT_REJECTION_TEXT = /context.length|maximum context|too many tokens|content (management )?polic|content filter|could not (process|read) (the )?image/i;
+const CONTENT_REJECTION_TEXT =
+  /context.length|maximum context|too many tokens|content (management )?polic|content filter|could not (process|read) (the )?image/i;
 
 /** Seconds to wait from a response's `retry-after-ms` / `retry-after` (seconds or an HTTP date), if any. */
 export function retryAfterSeconds(headers: { get(name: string): string | null } | undefined, now = Date.now()): number | undefined {

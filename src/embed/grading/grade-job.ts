@@ -289,11 +289,22 @@ async function attempt(run: GradingRun, grader: Grader, request: GradingRequest,
   let last: GraderError | undefined;
   let transient = false;
   for (let n = 1; n <= e.judgeAttempts && !signal.aborted; n++) {
-    const slot = await reserveCall(deps.db, deps.now(), e.tenantBudget, { tenantId, ...run.ledger, run: run.number, attempt: ++run.attempts, model: grader.model, request });
+    const slot = await reserveCall(deps.db, deps.now(), e.tenantBudget, {
+      tenantId,
+      ...run.ledger,
+      run: run.number,
+      attempt: ++run.attempts,
+      model: grader.model,
+      request,
+    });
     if ('exhausted' in slot) {
       const { limit, retryAt } = slot.exhausted;
       const delaySeconds = (retryAt.getTime() - deps.now().getTime()) / 1000 + Math.random() * 30;
-      return { kind: 'budget_exhausted', note: { reason: 'budget_exhausted', limit, retry_at: retryAt.toISOString(), runs: run.number - 1, usage: run.usage }, delaySeconds };
+      return {
+        kind: 'budget_exhausted',
+        note: { reason: 'budget_exhausted', limit, retry_at: retryAt.toISOString(), runs: run.number - 1, usage: run.usage },
+        delaySeconds,
+      };
     }
     const result = await grader.call(request, deps.now, signal);
     run.usage = addUsage(run.usage, 1, result.record.promptTokens, result.record.completionTokens);
@@ -355,11 +366,22 @@ function recordVerdict(run: RunContext, graded: Extract<Attempts, { kind: 'verdi
  * is at fault and the submission waits for the next run — or ends `failed` / `model_unavailable`
  * when that run would come after `judgeMaxAgeSeconds`.
  */
-function recordModelFailure(run: RunContext, grader: Grader, request: GradingRequest, graded: Extract<Attempts, { kind: 'model_failed' }>): Promise<JobOutcome> {
+function recordModelFailure(
+  run: RunContext,
+  grader: Grader,
+  request: GradingRequest,
+  graded: Extract<Attempts, { kind: 'model_failed' }>,
+): Promise<JobOutcome> {
   const { deps, submission } = run;
   const e = deps.config.embed;
   const failure = graded.last;
-  const common = { model: grader.model, rubric_hash: request.rubricHash, artifact_hash: request.artifactHash, request_sha256: request.sha256, graded_at: deps.now().toISOString() };
+  const common = {
+    model: grader.model,
+    rubric_hash: request.rubricHash,
+    artifact_hash: request.artifactHash,
+    request_sha256: request.sha256,
+    graded_at: deps.now().toISOString(),
+  };
   if (!graded.transient) {
     return finish(
       run,
@@ -391,7 +413,11 @@ function recordModelFailure(run: RunContext, grader: Grader, request: GradingReq
     );
   }
   const retryAt = new Date(deps.now().getTime() + delay * 1000).toISOString();
-  return wait(run, { reason: failure.reason, error: failure.reason, attempted_at: deps.now().toISOString(), retry_at: retryAt, runs: run.number, usage: run.usage }, delay);
+  return wait(
+    run,
+    { reason: failure.reason, error: failure.reason, attempted_at: deps.now().toISOString(), retry_at: retryAt, runs: run.number, usage: run.usage },
+    delay,
+  );
 }
 
 /**
@@ -424,7 +450,13 @@ interface LedgerEntry {
  * the gate's lock: closed → held (`pending`, `calibration_required`, ../calibration/release.ts);
  * open → recorded with `verification.calibration` saying what stood behind it.
  */
-async function finish(run: RunContext, verification: RecordedOutcome & Record<string, unknown>, effect: Effect, call?: LedgerEntry, gated = false): Promise<JobOutcome> {
+async function finish(
+  run: RunContext,
+  verification: RecordedOutcome & Record<string, unknown>,
+  effect: Effect,
+  call?: LedgerEntry,
+  gated = false,
+): Promise<JobOutcome> {
   const { deps, control, tenantId, artifactId } = run;
   const recorded = await deps.db.transaction(async (tx) => {
     if (call) await completeCall(tx, tenantId, call.id, call.record);
@@ -460,10 +492,10 @@ async function gateOf(tx: Queryable, run: RunContext, model: string): Promise<Pi
 
 /** The outcome stored in the artifact's verification (graded, ended, or still pending). */
 export async function storedOutcome(deps: Pick<Deps, 'db'>, tenantId: string, artifactId: string): Promise<JobOutcome> {
-  const [row] = await deps.db.query<{ v: Record<string, unknown> | null }>(
-    'select verification as v from artifacts where id = $1 and tenant_id = $2',
-    [artifactId, tenantId],
-  );
+  const [row] = await deps.db.query<{ v: Record<string, unknown> | null }>('select verification as v from artifacts where id = $1 and tenant_id = $2', [
+    artifactId,
+    tenantId,
+  ]);
   if (!row) return { kind: 'gone' };
   return outcomeOf(row.v);
 }

@@ -44,7 +44,17 @@ import OpenAI, { APIError } from 'openai';
 import type { JudgeConfig } from '../../config.ts';
 import { classify, GraderError } from './failures.ts';
 import { injectionFlag, injectionSignals } from './injection/index.ts';
-import { artifactHash, artifactSection, buildMessages, newNonce, PROMPT_VERSION, rubricCriteria, rubricHash, VERDICT_SCHEMA_NAME, verdictJsonSchema } from './prompt.ts';
+import {
+  artifactHash,
+  artifactSection,
+  buildMessages,
+  newNonce,
+  PROMPT_VERSION,
+  rubricCriteria,
+  rubricHash,
+  VERDICT_SCHEMA_NAME,
+  verdictJsonSchema,
+} from './prompt.ts';
 import { overallScore, readAnswer } from './answer.ts';
 import type { ArtifactView } from '../read/index.ts';
 import type { CallRecord, CallResult, GradedActivity, GradingRequest, SubmittedArtifact, Verdict } from './types.ts';
@@ -131,7 +141,13 @@ export class Grader {
       promptTokens: Math.max(0, Math.trunc(Number(completion.usage?.prompt_tokens) || 0)),
       completionTokens: Math.max(0, Math.trunc(Number(completion.usage?.completion_tokens) || 0)),
     };
-    const answered = { httpStatus: 200, responseId: typeof completion.id === 'string' ? completion.id : undefined, response: completion, model: completion.model, ...usage };
+    const answered = {
+      httpStatus: 200,
+      responseId: typeof completion.id === 'string' ? completion.id : undefined,
+      response: completion,
+      model: completion.model,
+      ...usage,
+    };
     try {
       const choice = completion.choices?.[0];
       const message = choice?.message;

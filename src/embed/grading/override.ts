@@ -136,8 +136,7 @@ export async function lockResult(tx: Queryable, resultId: string): Promise<Locke
 }
 
 /** Whether stored verification `v` is a graded verdict (anything but pending; a held pass is graded). */
-const isGraded = (v: Record<string, unknown> | null): boolean =>
-  v !== null && (v.status === 'passed' || v.status === 'failed' || v.status === 'not_gradable');
+const isGraded = (v: Record<string, unknown> | null): boolean => v !== null && (v.status === 'passed' || v.status === 'failed' || v.status === 'not_gradable');
 
 const numberOrNull = (x: unknown): number | null => (typeof x === 'number' ? x : null);
 
@@ -152,13 +151,10 @@ function modelVerdict(v: Record<string, unknown>): VerdictLine {
 export const holdDecision = (approved: boolean, now: Date) =>
   approved ? { review: 'approved', reviewed_at: now.toISOString() } : { review: 'rejected', status: 'failed', passed: false, reviewed_at: now.toISOString() };
 
-
 /** Apply an override (header). Throws `ReviewError` (not_found, no_verdict, invalid). */
 export async function applyOverride(tx: Queryable, req: OverrideRequest): Promise<OverrideApplied> {
   const locked = await lockResult(tx, req.resultId);
-  const target = req.artifactId
-    ? locked.artifacts.find((a) => a.id === req.artifactId)
-    : locked.artifacts.find((a) => isGraded(a.verification));
+  const target = req.artifactId ? locked.artifacts.find((a) => a.id === req.artifactId) : locked.artifacts.find((a) => isGraded(a.verification));
   if (!target || !isGraded(target.verification)) {
     throw new ReviewError('no_verdict', `result ${req.resultId} has no graded verdict yet: wait for the grading to finish`);
   }

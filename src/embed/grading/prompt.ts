@@ -24,7 +24,6 @@ export const newNonce = () => randomBytes(8).toString('hex');
 /** Name of the structured-output schema sent to the model. */
 export const VERDICT_SCHEMA_NAME = 'rubric_verdict';
 
-
 /** sha256 hex of the rubric as graded: the normalised criteria and the pass threshold. */
 export const rubricHash = (criteria: Criterion[], passThreshold: number) => sha256Hex(JSON.stringify({ criteria, pass_threshold: passThreshold }));
 
@@ -69,8 +68,7 @@ export function artifactSection(artifact: SubmittedArtifact, view?: Pick<Artifac
 }
 
 /** sha256 hex of what the model saw of the artifact: `section`, then "\n" + each image's data URL. */
-export const artifactHash = (section: string, images: { dataUrl: string }[] = []) =>
-  sha256Hex(section + images.map((i) => `\n${i.dataUrl}`).join(''));
+export const artifactHash = (section: string, images: { dataUrl: string }[] = []) => sha256Hex(section + images.map((i) => `\n${i.dataUrl}`).join(''));
 
 /** The system message for a request whose section is delimited with `nonce`. */
 const systemPrompt = (nonce: string) => {
@@ -123,10 +121,7 @@ export function buildMessages(activity: GradedActivity, criteria: Criterion[], s
     { role: 'system' as const, content: systemPrompt(nonce) },
     {
       role: 'user' as const,
-      content: [
-        { type: 'text' as const, text: user },
-        ...images.map((i) => ({ type: 'image_url' as const, image_url: { url: i.dataUrl } })),
-      ],
+      content: [{ type: 'text' as const, text: user }, ...images.map((i) => ({ type: 'image_url' as const, image_url: { url: i.dataUrl } }))],
     },
   ];
 }

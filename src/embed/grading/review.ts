@@ -64,8 +64,7 @@ const REVIEW_SQL = `
     left join activities act on act.id = a.activity_id`;
 
 /** Drop the null fields of a review row (optional fields are absent, not null). */
-const clean = (row: Record<string, unknown>): Review =>
-  Object.fromEntries(Object.entries(row).filter(([, value]) => value !== null)) as unknown as Review;
+const clean = (row: Record<string, unknown>): Review => Object.fromEntries(Object.entries(row).filter(([, value]) => value !== null)) as unknown as Review;
 
 /**
  * The reviews the caller may see, oldest first (at most `limit`): of tenant `tenantId` when given,
@@ -144,14 +143,30 @@ export async function resolveReview(tx: Queryable, r: Resolution): Promise<Revie
 
   if (r.decision === 'override') {
     if (!r.reason) throw new ReviewError('invalid', 'reason: required for an override');
-    await applyOverride(tx, { resultId: found.result_id, artifactId: review.artifact_id, passed: r.passed!, score: r.score, reason: r.reason, by: r.by, now: r.now });
+    await applyOverride(tx, {
+      resultId: found.result_id,
+      artifactId: review.artifact_id,
+      passed: r.passed!,
+      score: r.score,
+      reason: r.reason,
+      by: r.by,
+      now: r.now,
+    });
   } else {
     if (review.kind === 'injection') await approveHeld(tx, locked.tenant_id, found.result_id, [review.artifact_id], r.now);
-    await tx.query(
-      `update reviews set status = 'upheld', resolved_at = $3, resolved_by = $4, reason = $5 where tenant_id = $1 and id = $2`,
-      [locked.tenant_id, r.reviewId, r.now.toISOString(), r.by, r.reason ?? null],
-    );
-    await audit(tx, { tenantId: locked.tenant_id, action: 'review.uphold', target: { type: 'review', id: r.reviewId }, detail: { kind: review.kind, result_id: found.result_id } });
+    await tx.query(`update reviews set status = 'upheld', resolved_at = $3, resolved_by = $4, reason = $5 where tenant_id = $1 and id = $2`, [
+      locked.tenant_id,
+      r.reviewId,
+      r.now.toISOString(),
+      r.by,
+      r.reason ?? null,
+    ]);
+    await audit(tx, {
+      tenantId: locked.tenant_id,
+      action: 'review.uphold',
+      target: { type: 'review', id: r.reviewId },
+      detail: { kind: review.kind, result_id: found.result_id },
+    });
   }
   return (await reviewById(tx, r.reviewId))!;
 }

@@ -53,8 +53,6 @@ export interface GradedActivity {
   pass_threshold: number;
 }
 
-
-
 /** One grading request, ready to send: the exact body, its hash, and what reading the answer needs. */
 export interface GradingRequest {
   /** The chat-completions request body exactly as sent. */

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import type { JobOutcome } from '../queue/index.ts';
 
 export const criterionResult = z.object({
-  id: z.string().describe('The criterion id (the rubric entry\'s `id`, or c1, c2… by position).'),
+  id: z.string().describe("The criterion id (the rubric entry's `id`, or c1, c2… by position)."),
   criterion: z.string().describe('What the criterion asks.'),
   weight: z.number().describe('Its weight in the score.'),
   met: z.boolean().describe('Whether the work meets it.'),
@@ -73,15 +73,17 @@ export const attemptView = z.object({
   passed: z.boolean().optional().describe('Whether the score reached the pass threshold (graded attempts).'),
   criteria: z.array(criterionResult).optional().describe('Per-criterion results (graded attempts).'),
   feedback: z.string().optional().describe("The grader's overall feedback, or why there is no verdict."),
-  reason: z.string().optional().describe('Why there is no verdict (yet), as in the judge\'s answer.'),
+  reason: z.string().optional().describe("Why there is no verdict (yet), as in the judge's answer."),
   rubric_version: z
     .number()
     .int()
     .optional()
     .describe("The version of the activity's spec and rubric this attempt was graded against (absent until graded); editing them makes a new version."),
   submitted_at: z.string().describe('RFC 3339.'),
-  calibration: calibrationView.optional().describe('How the grading behind this verdict was calibrated, as stored with it (absent on verdicts from before calibration).'),
-  override: overrideView.optional().describe('Present when an instructor overrode the model\'s verdict: status, passed and score above are theirs.'),
+  calibration: calibrationView
+    .optional()
+    .describe('How the grading behind this verdict was calibrated, as stored with it (absent on verdicts from before calibration).'),
+  override: overrideView.optional().describe("Present when an instructor overrode the model's verdict: status, passed and score above are theirs."),
 });
 export type AttemptView = z.infer<typeof attemptView>;
 

@@ -50,10 +50,11 @@ export async function recordOutcome(
     [artifactId, tenantId],
   );
   if (artifact?.status !== 'pending') return false;
-  await tx.query(
-    `update artifacts set verification = $3::text::jsonb, updated_at = clock_timestamp() where id = $1 and tenant_id = $2`,
-    [artifactId, tenantId, JSON.stringify(verification)],
-  );
+  await tx.query(`update artifacts set verification = $3::text::jsonb, updated_at = clock_timestamp() where id = $1 and tenant_id = $2`, [
+    artifactId,
+    tenantId,
+    JSON.stringify(verification),
+  ]);
   await applyToResult(tx, tenantId, artifact.result_id, effect);
   if (effect.kind === 'hold') await fileInjectionReview(tx, tenantId, artifactId);
   return true;

@@ -17,9 +17,7 @@ const SWEEP_BATCH = 500;
 /** Re-enqueue pending artifacts without a live job (priority 0, the backlog's). Returns how many. */
 export async function sweepBacklog(boss: PgBoss, db: Db, leaseSeconds: number): Promise<number> {
   return db.transaction(async (tx) => {
-    const [{ locked }] = (await tx.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1, 0) as locked', [SWEEP_LOCK])) as [
-      { locked: boolean },
-    ];
+    const [{ locked }] = (await tx.query<{ locked: boolean }>('select pg_try_advisory_xact_lock($1, 0) as locked', [SWEEP_LOCK])) as [{ locked: boolean }];
     if (!locked) return 0;
     // pg-boss's job table: a job is live while its state is before `completed`.
     const orphans = await tx.query<{ id: string; tenant_id: string }>(
@@ -33,7 +31,11 @@ export async function sweepBacklog(boss: PgBoss, db: Db, leaseSeconds: number): 
     );
     if (!orphans.length) return 0;
     const txDb = bossDb(tx, db);
-    await boss.deleteJob(GRADING_QUEUE, orphans.map((o) => o.id), { db: txDb } as never);
+    await boss.deleteJob(
+      GRADING_QUEUE,
+      orphans.map((o) => o.id),
+      { db: txDb } as never,
+    );
     await boss.insert(
       orphans.map((o) => ({
         id: o.id,

@@ -104,7 +104,10 @@ export class Workers {
     const everyMs = Math.max(1, (Number(job.expireInSeconds) || options.leaseSeconds) / 3) * 1000;
     const timer = setInterval(() => {
       void db
-        .query<{ id: string }>(`update pgboss.job set started_on = now() where name = $1 and id = $2 and state = 'active' returning id`, [GRADING_QUEUE, job.id])
+        .query<{ id: string }>(`update pgboss.job set started_on = now() where name = $1 and id = $2 and state = 'active' returning id`, [
+          GRADING_QUEUE,
+          job.id,
+        ])
         .then((rows) => {
           if (!rows.length && !signal.aborted) {
             options.log.warn({ jobId: job.id }, 'embed queue: lost the lease of a running job; aborting the run');

@@ -28,7 +28,10 @@ export const isSvg = (text: string) => /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s
 /** True when `text` is draw.io / diagrams.net XML. */
 export const isDrawio = (text: string) => /^\s*(<\?xml[^>]*>\s*)?<(mxfile|mxGraphModel)\b/i.test(text);
 
-const stripTags = (s: string) => decodeHTML(s.replace(/<[^>]*>/g, ' ')).replace(/\s+/g, ' ').trim();
+const stripTags = (s: string) =>
+  decodeHTML(s.replace(/<[^>]*>/g, ' '))
+    .replace(/\s+/g, ' ')
+    .trim();
 
 /** Title, description and text labels of an SVG, one label per line. */
 export function describeSvg(svg: string): string {
@@ -88,7 +91,14 @@ export function describeDrawio(xml: string): string {
       const cell = cells.find((c) => c.id === id || (!c.id && attribute(m[3]!, 'vertex') === '1'));
       if (cell && !cell.value) cell.value = stripTags(attribute(m[2]!, 'label') ?? '');
       if (id && !cells.some((c) => c.id === id)) {
-        cells.push({ id, value: stripTags(attribute(m[2]!, 'label') ?? ''), vertex: attribute(m[3]!, 'vertex') === '1', edge: attribute(m[3]!, 'edge') === '1', source: attribute(m[3]!, 'source'), target: attribute(m[3]!, 'target') });
+        cells.push({
+          id,
+          value: stripTags(attribute(m[2]!, 'label') ?? ''),
+          vertex: attribute(m[3]!, 'vertex') === '1',
+          edge: attribute(m[3]!, 'edge') === '1',
+          source: attribute(m[3]!, 'source'),
+          target: attribute(m[3]!, 'target'),
+        });
       }
     }
     const label = (id: string | undefined) => {

@@ -66,7 +66,10 @@ export function readHtml(html: string): ReadablePage {
       return alt ? ` [image: ${alt}] ` : ' ';
     })
     .replace(/<(br|hr)\b[^>]*>/gi, '\n')
-    .replace(/<\/?(p|div|section|article|main|header|footer|nav|aside|h[1-6]|li|ul|ol|dl|dt|dd|tr|table|blockquote|pre|form|fieldset|figure|figcaption)\b[^>]*>/gi, '\n')
+    .replace(
+      /<\/?(p|div|section|article|main|header|footer|nav|aside|h[1-6]|li|ul|ol|dl|dt|dd|tr|table|blockquote|pre|form|fieldset|figure|figcaption)\b[^>]*>/gi,
+      '\n',
+    )
     .replace(/<\/?(td|th)\b[^>]*>/gi, ' \t ')
     .replace(/<[^>]*>/g, '');
   const text = decodeHTML(body)

@@ -19,11 +19,19 @@ import { looksLikeHtml, readHtml } from './html.ts';
 import { pdfText } from './pdf.ts';
 import { readRepo } from './repo.ts';
 import { humanSize } from './repo-files.ts';
-import { fetchBounds, Unreadable, type ArtifactImage, type ArtifactPart, type ArtifactView, type ReadOptions, type ReadSource, type SubmittedArtifact } from './types.ts';
+import {
+  fetchBounds,
+  Unreadable,
+  type ArtifactImage,
+  type ArtifactPart,
+  type ArtifactView,
+  type ReadOptions,
+  type ReadSource,
+  type SubmittedArtifact,
+} from './types.ts';
 
 export { Unreadable } from './types.ts';
 export type { ArtifactImage, ArtifactPart, ArtifactView, ReadOptions, SubmittedArtifact } from './types.ts';
-
 
 const IMAGE_TYPES = /^image\/(png|jpeg|gif|webp)$/;
 const TEXT_TYPES = /^(text\/|application\/(json|xml|xhtml\+xml|ld\+json|javascript)|image\/svg\+xml)/;
@@ -98,7 +106,12 @@ async function readBytes(
     if (kind !== 'diagram') throw new Unreadable(`${label} is an image, which is only read for a diagram`);
     if (!o.vision) throw new Unreadable('images cannot be graded here: submit the diagram as Mermaid, SVG or draw.io text');
     images.push({ source: label, mediaType: mime, bytes: bytes.length, dataUrl: `data:${mime};base64,${bytes.toString('base64')}` });
-    return { parts: [{ heading: `${label}: image ${images.length} (${mime}, ${humanSize(bytes.length)})`, text: `(attached after this section as image ${images.length})` }], detail: `${mime}, ${humanSize(bytes.length)}` };
+    return {
+      parts: [
+        { heading: `${label}: image ${images.length} (${mime}, ${humanSize(bytes.length)})`, text: `(attached after this section as image ${images.length})` },
+      ],
+      detail: `${mime}, ${humanSize(bytes.length)}`,
+    };
   }
   if (mime && !TEXT_TYPES.test(mime) && mime !== 'application/octet-stream') throw new Unreadable(`${label} is ${mime}, which is not read for a ${kind}`);
   if (bytes.subarray(0, 8192).includes(0)) throw new Unreadable(`${label} is binary, not text`);

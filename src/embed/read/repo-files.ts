@@ -24,14 +24,17 @@ export const MAX_TREE_ENTRIES = 400;
 /** Largest part of one file shown, in bytes. */
 export const MAX_FILE_BYTES = 48 * 1024;
 
-const EXCLUDED_DIRS = /(^|\/)(node_modules|vendor|bower_components|dist|build|out|target|coverage|\.git|\.next|\.nuxt|\.cache|__pycache__|\.venv|venv|\.idea|\.vscode)\//;
-const LOCK_FILES = /(^|\/)(package-lock\.json|npm-shrinkwrap\.json|yarn\.lock|pnpm-lock\.yaml|bun\.lockb|Cargo\.lock|poetry\.lock|Pipfile\.lock|Gemfile\.lock|composer\.lock|go\.sum)$/;
+const EXCLUDED_DIRS =
+  /(^|\/)(node_modules|vendor|bower_components|dist|build|out|target|coverage|\.git|\.next|\.nuxt|\.cache|__pycache__|\.venv|venv|\.idea|\.vscode)\//;
+const LOCK_FILES =
+  /(^|\/)(package-lock\.json|npm-shrinkwrap\.json|yarn\.lock|pnpm-lock\.yaml|bun\.lockb|Cargo\.lock|poetry\.lock|Pipfile\.lock|Gemfile\.lock|composer\.lock|go\.sum)$/;
 const MINIFIED = /\.(min\.(js|css)|map)$/i;
 const BINARY_EXT =
   /\.(png|jpe?g|gif|webp|bmp|ico|icns|tiff?|psd|pdf|zip|gz|tgz|bz2|xz|7z|rar|jar|war|class|exe|dll|so|dylib|o|a|wasm|woff2?|ttf|otf|eot|mp3|mp4|m4a|wav|ogg|webm|mov|avi|sqlite|db|bin|pyc)$/i;
 const SOURCE_EXT =
   /\.(js|mjs|cjs|jsx|ts|tsx|vue|svelte|py|rb|go|rs|java|kt|kts|scala|c|h|cc|cpp|hpp|cs|php|swift|m|html?|css|scss|sass|less|sql|sh|bash|ps1|lua|r|jl|ex|exs|erl|hs|ml|clj|dart|elm)$/i;
-const TEXT_EXT = /\.(json|ya?ml|toml|ini|cfg|conf|md|markdown|txt|rst|adoc|xml|svg|csv|env\.example|gitignore|dockerignore)$|(^|\/)(Dockerfile|Makefile|Procfile|Gemfile|Rakefile|LICENSE)$/i;
+const TEXT_EXT =
+  /\.(json|ya?ml|toml|ini|cfg|conf|md|markdown|txt|rst|adoc|xml|svg|csv|env\.example|gitignore|dockerignore)$|(^|\/)(Dockerfile|Makefile|Procfile|Gemfile|Rakefile|LICENSE)$/i;
 const ENTRY_NAME = /(^|\/)(index|main|app|server|cli|__main__|lib|mod)\.[a-z]+$/i;
 const README = /(^|\/)readme(\.[a-z]+)?$/i;
 

@@ -87,7 +87,8 @@ function git(args: string[], env: NodeJS.ProcessEnv, options: { signal: AbortSig
 async function folderSize(dir: string): Promise<number> {
   let total = 0;
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) {
-    if (entry.isFile()) total += (await stat(join(entry.parentPath ?? (entry as unknown as { path: string }).path, entry.name)).catch(() => ({ size: 0 }))).size;
+    if (entry.isFile())
+      total += (await stat(join(entry.parentPath ?? (entry as unknown as { path: string }).path, entry.name)).catch(() => ({ size: 0 }))).size;
   }
   return total;
 }
@@ -148,7 +149,9 @@ async function resolveGitHost(url: URL, o: ReadOptions): Promise<{ address: stri
   try {
     return await resolveAllowed(url, { allowPrivate: o.allowPrivate, timeoutMs: o.timeoutMs, lookup: o.lookup, isBlocked: o.isBlocked });
   } catch (err) {
-    throw new Unreadable(err instanceof FetchRefused ? `the repository ${err.message.replace(/^the URL /, 'URL ')}` : 'the repository host could not be resolved');
+    throw new Unreadable(
+      err instanceof FetchRefused ? `the repository ${err.message.replace(/^the URL /, 'URL ')}` : 'the repository host could not be resolved',
+    );
   }
 }
 
@@ -157,23 +160,43 @@ async function resolveGitHost(url: URL, o: ReadOptions): Promise<{ address: stri
  * redirects, credentials, proxy or other transport. Killed when `work` grows over `maxBytes`.
  * Throws `Unreadable`: over the size limit, not in time (`signal`), or git's reason.
  */
-async function cloneBare(url: URL, target: { address: string; family: number }, work: string, dir: string, maxBytes: number, signal: AbortSignal): Promise<void> {
+async function cloneBare(
+  url: URL,
+  target: { address: string; family: number },
+  work: string,
+  dir: string,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<void> {
   const kill = new AbortController();
   const both = AbortSignal.any([signal, kill.signal]);
   const port = url.port || (url.protocol === 'https:' ? '443' : '80');
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const pin = host === target.address ? [] : ['-c', `http.curloptResolve=${host}:${port}:${target.family === 6 ? `[${target.address}]` : target.address}`];
   const cloneArgs = [
-    '-c', 'http.followRedirects=false',
+    '-c',
+    'http.followRedirects=false',
     ...pin,
-    '-c', 'credential.helper=',
-    '-c', 'core.askPass=',
-    '-c', 'http.proxy=',
-    '-c', 'protocol.allow=never',
-    '-c', `protocol.${url.protocol.slice(0, -1)}.allow=always`,
-    'clone', '--bare', '--depth=1', '--single-branch', '--no-tags', '--quiet',
+    '-c',
+    'credential.helper=',
+    '-c',
+    'core.askPass=',
+    '-c',
+    'http.proxy=',
+    '-c',
+    'protocol.allow=never',
+    '-c',
+    `protocol.${url.protocol.slice(0, -1)}.allow=always`,
+    'clone',
+    '--bare',
+    '--depth=1',
+    '--single-branch',
+    '--no-tags',
+    '--quiet',
     `--filter=blob:limit=${MAX_BLOB_BYTES}`,
-    '--', url.toString(), dir,
+    '--',
+    url.toString(),
+    dir,
   ];
   let tooBig = false;
   const watch = setInterval(() => {
@@ -232,7 +255,13 @@ async function listTree(run: GitRun): Promise<{ entries: TreeEntry[]; missing: S
     path: e.path,
     size: sizes.get(e.oid),
     skipped:
-      e.type === 'commit' ? 'submodule' : e.mode === '120000' ? 'symbolic link' : missing.has(e.oid) ? `over the size limit (${humanSize(MAX_BLOB_BYTES)})` : undefined,
+      e.type === 'commit'
+        ? 'submodule'
+        : e.mode === '120000'
+          ? 'symbolic link'
+          : missing.has(e.oid)
+            ? `over the size limit (${humanSize(MAX_BLOB_BYTES)})`
+            : undefined,
   }));
   return { entries, missing, files };
 }
@@ -316,7 +345,9 @@ async function readArchive(url: string, o: ReadOptions, budget: number): Promise
       acceptHeader: 'application/gzip, application/x-tar, application/octet-stream;q=0.5',
     });
   } catch (err) {
-    throw new Unreadable(err instanceof FetchRefused ? `the repository archive could not be fetched: ${err.message}` : 'the repository archive could not be fetched');
+    throw new Unreadable(
+      err instanceof FetchRefused ? `the repository archive could not be fetched: ${err.message}` : 'the repository archive could not be fetched',
+    );
   }
   if (archive.truncated) throw new Unreadable(`the repository archive is over the size limit (${humanSize(o.maxBytes)})`);
   let entries = (await untar(archive.body, o.maxBytes * 4)).filter((e) => !e.path.endsWith('/'));

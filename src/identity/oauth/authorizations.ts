@@ -130,7 +130,14 @@ export async function decide(deps: Pick<Deps, 'db' | 'now' | 'config'>, id: stri
               code_expires_at = case when $3 = 'approved' then $5::timestamptz end
         where id = $1 and user_id = $2 and status = 'pending' and expires_at > $6::timestamptz
         returning ${COLUMNS}`,
-      [id, userId, action === 'approve' ? 'approved' : 'denied', sha256Hex(code), new Date(now.getTime() + CODE_TTL_SECONDS * 1000).toISOString(), now.toISOString()],
+      [
+        id,
+        userId,
+        action === 'approve' ? 'approved' : 'denied',
+        sha256Hex(code),
+        new Date(now.getTime() + CODE_TTL_SECONDS * 1000).toISOString(),
+        now.toISOString(),
+      ],
     );
     if (!row) return undefined;
     if (action === 'deny') return errorRedirect(deps, row.redirect_uri, row.state, 'access_denied', 'The user denied the request');

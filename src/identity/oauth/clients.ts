@@ -130,10 +130,7 @@ export async function findClient(deps: Deps, clientId: string): Promise<OAuthCli
 /** A live client already stored (registered, or a metadata document fetched before); no fetch. */
 export async function knownClient(q: Queryable, clientId: string): Promise<OAuthClient | undefined> {
   if (clientId.length > 2048) return undefined;
-  const [row] = await q.query<OAuthClient>(
-    `select ${CLIENT_COLUMNS} from auth.oauth_clients where client_id = $1 and revoked_at is null`,
-    [clientId],
-  );
+  const [row] = await q.query<OAuthClient>(`select ${CLIENT_COLUMNS} from auth.oauth_clients where client_id = $1 and revoked_at is null`, [clientId]);
   return row;
 }
 

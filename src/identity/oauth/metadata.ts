@@ -49,8 +49,12 @@ const CACHE = 'public, max-age=300';
 /** The two documents inside the identity plugin (`/auth/v1/.well-known/…`), no `apikey` needed. */
 export function metadataRoutes(app: FastifyInstance, deps: Deps) {
   const config = { apikey: false };
-  app.get('/.well-known/oauth-authorization-server', { config }, async (_req, reply) => reply.header('cache-control', CACHE).send(authorizationServerMetadata(deps)));
-  app.get('/.well-known/openid-configuration', { config }, async (_req, reply) => reply.header('cache-control', CACHE).send(authorizationServerMetadata(deps, true)));
+  app.get('/.well-known/oauth-authorization-server', { config }, async (_req, reply) =>
+    reply.header('cache-control', CACHE).send(authorizationServerMetadata(deps)),
+  );
+  app.get('/.well-known/openid-configuration', { config }, async (_req, reply) =>
+    reply.header('cache-control', CACHE).send(authorizationServerMetadata(deps, true)),
+  );
   app.get('/.well-known/jwks.json', { config }, async (_req, reply) => reply.header('cache-control', CACHE).send({ keys: [] }));
 }
 

@@ -119,5 +119,8 @@ ${hidden(p.authorizationId, p.csrf)}
 
 /** A page for an error that is not sent back to the client. */
 export function errorPage(title: string, message: string): string {
-  return layout(title, `<h1>${esc(title)}</h1>\n<p class="alert" role="alert">${esc(message)}</p>\n<p>Go back to the app you were connecting and start again.</p>`);
+  return layout(
+    title,
+    `<h1>${esc(title)}</h1>\n<p class="alert" role="alert">${esc(message)}</p>\n<p>Go back to the app you were connecting and start again.</p>`,
+  );
 }

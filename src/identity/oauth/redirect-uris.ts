@@ -25,7 +25,8 @@ export function redirectUriProblem(uri: string): string | undefined {
   const url = new URL(uri);
   if (REFUSED_SCHEMES.has(url.protocol)) return `the ${url.protocol} scheme is not allowed`;
   if (url.username || url.password) return 'a redirect URI must not carry credentials';
-  if (url.protocol === 'http:' && !isLoopbackHttp(url)) return 'http redirect URIs are allowed only on a loopback host (localhost, 127.0.0.1, [::1]); use https';
+  if (url.protocol === 'http:' && !isLoopbackHttp(url))
+    return 'http redirect URIs are allowed only on a loopback host (localhost, 127.0.0.1, [::1]); use https';
   if (url.protocol === 'https:' && !url.hostname) return 'an https redirect URI must name a host';
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this check refuses
   if (/[\u0000-\u001f\u007f\s]/.test(uri)) return 'a redirect URI must not contain spaces or control characters';

@@ -127,20 +127,28 @@ function oauthErrorHandler(err: Error & { statusCode?: number }, req: FastifyReq
   }
   if (surface === 'oauth') {
     if (err instanceof OAuthError) return sendOAuthError(reply, err);
-    if (isDbUnavailable(err)) return sendOAuthError(reply, new OAuthError(503, 'temporarily_unavailable', 'the service is briefly unavailable; retry', DB_RETRY_AFTER_SECONDS));
+    if (isDbUnavailable(err))
+      return sendOAuthError(reply, new OAuthError(503, 'temporarily_unavailable', 'the service is briefly unavailable; retry', DB_RETRY_AFTER_SECONDS));
     if (status === 429) return sendOAuthError(reply, new OAuthError(429, 'temporarily_unavailable', 'too many requests; retry after the time in Retry-After'));
     if (status < 500) return sendOAuthError(reply, new OAuthError(status === 413 ? 413 : 400, 'invalid_request', err.message));
     return sendOAuthError(reply, new OAuthError(500, 'server_error', 'unexpected failure'));
   }
   if (surface === 'page') {
     if (err instanceof PageError) return sendPage(reply, err.status, errorPage(err.title, err.message));
-    if (status === 429) return sendPage(reply, 429, errorPage('Too many requests', 'Too many sign-in requests came from your network. Wait a minute, then try again.'));
-    if (isDbUnavailable(err)) return sendPage(reply.header('retry-after', String(DB_RETRY_AFTER_SECONDS)), 503, errorPage('Briefly unavailable', 'The service cannot reach its database. Try again in a moment.'));
+    if (status === 429)
+      return sendPage(reply, 429, errorPage('Too many requests', 'Too many sign-in requests came from your network. Wait a minute, then try again.'));
+    if (isDbUnavailable(err))
+      return sendPage(
+        reply.header('retry-after', String(DB_RETRY_AFTER_SECONDS)),
+        503,
+        errorPage('Briefly unavailable', 'The service cannot reach its database. Try again in a moment.'),
+      );
     if (status < 500) return sendPage(reply, status, errorPage('Invalid request', err instanceof AuthError ? err.message : 'The request could not be read.'));
     return sendPage(reply, 500, errorPage('Something went wrong', 'An unexpected error happened. Try again.'));
   }
   if (err instanceof AuthError) return sendAuthError(req, reply, err);
-  if (err instanceof TokenError) return sendAuthError(req, reply, new AuthError(403, 'bad_jwt', `invalid JWT: unable to parse or verify signature, ${err.message}`));
+  if (err instanceof TokenError)
+    return sendAuthError(req, reply, new AuthError(403, 'bad_jwt', `invalid JWT: unable to parse or verify signature, ${err.message}`));
   if (isDbUnavailable(err)) return sendAuthError(req, reply, unavailable());
   if (status < 500) return sendAuthError(req, reply, new AuthError(status, 'validation_failed', err.message));
   return sendAuthError(req, reply, new AuthError(500, 'unexpected_failure', 'Unexpected failure, please check server logs for more information'));
@@ -241,7 +249,10 @@ async function revoke(deps: Deps, req: FastifyRequest, reply: FastifyReply) {
 
 /** `POST /oauth/clients/register` (RFC 7591, clients.ts): 201 with the registration; metadata errors are OAuth errors. */
 async function register(deps: Deps, req: FastifyRequest, reply: FastifyReply) {
-  return reply.code(201).header('cache-control', 'no-store').send(await registerClient(deps, req.body));
+  return reply
+    .code(201)
+    .header('cache-control', 'no-store')
+    .send(await registerClient(deps, req.body));
 }
 
 /**
@@ -303,7 +314,13 @@ async function revokeGrantOfClient(deps: Deps, req: FastifyRequest, reply: Fasti
   if (typeof clientId !== 'string' || !clientId || clientId.length > 2048) throw new AuthError(400, 'validation_failed', 'client_id is required');
   const revoked = await deps.db.transaction(async (tx) => {
     if (!(await revokeGrant(tx, user.id, clientId))) return false;
-    await audit(tx, { tenantId: null, action: 'oauth.grant.revoke', target: { type: 'user', id: user.svc_user_id }, detail: { client_id: clientId }, actor: { kind: 'auth_user', id: user.id } });
+    await audit(tx, {
+      tenantId: null,
+      action: 'oauth.grant.revoke',
+      target: { type: 'user', id: user.svc_user_id },
+      detail: { client_id: clientId },
+      actor: { kind: 'auth_user', id: user.id },
+    });
     return true;
   });
   if (!revoked) throw new AuthError(404, 'oauth_consent_not_found', 'No active grant found for this client');
@@ -326,7 +343,11 @@ async function formStep(deps: Deps, body: unknown): Promise<{ authz: Authorizati
   if (!authz) throw expired();
   const csrf = formField(body, 'csrf');
   if (!csrfMatches(authz, csrf)) {
-    throw new PageError(403, 'This form is no longer valid', 'The form does not belong to this sign-in request or this step (CSRF check). Start again from your app.');
+    throw new PageError(
+      403,
+      'This form is no longer valid',
+      'The form does not belong to this sign-in request or this step (CSRF check). Start again from your app.',
+    );
   }
   const client = await knownClient(deps.db, authz.client_id);
   if (!client) throw expired();
@@ -380,6 +401,13 @@ async function authorize(deps: Deps, req: FastifyRequest, reply: FastifyReply) {
   if (resource !== mcpResource(deps)) return back('invalid_target', `resource must be ${mcpResource(deps)}`);
 
   const scope = grantedScope(once('scope') ?? undefined);
-  const { id, csrf } = await createAuthorization(deps, { clientId: client.client_id, redirectUri, scope, state: state ?? null, resource, codeChallenge: challenge });
+  const { id, csrf } = await createAuthorization(deps, {
+    clientId: client.client_id,
+    redirectUri,
+    scope,
+    state: state ?? null,
+    resource,
+    codeChallenge: challenge,
+  });
   return sendPage(reply, 200, signInPage({ authorizationId: id, csrf, clientName: clientLabel(client) }));
 }

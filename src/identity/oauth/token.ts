@@ -81,8 +81,16 @@ async function codeGrant(deps: Deps, clientId: string, body: Record<string, unkn
   const outcome = await deps.db.transaction(async (tx) => {
     const now = deps.now();
     const [row] = await tx.query<{
-      id: string; client_id: string; redirect_uri: string; scope: string; resource: string; code_challenge: string;
-      user_id: string; expired: boolean; used: boolean; session_id: string | null;
+      id: string;
+      client_id: string;
+      redirect_uri: string;
+      scope: string;
+      resource: string;
+      code_challenge: string;
+      user_id: string;
+      expired: boolean;
+      used: boolean;
+      session_id: string | null;
     }>(
       `select id, client_id, redirect_uri, scope, resource, code_challenge, user_id, session_id,
               code_expires_at <= $2::timestamptz as expired, code_used_at is not null as used
@@ -98,7 +106,8 @@ async function codeGrant(deps: Deps, clientId: string, body: Record<string, unkn
     if (row.expired) return { error: invalidGrant('the authorization code has expired') };
     if (row.client_id !== clientId) return { error: invalidGrant('the authorization code was issued to another client') };
     if (redirectUri !== row.redirect_uri) return { error: invalidGrant('redirect_uri must be the one of the authorization request') };
-    if (resource !== undefined && resource !== row.resource) return { error: new OAuthError(400, 'invalid_target', 'resource differs from the authorization request') };
+    if (resource !== undefined && resource !== row.resource)
+      return { error: new OAuthError(400, 'invalid_target', 'resource differs from the authorization request') };
     const challenge = createHash('sha256').update(verifier).digest('base64url');
     if (challenge !== row.code_challenge) return { error: invalidGrant('code_verifier does not match the code_challenge (PKCE)') };
     const user = await findUserById(tx, row.user_id);

@@ -144,11 +144,14 @@ async function sendOne(deps: Pick<Deps, 'db' | 'now' | 'config'>, key: StreamKey
   } catch (err) {
     if (err instanceof PlacementError) return finish(deps, key, row, { state: 'failed', lineitem, reason: err.message });
     if (err instanceof ServiceTokenError) {
-      if (isRetryable(err.status)) return finish(deps, key, row, { state: 'queued', lineitem, status: err.status, reason: err.message, delaySeconds: retryDelay(row.attempts) });
+      if (isRetryable(err.status))
+        return finish(deps, key, row, { state: 'queued', lineitem, status: err.status, reason: err.message, delaySeconds: retryDelay(row.attempts) });
       return finish(deps, key, row, { state: 'failed', lineitem, status: err.status, reason: err.message });
     }
     // Our own failure (the database): hand the row back for a later attempt, and say so.
-    await finish(deps, key, row, { state: 'queued', lineitem, reason: 'the tool failed to send it; retrying', delaySeconds: retryDelay(row.attempts) }).catch(() => {});
+    await finish(deps, key, row, { state: 'queued', lineitem, reason: 'the tool failed to send it; retrying', delaySeconds: retryDelay(row.attempts) }).catch(
+      () => {},
+    );
     throw err;
   }
 }

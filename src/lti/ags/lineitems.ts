@@ -90,7 +90,10 @@ export function nextLink(header: string | string[] | undefined, base: string): s
  */
 export async function lineItemOf(deps: Pick<Deps, 'db' | 'now' | 'config'>, p: Placement): Promise<string> {
   if (p.lineitem_url) return p.lineitem_url;
-  const [kept] = await deps.db.query<{ lineitem_url: string }>('select lineitem_url from lti_score_lineitems where tenant_id = $1 and link = $2', [p.tenant_id, p.id]);
+  const [kept] = await deps.db.query<{ lineitem_url: string }>('select lineitem_url from lti_score_lineitems where tenant_id = $1 and link = $2', [
+    p.tenant_id,
+    p.id,
+  ]);
   if (kept) return kept.lineitem_url;
   if (!p.lineitems_url) throw new PlacementError('the placement has no line item and no line items container (AGS claim)');
   const scopes = grantedScopes(p, [AGS_SCOPE.lineitem, AGS_SCOPE.lineitemReadonly]);
@@ -118,10 +121,16 @@ export async function lineItemOf(deps: Pick<Deps, 'db' | 'now' | 'config'>, p: P
     page = nextLink(answer.headers.link, page);
   }
   // 2. Make it.
-  if (!p.ags_scopes.includes(AGS_SCOPE.lineitem)) throw new PlacementError('no line item for this activity, and the platform did not grant the scope to create one');
+  if (!p.ags_scopes.includes(AGS_SCOPE.lineitem))
+    throw new PlacementError('no line item for this activity, and the platform did not grant the scope to create one');
   const created = await callService(deps, p.platform, [AGS_SCOPE.lineitem], p.lineitems_url, {
     method: 'POST',
-    body: JSON.stringify({ scoreMaximum: 100, label: (p.activity_title || 'Activity').slice(0, 255), resourceId: p.activity_id, resourceLinkId: p.resource_link_id }),
+    body: JSON.stringify({
+      scoreMaximum: 100,
+      label: (p.activity_title || 'Activity').slice(0, 255),
+      resourceId: p.activity_id,
+      resourceLinkId: p.resource_link_id,
+    }),
     contentType: LINEITEM_MEDIA_TYPE,
     accept: LINEITEM_MEDIA_TYPE,
   });
@@ -142,6 +151,9 @@ async function keep(q: Queryable, p: Placement, url: string, created: boolean): 
     [p.tenant_id, p.id, url, created],
   );
   // Two deliveries making it at once: both use the first one kept.
-  const [kept] = await q.query<{ lineitem_url: string }>('select lineitem_url from lti_score_lineitems where tenant_id = $1 and link = $2', [p.tenant_id, p.id]);
+  const [kept] = await q.query<{ lineitem_url: string }>('select lineitem_url from lti_score_lineitems where tenant_id = $1 and link = $2', [
+    p.tenant_id,
+    p.id,
+  ]);
   return kept?.lineitem_url ?? url;
 }

@@ -48,7 +48,8 @@ export async function queueDueStreams(db: Db): Promise<number> {
   if (!streams.length) return 0;
   return db.transaction(async (tx) => {
     let queued = 0;
-    for (const key of streams) if (await scoresQueue.enqueue(tx, { tenant_id: key.tenant_id, link: key.link, user_id: key.user_id }, { singletonKey: streamId(key) })) queued++;
+    for (const key of streams)
+      if (await scoresQueue.enqueue(tx, { tenant_id: key.tenant_id, link: key.link, user_id: key.user_id }, { singletonKey: streamId(key) })) queued++;
     return queued;
   });
 }

@@ -59,14 +59,28 @@ export async function deepLinkingLaunch(deps: Deps, launch: VerifiedLaunch, repl
   const { platform, claims, framed } = launch;
   // 1. An instructor.
   if (!isInstructorLaunch(claims)) {
-    return sendErrorPage(reply, 403, 'not_instructor', refusedTitle, 'Only an instructor (or a content developer or administrator) of the course can place activities. Nothing was recorded.', framed);
+    return sendErrorPage(
+      reply,
+      403,
+      'not_instructor',
+      refusedTitle,
+      'Only an instructor (or a content developer or administrator) of the course can place activities. Nothing was recorded.',
+      framed,
+    );
   }
   // 2. Settings we can answer.
   const settings = settingsSchema.safeParse(claims[CLAIM.deepLinkingSettings]);
   if (!settings.success) {
     const issue = settings.error.issues[0];
     const where = issue?.path.length ? `deep_linking_settings.${issue.path.join('.')}` : 'deep_linking_settings';
-    return sendErrorPage(reply, 400, 'invalid_deep_linking', refusedTitle, `The LMS did not ask for something this tool can place (${where}: ${issue?.message ?? 'missing'}). This tool places LTI resource links.`, framed);
+    return sendErrorPage(
+      reply,
+      400,
+      'invalid_deep_linking',
+      refusedTitle,
+      `The LMS did not ask for something this tool can place (${where}: ${issue?.message ?? 'missing'}). This tool places LTI resource links.`,
+      framed,
+    );
   }
   // 3. The launch used once; the tenant's content.
   const activities = await deps.db.transaction(async (tx) => {
@@ -131,10 +145,26 @@ export function deepLinkingRoutes(app: FastifyInstance, deps: Deps) {
       const ancestors = await allPlatformAncestors(deps.db).catch(() => "'none'");
       if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message, ancestors);
       if (err.statusCode === 413) return sendErrorPage(reply, 413, 'too_large', refusedTitle, 'The form sent more data than a picker holds.', ancestors);
-      if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return sendErrorPage(reply, 400, 'invalid_request', refusedTitle, 'The form is malformed.', ancestors);
-      if (isDbUnavailable(err)) return sendErrorPage(reply.header('retry-after', '5'), 503, 'unavailable', 'The service is busy', 'The service cannot place activities right now. Try again in a few seconds.', ancestors);
+      if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
+        return sendErrorPage(reply, 400, 'invalid_request', refusedTitle, 'The form is malformed.', ancestors);
+      if (isDbUnavailable(err))
+        return sendErrorPage(
+          reply.header('retry-after', '5'),
+          503,
+          'unavailable',
+          'The service is busy',
+          'The service cannot place activities right now. Try again in a few seconds.',
+          ancestors,
+        );
       req.log.error({ err }, 'lti deep linking: unexpected error');
-      return sendErrorPage(reply, 500, 'internal_error', 'Something went wrong', 'The activity could not be placed because of an error on our side.', ancestors);
+      return sendErrorPage(
+        reply,
+        500,
+        'internal_error',
+        'Something went wrong',
+        'The activity could not be placed because of an error on our side.',
+        ancestors,
+      );
     });
 
     scope.post(RESPONSE_PATH, async (req, reply) => {
@@ -147,12 +177,14 @@ export function deepLinkingRoutes(app: FastifyInstance, deps: Deps) {
       if (!form) return refuse(400, 'invalid_request', 'The form is malformed (a form post carrying one picker token).', await anyPlatform());
       const now = deps.now();
       const picker = await readPickerToken(deps.config, form.token, now);
-      if (picker === 'invalid') return refuse(400, 'invalid_picker', 'This picker is not valid. Open the activity picker again from the LMS.', await anyPlatform());
+      if (picker === 'invalid')
+        return refuse(400, 'invalid_picker', 'This picker is not valid. Open the activity picker again from the LMS.', await anyPlatform());
       if ('expired' in picker) return refuse(400, 'picker_expired', 'This picker has expired. Open the activity picker again from the LMS.', picker.ancestors);
       const framed = picker.ancestors;
       // 2. The picks.
       if (!form.picks.length) return refuse(400, 'no_pick', 'No activity was chosen. Go back and choose one.', framed);
-      if (!form.picks.every((id) => uuid.safeParse(id).success)) return refuse(400, 'invalid_request', 'The form names an activity that is not an activity id.', framed);
+      if (!form.picks.every((id) => uuid.safeParse(id).success))
+        return refuse(400, 'invalid_request', 'The form names an activity that is not an activity id.', framed);
       const picks = [...new Set(form.picks)];
       if (picks.length > 1 && !picker.acceptMultiple) return refuse(400, 'too_many', 'The LMS asked for one activity here: choose only one.', framed);
       if (picks.length > MAX_PICKS) return refuse(400, 'too_many', `Choose at most ${MAX_PICKS} activities at a time.`, framed);
@@ -163,7 +195,12 @@ export function deepLinkingRoutes(app: FastifyInstance, deps: Deps) {
       if (!platform) return refuse(400, 'unknown_platform', 'This LMS is no longer registered with the service.', framed);
       const activities = await pickedActivities(deps.db, picker.tenantId, picks);
       if (activities.length !== picks.length) {
-        return refuse(403, 'activity_not_available', 'An activity you chose is not available: it belongs to another organisation than the one this LMS is registered with, or it was archived.', framed);
+        return refuse(
+          403,
+          'activity_not_available',
+          'An activity you chose is not available: it belongs to another organisation than the one this LMS is registered with, or it was archived.',
+          framed,
+        );
       }
       // 3. The token used once; the signed response back to the platform.
       const url = `${base()}/lti/v1/launch`;
@@ -175,20 +212,27 @@ export function deepLinkingRoutes(app: FastifyInstance, deps: Deps) {
         custom: { activity_id: a.id },
         lineItem: { scoreMaximum: 100, label: a.title, resourceId: a.id },
       }));
-      const jwt = await deps.db.transaction(async (tx) => {
-        try {
-          await consumeOnce(tx, picker.tenantId, 'picker', picker.id, new Date((picker.exp + 120) * 1000));
-        } catch (err) {
-          if (err instanceof LaunchError && err.code === 'replayed') {
-            throw new LaunchError(400, 'replayed', refusedTitle, 'These activities were already placed from this picker. Open the activity picker again from the LMS to place more.');
+      const jwt = await deps.db
+        .transaction(async (tx) => {
+          try {
+            await consumeOnce(tx, picker.tenantId, 'picker', picker.id, new Date((picker.exp + 120) * 1000));
+          } catch (err) {
+            if (err instanceof LaunchError && err.code === 'replayed') {
+              throw new LaunchError(
+                400,
+                'replayed',
+                refusedTitle,
+                'These activities were already placed from this picker. Open the activity picker again from the LMS to place more.',
+              );
+            }
+            throw err;
           }
+          return signResponse(await currentKey(tx), { clientId: platform.client_id, issuer: platform.issuer, picker, items, now });
+        })
+        .catch((err: unknown) => {
+          if (err instanceof LaunchError) return err;
           throw err;
-        }
-        return signResponse(await currentKey(tx), { clientId: platform.client_id, issuer: platform.issuer, picker, items, now });
-      }).catch((err: unknown) => {
-        if (err instanceof LaunchError) return err;
-        throw err;
-      });
+        });
       if (jwt instanceof LaunchError) return refuse(jwt.status, jwt.code, jwt.message, framed);
       return sendReturnPage(reply, picker.returnUrl, jwt, framed);
     });

@@ -84,7 +84,15 @@ export async function readPickerToken(config: Pick<Config, 'jwtSecret'>, token: 
       requiredClaims: ['jti', 'exp'],
     });
     const { tid, pid, dep, ret, data, multi, anc } = payload as Record<string, unknown>;
-    if (typeof tid !== 'string' || typeof pid !== 'string' || typeof dep !== 'string' || typeof ret !== 'string' || typeof multi !== 'boolean' || typeof anc !== 'string') return 'invalid';
+    if (
+      typeof tid !== 'string' ||
+      typeof pid !== 'string' ||
+      typeof dep !== 'string' ||
+      typeof ret !== 'string' ||
+      typeof multi !== 'boolean' ||
+      typeof anc !== 'string'
+    )
+      return 'invalid';
     if (data !== undefined && typeof data !== 'string') return 'invalid';
     return {
       id: payload.jti!,
@@ -124,7 +132,10 @@ export const DL_CLAIM = {
  * The signed `LtiDeepLinkingResponse` for `picker` placing `items`, from the registration
  * (`clientId`, `issuer`), signed with `key` at `now`.
  */
-export function signResponse(key: SigningKey, p: { clientId: string; issuer: string; picker: PickerBinding; items: ResourceLinkItem[]; now: Date }): Promise<string> {
+export function signResponse(
+  key: SigningKey,
+  p: { clientId: string; issuer: string; picker: PickerBinding; items: ResourceLinkItem[]; now: Date },
+): Promise<string> {
   const iat = epochSeconds(p.now);
   return new SignJWT({
     nonce: randomBytes(16).toString('base64url'),

@@ -107,20 +107,29 @@ export async function readPlatformConfig(config: FetchConfig, url: string, regis
       acceptHeader: 'application/json',
       headers: bearer(registrationToken),
     });
-    if (r.truncated) throw new RegistrationError(400, 'configuration_invalid', 'The LMS\'s configuration is too large.');
+    if (r.truncated) throw new RegistrationError(400, 'configuration_invalid', "The LMS's configuration is too large.");
     body = r.body;
   } catch (err) {
-    if (err instanceof FetchRefused) throw new RegistrationError(400, 'configuration_unavailable', `The LMS's configuration could not be read: ${err.message}.`);
+    if (err instanceof FetchRefused)
+      throw new RegistrationError(400, 'configuration_unavailable', `The LMS's configuration could not be read: ${err.message}.`);
     throw err;
   }
   const parsed = platformConfigSchema.safeParse(jsonObject(body, 'configuration_invalid', 'configuration'));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new RegistrationError(400, 'configuration_invalid', `The LMS's configuration is not usable: ${issue.path.join('.') || 'the document'} is missing or wrong (${issue.message}).`);
+    throw new RegistrationError(
+      400,
+      'configuration_invalid',
+      `The LMS's configuration is not usable: ${issue.path.join('.') || 'the document'} is missing or wrong (${issue.message}).`,
+    );
   }
   const platform = parsed.data;
   if (new URL(platform.issuer).host !== new URL(url).host) {
-    throw new RegistrationError(400, 'issuer_mismatch', `The LMS's configuration names the issuer ${new URL(platform.issuer).host}, which is not the host it was read from (${new URL(url).host}).`);
+    throw new RegistrationError(
+      400,
+      'issuer_mismatch',
+      `The LMS's configuration names the issuer ${new URL(platform.issuer).host}, which is not the host it was read from (${new URL(url).host}).`,
+    );
   }
   const methods = platform.token_endpoint_auth_methods_supported;
   if (methods && !methods.includes('private_key_jwt')) {
@@ -158,7 +167,12 @@ export function toolRegistration(baseUrl: string, platform: PlatformConfig, clie
 }
 
 /** Step 2: post `registration` to the platform's registration endpoint; its answer. */
-export async function postRegistration(config: FetchConfig, platform: PlatformConfig, registration: Record<string, unknown>, registrationToken: string | undefined): Promise<RegistrationAnswer> {
+export async function postRegistration(
+  config: FetchConfig,
+  platform: PlatformConfig,
+  registration: Record<string, unknown>,
+  registrationToken: string | undefined,
+): Promise<RegistrationAnswer> {
   let body: Buffer;
   try {
     const r = await fetchResource(platform.registration_endpoint, {
@@ -172,17 +186,21 @@ export async function postRegistration(config: FetchConfig, platform: PlatformCo
       accept: isJson,
       acceptHeader: 'application/json',
     });
-    if (r.truncated) throw new RegistrationError(400, 'registration_invalid', 'The LMS\'s answer to the registration is too large.');
+    if (r.truncated) throw new RegistrationError(400, 'registration_invalid', "The LMS's answer to the registration is too large.");
     body = r.body;
   } catch (err) {
     if (err instanceof FetchRefused) {
       const refused = err.status !== undefined && err.status >= 400 && err.status < 500;
-      throw new RegistrationError(400, refused ? 'registration_refused' : 'registration_failed', `The LMS ${refused ? 'refused' : 'did not complete'} the registration: ${err.message}.`);
+      throw new RegistrationError(
+        400,
+        refused ? 'registration_refused' : 'registration_failed',
+        `The LMS ${refused ? 'refused' : 'did not complete'} the registration: ${err.message}.`,
+      );
     }
     throw err;
   }
   const parsed = registrationAnswerSchema.safeParse(jsonObject(body, 'registration_invalid', 'answer to the registration'));
-  if (!parsed.success) throw new RegistrationError(400, 'registration_invalid', 'The LMS\'s answer to the registration has no usable client_id.');
+  if (!parsed.success) throw new RegistrationError(400, 'registration_invalid', "The LMS's answer to the registration has no usable client_id.");
   const deployment = parsed.data[TOOL_CONFIGURATION]?.deployment_id;
   return { client_id: parsed.data.client_id, ...(deployment !== undefined && { deployment_id: deployment }) };
 }

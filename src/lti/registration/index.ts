@@ -62,10 +62,15 @@ export async function registerWithCode(deps: Deps, code: string, query: Record<s
   // The platform opens this page (a frame or a window): its pages may frame it, nothing else.
   let ancestors = ancestorsOf([originOf(configUrl)]);
   const refuse = (status: number, errCode: string, message: string) => sendErrorPage(reply, status, errCode, TITLE, message, ancestors);
-  if (!query || !configUrl) return refuse(400, 'invalid_request', 'This page is opened by the LMS during registration, with openid_configuration (and usually registration_token): paste the URL in the LMS\'s "register a tool by URL" form.');
-  if (configUrl.length > 2048 || !originOf(configUrl)) return refuse(400, 'invalid_request', 'The LMS\'s openid_configuration is not an http(s) URL.');
+  if (!query || !configUrl)
+    return refuse(
+      400,
+      'invalid_request',
+      'This page is opened by the LMS during registration, with openid_configuration (and usually registration_token): paste the URL in the LMS\'s "register a tool by URL" form.',
+    );
+  if (configUrl.length > 2048 || !originOf(configUrl)) return refuse(400, 'invalid_request', "The LMS's openid_configuration is not an http(s) URL.");
   const token = query.registration_token || undefined;
-  if (token !== undefined && token.length > MAX_TOKEN_CHARS) return refuse(400, 'invalid_request', 'The LMS\'s registration_token is too long.');
+  if (token !== undefined && token.length > MAX_TOKEN_CHARS) return refuse(400, 'invalid_request', "The LMS's registration_token is too long.");
 
   try {
     const held = await claimCode(deps.db, code, deps.now());
@@ -90,7 +95,12 @@ export async function registerWithCode(deps: Deps, code: string, query: Record<s
             any_deployment: answer.deployment_id === undefined,
           });
         } catch (err) {
-          if (err instanceof PlatformTaken) throw new RegistrationError(409, 'platform_taken', 'The LMS gave a client id that is already registered with another organisation of this service.');
+          if (err instanceof PlatformTaken)
+            throw new RegistrationError(
+              409,
+              'platform_taken',
+              'The LMS gave a client id that is already registered with another organisation of this service.',
+            );
           throw err;
         }
         if (!(await consumeCode(tx, held, added.platform.id, deps.now()))) throw new RegistrationError(410, 'code_used', REFUSALS.used[2]);
@@ -98,19 +108,37 @@ export async function registerWithCode(deps: Deps, code: string, query: Record<s
           tenantId: held.tenant_id,
           action: 'lti.platform.register',
           target: { type: 'lti_platform', id: added.platform.id },
-          detail: { code_id: held.id, issuer: platform.issuer, client_id: answer.client_id, deployment_id: answer.deployment_id ?? null, created: added.created },
+          detail: {
+            code_id: held.id,
+            issuer: platform.issuer,
+            client_id: answer.client_id,
+            deployment_id: answer.deployment_id ?? null,
+            created: added.created,
+          },
           actor: { kind: 'system' },
         });
         return added.platform;
       });
-      return sendRegisteredPage(reply, { tenant: stored.tenant, issuer: stored.issuer, client_id: stored.client_id, ...(answer.deployment_id !== undefined && { deployment_id: answer.deployment_id }) }, ancestors);
+      return sendRegisteredPage(
+        reply,
+        {
+          tenant: stored.tenant,
+          issuer: stored.issuer,
+          client_id: stored.client_id,
+          ...(answer.deployment_id !== undefined && { deployment_id: answer.deployment_id }),
+        },
+        ancestors,
+      );
     } catch (err) {
       await releaseCode(deps.db, held).catch(() => undefined);
       throw err;
     }
   } catch (err) {
     if (err instanceof RegistrationError) {
-      const tail = err.code === 'code_used' ? '' : ' Nothing was stored; the registration URL stays valid until it expires, so the registration can be tried again from the LMS.';
+      const tail =
+        err.code === 'code_used'
+          ? ''
+          : ' Nothing was stored; the registration URL stays valid until it expires, so the registration can be tried again from the LMS.';
       return refuse(err.status, err.code, err.message + tail);
     }
     if (isDbUnavailable(err)) return refuse(503, 'unavailable', 'The service cannot register tools right now. Try again in a few seconds.');

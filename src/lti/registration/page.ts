@@ -47,6 +47,9 @@ export function sendRegisteredPage(reply: FastifyReply, view: RegisteredView, an
     .code(200)
     .type('text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header('content-security-policy', `default-src 'none'; style-src 'sha256-${sha(STYLE)}'; script-src 'sha256-${sha(CLOSE)}'; form-action 'none'; base-uri 'none'; frame-ancestors ${ancestors}`)
+    .header(
+      'content-security-policy',
+      `default-src 'none'; style-src 'sha256-${sha(STYLE)}'; script-src 'sha256-${sha(CLOSE)}'; form-action 'none'; base-uri 'none'; frame-ancestors ${ancestors}`,
+    )
     .send(html);
 }

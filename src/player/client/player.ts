@@ -37,22 +37,72 @@ const POLL_MAX_MS = 10_000;
 /** Longest review request, in characters (the API's limit). */
 const MAX_APPEAL_CHARS = 1000;
 
-interface Criterion { id: string; criterion: string; weight: number; met?: boolean; score?: number; feedback?: string }
-interface Calibration { status?: string; report_id?: string; cohen_kappa?: number | null; false_pass_rate?: number | null; created_at?: string }
+interface Criterion {
+  id: string;
+  criterion: string;
+  weight: number;
+  met?: boolean;
+  score?: number;
+  feedback?: string;
+}
+interface Calibration {
+  status?: string;
+  report_id?: string;
+  cohen_kappa?: number | null;
+  false_pass_rate?: number | null;
+  created_at?: string;
+}
 interface Attempt {
-  artifact_id: string; status: 'pending' | 'passed' | 'failed' | 'not_gradable'; score?: number; passed?: boolean; criteria?: Criterion[]; feedback?: string; reason?: string; submitted_at: string;
-  calibration?: Calibration; override?: { at: string; reason: string };
+  artifact_id: string;
+  status: 'pending' | 'passed' | 'failed' | 'not_gradable';
+  score?: number;
+  passed?: boolean;
+  criteria?: Criterion[];
+  feedback?: string;
+  reason?: string;
+  submitted_at: string;
+  calibration?: Calibration;
+  override?: { at: string; reason: string };
 }
-interface Appeal { id: string; status: 'open' | 'upheld' | 'overridden'; message: string; created_at: string; resolved_at?: string; reason?: string }
-interface Result { id: string; status: string; score: number | null; attempts: Attempt[]; appeal?: Appeal | null }
+interface Appeal {
+  id: string;
+  status: 'open' | 'upheld' | 'overridden';
+  message: string;
+  created_at: string;
+  resolved_at?: string;
+  reason?: string;
+}
+interface Result {
+  id: string;
+  status: string;
+  score: number | null;
+  attempts: Attempt[];
+  appeal?: Appeal | null;
+}
 interface Activity {
-  id: string; title: string; kind: 'document' | 'site' | 'repo' | 'diagram'; spec_html: string; rubric: Criterion[]; pass_threshold: number;
-  program: { id: string; title: string }; unit: { id: string; title: string }; lesson: { id: string; title: string }; result: Result | null;
+  id: string;
+  title: string;
+  kind: 'document' | 'site' | 'repo' | 'diagram';
+  spec_html: string;
+  rubric: Criterion[];
+  pass_threshold: number;
+  program: { id: string; title: string };
+  unit: { id: string; title: string };
+  lesson: { id: string; title: string };
+  result: Result | null;
 }
-interface Progress { program_id: string; completed_count: number; total_count: number }
+interface Progress {
+  program_id: string;
+  completed_count: number;
+  total_count: number;
+}
 
 class PlayerError extends Error {
-  constructor(readonly code: string, message: string, readonly status = 0) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status = 0,
+  ) {
     super(message);
   }
 }
@@ -179,7 +229,8 @@ async function refreshSession(): Promise<boolean> {
 }
 
 /** The LTI session handed to the page ended and cannot be renewed here (no host to ask): say what to do. */
-const SESSION_ENDED = 'Your session has ended. To go on, open the activity again from your course in the LMS (reloading this page does not sign you in again). Work you already submitted is saved.';
+const SESSION_ENDED =
+  'Your session has ended. To go on, open the activity again from your course in the LMS (reloading this page does not sign you in again). Work you already submitted is saved.';
 function sessionEnded() {
   session = undefined;
   showError(new PlayerError('session_expired', SESSION_ENDED));
@@ -194,10 +245,14 @@ function askForToken() {
 async function onAuth(idpToken: string) {
   const had = session !== undefined;
   try {
-    const s = await api<{ access_token: string; refresh_token: string; expires_in: number }>('/v1/embed/session', {
-      method: 'POST',
-      body: JSON.stringify({ tenant: config.tenant, idp_token: idpToken }),
-    }, false);
+    const s = await api<{ access_token: string; refresh_token: string; expires_in: number }>(
+      '/v1/embed/session',
+      {
+        method: 'POST',
+        body: JSON.stringify({ tenant: config.tenant, idp_token: idpToken }),
+      },
+      false,
+    );
     reauths = 0;
     clearError();
     keepSession(s);
@@ -208,7 +263,8 @@ async function onAuth(idpToken: string) {
   }
 }
 
-const asPlayerError = (err: unknown) => (err instanceof PlayerError ? err : new PlayerError('internal_error', 'Something unexpected happened. Reload the page.'));
+const asPlayerError = (err: unknown) =>
+  err instanceof PlayerError ? err : new PlayerError('internal_error', 'Something unexpected happened. Reload the page.');
 
 // ---------------------------------------------------------------------------------------------
 // Rendering
@@ -241,13 +297,20 @@ function render() {
   const a = activity!;
   app.setAttribute('aria-busy', 'false');
   app.replaceChildren(
-    h('nav', { 'aria-label': 'Breadcrumb' }, h('ol', { class: 'crumbs' }, h('li', {}, a.program.title), h('li', {}, a.unit.title), h('li', {}, a.lesson.title))),
+    h(
+      'nav',
+      { 'aria-label': 'Breadcrumb' },
+      h('ol', { class: 'crumbs' }, h('li', {}, a.program.title), h('li', {}, a.unit.title), h('li', {}, a.lesson.title)),
+    ),
     h('h1', {}, a.title),
     specSection(a),
-    h('section', { 'aria-labelledby': 'rubric-h' },
+    h(
+      'section',
+      { 'aria-labelledby': 'rubric-h' },
       h('h2', { id: 'rubric-h' }, 'How it is graded'),
       h('ul', { class: 'rubric' }, ...a.rubric.map((c) => h('li', {}, c.criterion, h('span', { class: 'weight' }, ` (weight ${c.weight})`)))),
-      h('p', {}, `To pass, a submission needs a score of at least ${a.pass_threshold} out of 100.`)),
+      h('p', {}, `To pass, a submission needs a score of at least ${a.pass_threshold} out of 100.`),
+    ),
     form(a),
     h('section', { id: 'outcome', 'aria-labelledby': 'outcome-h', hidden: true }),
     history(a.result),
@@ -264,27 +327,62 @@ function specSection(a: Activity) {
 /** The submission form of the activity's kind. */
 function form(a: Activity): HTMLFormElement {
   const choices: [string, string][] =
-    a.kind === 'document' ? [['url', 'A link'], ['text', 'Pasted text'], ['file', 'A file']]
-      : a.kind === 'diagram' ? [['file', 'An image file'], ['text', 'Mermaid or SVG text']]
+    a.kind === 'document'
+      ? [
+          ['url', 'A link'],
+          ['text', 'Pasted text'],
+          ['file', 'A file'],
+        ]
+      : a.kind === 'diagram'
+        ? [
+            ['file', 'An image file'],
+            ['text', 'Mermaid or SVG text'],
+          ]
         : [['url', a.kind === 'repo' ? 'Repository URL' : 'Page URL']];
   const fields: Record<string, HTMLElement> = {
-    url: h('div', { class: 'field', 'data-mode': 'url' },
-      h('label', { for: 'f-url' }, a.kind === 'repo' ? 'Repository URL (git or .tar.gz)' : a.kind === 'site' ? 'Address of your page' : 'Link to your document'),
-      h('input', { id: 'f-url', name: 'url', type: 'url', inputmode: 'url', autocomplete: 'url', placeholder: 'https://' })),
-    text: h('div', { class: 'field', 'data-mode': 'text' },
+    url: h(
+      'div',
+      { class: 'field', 'data-mode': 'url' },
+      h(
+        'label',
+        { for: 'f-url' },
+        a.kind === 'repo' ? 'Repository URL (git or .tar.gz)' : a.kind === 'site' ? 'Address of your page' : 'Link to your document',
+      ),
+      h('input', { id: 'f-url', name: 'url', type: 'url', inputmode: 'url', autocomplete: 'url', placeholder: 'https://' }),
+    ),
+    text: h(
+      'div',
+      { class: 'field', 'data-mode': 'text' },
       h('label', { for: 'f-text' }, a.kind === 'diagram' ? 'Mermaid or SVG source' : 'Your text (Markdown welcome)'),
-      h('textarea', { id: 'f-text', name: 'text', rows: '8' })),
-    file: h('div', { class: 'field', 'data-mode': 'file' },
+      h('textarea', { id: 'f-text', name: 'text', rows: '8' }),
+    ),
+    file: h(
+      'div',
+      { class: 'field', 'data-mode': 'file' },
       h('label', { for: 'f-file' }, a.kind === 'diagram' ? 'Image (PNG, JPEG, SVG)' : 'File (PDF, Markdown, HTML or text)'),
-      h('input', { id: 'f-file', name: 'file', type: 'file', accept: a.kind === 'diagram' ? 'image/png,image/jpeg,image/svg+xml' : '.pdf,.md,.markdown,.txt,.html,.htm,application/pdf,text/*' }),
-      h('p', { class: 'hint', id: 'f-file-hint' }, `At most ${Math.floor(fileLimit() / 1024)} KB.`)),
+      h('input', {
+        id: 'f-file',
+        name: 'file',
+        type: 'file',
+        accept: a.kind === 'diagram' ? 'image/png,image/jpeg,image/svg+xml' : '.pdf,.md,.markdown,.txt,.html,.htm,application/pdf,text/*',
+      }),
+      h('p', { class: 'hint', id: 'f-file-hint' }, `At most ${Math.floor(fileLimit() / 1024)} KB.`),
+    ),
   };
   fields.file!.querySelector('input')!.setAttribute('aria-describedby', 'f-file-hint');
-  const el = h('form', { id: 'submit-form', 'aria-labelledby': 'submit-h', novalidate: true },
+  const el = h(
+    'form',
+    { id: 'submit-form', 'aria-labelledby': 'submit-h', novalidate: true },
     h('h2', { id: 'submit-h' }, 'Your work'),
     choices.length > 1
-      ? h('fieldset', { class: 'modes' }, h('legend', {}, 'Submit as'),
-          ...choices.map(([mode, label], i) => h('label', { class: 'mode' }, h('input', { type: 'radio', name: 'mode', value: mode, checked: i === 0 }), ` ${label}`)))
+      ? h(
+          'fieldset',
+          { class: 'modes' },
+          h('legend', {}, 'Submit as'),
+          ...choices.map(([mode, label], i) =>
+            h('label', { class: 'mode' }, h('input', { type: 'radio', name: 'mode', value: mode, checked: i === 0 }), ` ${label}`),
+          ),
+        )
       : null,
     ...choices.map(([mode]) => fields[mode]!),
     h('button', { type: 'submit', id: 'submit' }, 'Submit for grading'),
@@ -302,19 +400,26 @@ function form(a: Activity): HTMLFormElement {
   return el;
 }
 
-const selectedMode = (f: HTMLFormElement) => (f.querySelector<HTMLInputElement>('input[name=mode]:checked')?.value ?? f.querySelector<HTMLElement>('.field')!.dataset.mode!);
+const selectedMode = (f: HTMLFormElement) =>
+  f.querySelector<HTMLInputElement>('input[name=mode]:checked')?.value ?? f.querySelector<HTMLElement>('.field')!.dataset.mode!;
 
 /** Largest file: base64 in a data: URL grows by 4/3, and text must fit `maxContentBytes`. */
 const fileLimit = () => Math.floor(((config.maxContentBytes - 100) * 3) / 4);
 
 function history(result: Result | null) {
   const attempts = result?.attempts ?? [];
-  return h('section', { id: 'history', 'aria-labelledby': 'history-h' },
+  return h(
+    'section',
+    { id: 'history', 'aria-labelledby': 'history-h' },
     h('h2', { id: 'history-h' }, 'Your attempts'),
     attempts.length === 0
       ? h('p', {}, 'No attempts yet.')
-      : h('ol', { class: 'attempts', reversed: true },
-          ...attempts.map((t) => h('li', {}, `${new Date(t.submitted_at).toLocaleString('en')}: ${statusWords(t)}`))));
+      : h(
+          'ol',
+          { class: 'attempts', reversed: true },
+          ...attempts.map((t) => h('li', {}, `${new Date(t.submitted_at).toLocaleString('en')}: ${statusWords(t)}`)),
+        ),
+  );
 }
 
 function statusWords(t: Attempt): string {
@@ -345,13 +450,15 @@ async function artifactOf(f: HTMLFormElement): Promise<Record<string, string>> {
   if (mode === 'text') {
     const text = f.querySelector<HTMLTextAreaElement>('#f-text')!.value;
     if (!text.trim()) throw new PlayerError('invalid_request', 'Write or paste your work in the text box first.');
-    if (new TextEncoder().encode(text).length > config.maxContentBytes) throw new PlayerError('invalid_request', `The text is too long: at most ${Math.floor(config.maxContentBytes / 1024)} KB.`);
+    if (new TextEncoder().encode(text).length > config.maxContentBytes)
+      throw new PlayerError('invalid_request', `The text is too long: at most ${Math.floor(config.maxContentBytes / 1024)} KB.`);
     return { kind, content: text };
   }
   const file = f.querySelector<HTMLInputElement>('#f-file')!.files?.[0];
   if (!file) throw new PlayerError('invalid_request', 'Choose a file first.');
-  if (file.size > fileLimit()) throw new PlayerError('invalid_request', `The file is too large (${Math.ceil(file.size / 1024)} KB): at most ${Math.floor(fileLimit() / 1024)} KB.`);
-  const binary = file.type === 'application/pdf' || file.type.startsWith('image/') && file.type !== 'image/svg+xml';
+  if (file.size > fileLimit())
+    throw new PlayerError('invalid_request', `The file is too large (${Math.ceil(file.size / 1024)} KB): at most ${Math.floor(fileLimit() / 1024)} KB.`);
+  const binary = file.type === 'application/pdf' || (file.type.startsWith('image/') && file.type !== 'image/svg+xml');
   const content = binary ? await readAs(file, 'dataURL') : await readAs(file, 'text');
   return { kind, content };
 }
@@ -405,7 +512,10 @@ function hideOutcome() {
 
 /** "Grading…"; with ids (a pending grade found on load) it also starts polling. */
 function showGrading(resultId?: string, artifactId?: string) {
-  outcomeBox().replaceChildren(h('h2', { id: 'outcome-h' }, 'Result'), h('p', { class: 'grading' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Grading… you may leave and come back later.'));
+  outcomeBox().replaceChildren(
+    h('h2', { id: 'outcome-h' }, 'Result'),
+    h('p', { class: 'grading' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Grading… you may leave and come back later.'),
+  );
   announce('Grading your submission…');
   const button = document.getElementById('submit') as HTMLButtonElement | null;
   if (button) button.disabled = true;
@@ -438,22 +548,41 @@ async function followGrade(resultId: string, artifactId: string, delay = POLL_FI
 
 function showVerdict(result: Result, t: Attempt, quiet = false) {
   const a = activity!;
-  const heading = h('h2', { id: 'outcome-h', tabindex: '-1' }, t.status === 'passed' ? 'Passed' : t.status === 'failed' ? 'Not passed yet' : 'Could not be graded');
+  const heading = h(
+    'h2',
+    { id: 'outcome-h', tabindex: '-1' },
+    t.status === 'passed' ? 'Passed' : t.status === 'failed' ? 'Not passed yet' : 'Could not be graded',
+  );
   const box = outcomeBox();
   box.className = `outcome ${t.status}`;
   fill(
     box,
     heading,
     t.score !== undefined
-      ? h('p', { class: 'score' }, `Score ${t.score} out of 100 — the pass mark is ${a.pass_threshold}. ${t.passed ? 'This submission passes.' : 'This submission does not pass.'}`)
+      ? h(
+          'p',
+          { class: 'score' },
+          `Score ${t.score} out of 100 — the pass mark is ${a.pass_threshold}. ${t.passed ? 'This submission passes.' : 'This submission does not pass.'}`,
+        )
       : null,
-    t.override ? h('p', { class: 'note' }, 'Your instructor reviewed this submission: their verdict and score replace the automatic grading shown below.') : null,
+    t.override
+      ? h('p', { class: 'note' }, 'Your instructor reviewed this submission: their verdict and score replace the automatic grading shown below.')
+      : null,
     t.criteria?.length
-      ? h('ul', { class: 'criteria' },
-          ...t.criteria.map((c) => h('li', { class: c.met ? 'met' : 'unmet' },
-            h('span', { class: 'mark', 'aria-hidden': 'true' }, c.met ? '✓' : '✗'),
-            h('strong', {}, `${c.met ? 'Met' : 'Not met'}: ${c.criterion}`),
-            ` — score ${c.score}. `, c.feedback ?? '')))
+      ? h(
+          'ul',
+          { class: 'criteria' },
+          ...t.criteria.map((c) =>
+            h(
+              'li',
+              { class: c.met ? 'met' : 'unmet' },
+              h('span', { class: 'mark', 'aria-hidden': 'true' }, c.met ? '✓' : '✗'),
+              h('strong', {}, `${c.met ? 'Met' : 'Not met'}: ${c.criterion}`),
+              ` — score ${c.score}. `,
+              c.feedback ?? '',
+            ),
+          ),
+        )
       : null,
     t.feedback ? h('p', { class: 'feedback' }, t.feedback) : null,
     result.status === 'completed' && t.status !== 'passed' ? h('p', {}, 'You passed this activity before: it stays completed.') : null,
@@ -467,7 +596,9 @@ function showVerdict(result: Result, t: Attempt, quiet = false) {
   }
   if (quiet) return;
   const reviewed = reviewOutcome(result, t);
-  announce(`${heading.textContent}${t.score !== undefined ? `: score ${t.score} out of 100, pass mark ${a.pass_threshold}` : ''}.${reviewed ? ` Reviewed by your instructor: ${reviewed.reason}` : ''}`);
+  announce(
+    `${heading.textContent}${t.score !== undefined ? `: score ${t.score} out of 100, pass mark ${a.pass_threshold}` : ''}.${reviewed ? ` Reviewed by your instructor: ${reviewed.reason}` : ''}`,
+  );
   heading.focus();
 }
 
@@ -479,8 +610,10 @@ function calibrationLine(c: Calibration | undefined) {
   if (!c) return null;
   const pct = (x: number) => `${Math.round(x * 100)}%`;
   const text =
-    c.status === 'uncalibrated' ? 'Automatic grading: not yet checked against work graded by instructors.'
-      : c.status === 'forced' ? 'Automatic grading: put live by an instructor before its calibration check passed.'
+    c.status === 'uncalibrated'
+      ? 'Automatic grading: not yet checked against work graded by instructors.'
+      : c.status === 'forced'
+        ? 'Automatic grading: put live by an instructor before its calibration check passed.'
         : typeof c.cohen_kappa === 'number'
           ? `Automatic grading: checked against work graded by instructors (agreement κ ${c.cohen_kappa.toFixed(2)}${typeof c.false_pass_rate === 'number' ? `, false passes ${pct(c.false_pass_rate)}` : ''}).`
           : null;
@@ -500,33 +633,59 @@ function reviewSection(result: Result, t: Attempt) {
   if (t.status === 'pending') return null;
   const outcome = reviewOutcome(result, t);
   if (outcome) {
-    return h('div', { id: 'review', class: 'review reviewed' },
+    return h(
+      'div',
+      { id: 'review', class: 'review reviewed' },
       h('h3', { id: 'review-h', tabindex: '-1' }, 'Reviewed by your instructor'),
       h('p', {}, outcome.changed ? 'Your instructor changed the verdict above.' : 'Your instructor looked again: the verdict stands.'),
-      h('p', { class: 'reason' }, h('strong', {}, 'Their reason: '), outcome.reason));
+      h('p', { class: 'reason' }, h('strong', {}, 'Their reason: '), outcome.reason),
+    );
   }
   if (result.appeal?.status === 'open') {
-    return h('div', { id: 'review', class: 'review requested' },
+    return h(
+      'div',
+      { id: 'review', class: 'review requested' },
       h('h3', { id: 'review-h', tabindex: '-1' }, 'Review requested'),
-      h('p', {}, `You asked for a review on ${new Date(result.appeal.created_at).toLocaleString('en')}. Your instructor will look at your work; the outcome appears here.`),
-      h('blockquote', {}, result.appeal.message));
+      h(
+        'p',
+        {},
+        `You asked for a review on ${new Date(result.appeal.created_at).toLocaleString('en')}. Your instructor will look at your work; the outcome appears here.`,
+      ),
+      h('blockquote', {}, result.appeal.message),
+    );
   }
   return appealForm(result);
 }
 
 /** "Ask for a review": a button that opens a form with a labelled text box, a live count and a submit button. */
 function appealForm(result: Result) {
-  const box = h('textarea', { id: 'f-appeal', name: 'appeal', rows: '4', maxlength: String(MAX_APPEAL_CHARS), 'aria-describedby': 'f-appeal-hint f-appeal-count' });
+  const box = h('textarea', {
+    id: 'f-appeal',
+    name: 'appeal',
+    rows: '4',
+    maxlength: String(MAX_APPEAL_CHARS),
+    'aria-describedby': 'f-appeal-hint f-appeal-count',
+  });
   const count = h('p', { id: 'f-appeal-count', class: 'hint' }, `0 of ${MAX_APPEAL_CHARS.toLocaleString('en')} characters`);
   const send = h('button', { type: 'submit', id: 'appeal-submit' }, 'Send the request');
-  const form = h('form', { id: 'appeal-form', 'aria-labelledby': 'appeal-h', novalidate: true, hidden: true },
-    h('div', { class: 'field' },
+  const form = h(
+    'form',
+    { id: 'appeal-form', 'aria-labelledby': 'appeal-h', novalidate: true, hidden: true },
+    h(
+      'div',
+      { class: 'field' },
       h('label', { for: 'f-appeal' }, 'Why should your instructor review this verdict?'),
       h('p', { id: 'f-appeal-hint', class: 'hint' }, `At most ${MAX_APPEAL_CHARS.toLocaleString('en')} characters. Your instructor reads it with your work.`),
       box,
-      count),
-    send);
-  const open = h('button', { type: 'button', id: 'appeal-open', class: 'secondary', 'aria-expanded': 'false', 'aria-controls': 'appeal-form' }, 'Ask for a review');
+      count,
+    ),
+    send,
+  );
+  const open = h(
+    'button',
+    { type: 'button', id: 'appeal-open', class: 'secondary', 'aria-expanded': 'false', 'aria-controls': 'appeal-form' },
+    'Ask for a review',
+  );
   let spoken: ReturnType<typeof setTimeout> | undefined;
   box.addEventListener('input', () => {
     const n = box.value.length;
@@ -563,7 +722,10 @@ async function sendAppeal(result: Result, box: HTMLTextAreaElement, send: HTMLBu
   } catch (err) {
     send.disabled = false;
     const error = asPlayerError(err);
-    showError(error.code === 'rate_limited' ? new PlayerError(error.code, 'Too many review requests in a short time. Wait a while and try again.') : error, send);
+    showError(
+      error.code === 'rate_limited' ? new PlayerError(error.code, 'Too many review requests in a short time. Wait a while and try again.') : error,
+      send,
+    );
     return;
   }
   const section = reviewSection(result, result.attempts[0]!)!;
@@ -595,7 +757,12 @@ async function followReview(resultId: string, delay = POLL_FIRST_MS) {
   showVerdict(result, latest);
   loadProgress().catch(() => undefined);
   post({
-    type: 'svc:verdict', v: PROTOCOL_VERSION, activity_id: activity!.id, result_id: result.id, status: latest.status, score: latest.score ?? null,
+    type: 'svc:verdict',
+    v: PROTOCOL_VERSION,
+    activity_id: activity!.id,
+    result_id: result.id,
+    status: latest.status,
+    score: latest.score ?? null,
     review: result.appeal?.status === 'overridden' || latest.override ? 'overridden' : 'upheld',
   });
 }
@@ -604,13 +771,22 @@ async function followReview(resultId: string, delay = POLL_FIRST_MS) {
 // Preview: an instructor's LTI launch (no session; nothing can be submitted)
 
 const PREVIEW_STATUS: Record<PreviewLearner['status'], string> = {
-  not_started: 'Not started', in_progress: 'In progress', grading: 'Being graded', review: 'Held for review',
-  passed: 'Passed', failed: 'Not passed', not_gradable: 'Could not be graded',
+  not_started: 'Not started',
+  in_progress: 'In progress',
+  grading: 'Being graded',
+  review: 'Held for review',
+  passed: 'Passed',
+  failed: 'Not passed',
+  not_gradable: 'Could not be graded',
 };
 
 function renderPreview(p: PlayerPreview) {
-  const banner = h('p', { class: 'preview-banner' }, h('strong', {}, 'Preview'),
-    ' — you see this activity as learners see it. Nothing you do here is stored or sent to the gradebook.');
+  const banner = h(
+    'p',
+    { class: 'preview-banner' },
+    h('strong', {}, 'Preview'),
+    ' — you see this activity as learners see it. Nothing you do here is stored or sent to the gradebook.',
+  );
   if (p.activity) {
     activity = p.activity as unknown as Activity;
     render();
@@ -630,20 +806,40 @@ function renderPreview(p: PlayerPreview) {
 /** The course's learners and their latest result on the activity. */
 function learnerResults(p: PlayerPreview) {
   const title = p.course ? `Learners' results in ${p.course}` : "Learners' results";
-  const when = (at: string | null) => (at ? h('time', { datetime: at }, new Date(at).toLocaleString('en', { dateStyle: 'medium', timeStyle: 'short' })) : 'Never');
-  return h('section', { id: 'learners', 'aria-labelledby': 'learners-h' },
+  const when = (at: string | null) =>
+    at ? h('time', { datetime: at }, new Date(at).toLocaleString('en', { dateStyle: 'medium', timeStyle: 'short' })) : 'Never';
+  return h(
+    'section',
+    { id: 'learners', 'aria-labelledby': 'learners-h' },
     h('h2', { id: 'learners-h' }, title),
     p.learners.length === 0
-      ? h('p', {}, 'No learner of this course is known yet: learners are listed here once they open an activity of the course from the LMS, or once the LMS shares the class list.')
-      : h('table', { class: 'learners' },
+      ? h(
+          'p',
+          {},
+          'No learner of this course is known yet: learners are listed here once they open an activity of the course from the LMS, or once the LMS shares the class list.',
+        )
+      : h(
+          'table',
+          { class: 'learners' },
           h('caption', { class: 'visually-hidden' }, `${title}: status, best score and latest submission`),
           h('thead', {}, h('tr', {}, ...['Learner', 'Status', 'Score', 'Latest submission'].map((c) => h('th', { scope: 'col' }, c)))),
-          h('tbody', {}, ...p.learners.map((l) => h('tr', {},
-            h('th', { scope: 'row' }, l.name),
-            h('td', { class: `status ${l.status}` }, PREVIEW_STATUS[l.status]),
-            h('td', {}, l.score === null ? 'No score' : `${l.score} / 100`),
-            h('td', {}, when(l.at)))))),
-    p.more ? h('p', { class: 'hint' }, `${p.more} more learners are not listed.`) : null);
+          h(
+            'tbody',
+            {},
+            ...p.learners.map((l) =>
+              h(
+                'tr',
+                {},
+                h('th', { scope: 'row' }, l.name),
+                h('td', { class: `status ${l.status}` }, PREVIEW_STATUS[l.status]),
+                h('td', {}, l.score === null ? 'No score' : `${l.score} / 100`),
+                h('td', {}, when(l.at)),
+              ),
+            ),
+          ),
+        ),
+    p.more ? h('p', { class: 'hint' }, `${p.more} more learners are not listed.`) : null,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -651,7 +847,9 @@ function learnerResults(p: PlayerPreview) {
 
 function boot() {
   // The body's own height: the document's never drops below the frame's, so it could not shrink.
-  new ResizeObserver(() => post({ type: 'svc:resize', v: PROTOCOL_VERSION, height: Math.ceil(document.body.getBoundingClientRect().height) })).observe(document.body);
+  new ResizeObserver(() => post({ type: 'svc:resize', v: PROTOCOL_VERSION, height: Math.ceil(document.body.getBoundingClientRect().height) })).observe(
+    document.body,
+  );
   if (config.error) return showError(new PlayerError(config.error.code, config.error.message));
   if (config.preview) return renderPreview(config.preview);
   if (config.session) {

@@ -48,9 +48,8 @@ const exportRows = new client.Counter<'export' | 'format'>({
 
 const EXPORT_QUERY = z.strictObject({
   format: doc(z.enum(['ndjson', 'csv', 'parquet']), 'The format; overrides `Accept`. Default: by `Accept`, else ndjson.').optional(),
-  updated_since: doc(z
-    .string()
-    .transform((s, ctx) => {
+  updated_since: doc(
+    z.string().transform((s, ctx) => {
       const normalized = normalizeTimestamp(s);
       if (normalized === undefined) {
         ctx.addIssue({ code: 'custom', message: 'must be an RFC 3339 date-time with at most 6 fractional digits, e.g. 2026-01-31T12:00:00.000001Z' });
@@ -80,7 +79,11 @@ export function negotiateFormat(accept: string | undefined): Format | undefined 
   let best: { format: Format; q: number; rank: number } | undefined;
   const order = Object.keys(FORMATS) as Format[];
   for (const part of accept.split(',')) {
-    const [range, ...params] = part.trim().toLowerCase().split(';').map((s) => s.trim());
+    const [range, ...params] = part
+      .trim()
+      .toLowerCase()
+      .split(';')
+      .map((s) => s.trim());
     if (!range) continue;
     const qParam = params.find((p) => p.startsWith('q='));
     const q = qParam ? Number(qParam.slice(2)) : 1;
@@ -98,7 +101,10 @@ export function negotiateEncoding(header: string | undefined): 'zstd' | 'gzip' |
   if (!header) return undefined;
   const ok = new Set<string>();
   for (const part of header.toLowerCase().split(',')) {
-    const [coding, ...params] = part.trim().split(';').map((s) => s.trim());
+    const [coding, ...params] = part
+      .trim()
+      .split(';')
+      .map((s) => s.trim());
     const q = params.find((p) => p.startsWith('q='));
     if (coding && !(q && !(Number(q.slice(2)) > 0))) ok.add(coding);
   }

@@ -47,8 +47,7 @@ export interface RunningExport {
 const HORIZON_SQL = `select case when isfinite(h) then to_char(h at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') end as horizon
 from (select svc.results_sync_horizon() as h) x`;
 
-const noHorizon = () =>
-  new ApiError('unavailable', 'a transaction that hides its start is writing: no consistent watermark can be given now; retry shortly');
+const noHorizon = () => new ApiError('unavailable', 'a transaction that hides its start is writing: no consistent watermark can be given now; retry shortly');
 
 /** Keys with an export running in this process. */
 const running = new Set<string>();
@@ -184,7 +183,12 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
         exec: async (text: string) => void (await client.query(text)),
       };
       body = producer(async (write) => {
-        await readBatches(() => q.query<Batch[number]>(`fetch forward ${BATCH_ROWS} from svc_export`), req, write, (n) => (rows += n));
+        await readBatches(
+          () => q.query<Batch[number]>(`fetch forward ${BATCH_ROWS} from svc_export`),
+          req,
+          write,
+          (n) => (rows += n),
+        );
         await client.query('commit');
         await client.query('select pg_advisory_unlock_all()');
         finish();
@@ -201,15 +205,16 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
       });
       copy.pipe(out, { end: false });
       copy.on('end', () => {
-        client.query('commit').then(
-          () => client.query('select pg_advisory_unlock_all()'),
-        ).then(
-          () => {
-            finish();
-            out.end();
-          },
-          (err: Error) => out.destroy(err),
-        );
+        client
+          .query('commit')
+          .then(() => client.query('select pg_advisory_unlock_all()'))
+          .then(
+            () => {
+              finish();
+              out.end();
+            },
+            (err: Error) => out.destroy(err),
+          );
       });
       copy.on('error', (err) => out.destroy(err));
       out.on('close', () => {

@@ -26,7 +26,13 @@ describe('authorization codes', () => {
     const first = await rawFlow(t, author.email, author.password);
     expect(first.status).toBe(200);
     expect(await mcpStatus(String(first.body.access_token))).toBe(200);
-    const replay = await token(t, { grant_type: 'authorization_code', code: first.code, redirect_uri: REDIRECT, client_id: first.clientId, code_verifier: first.verifier });
+    const replay = await token(t, {
+      grant_type: 'authorization_code',
+      code: first.code,
+      redirect_uri: REDIRECT,
+      client_id: first.clientId,
+      code_verifier: first.verifier,
+    });
     expect(replay.status).toBe(400);
     expect(replay.body.error).toBe('invalid_grant');
     expect(await mcpStatus(String(first.body.access_token)), 'tokens of a replayed code are revoked').toBe(401);
@@ -37,7 +43,9 @@ describe('authorization codes', () => {
     const { verifier, challenge } = pkce();
     const { code } = await browse(authorizeUrl(t, clientId, challenge), author.email, author.password);
     const answers = await Promise.all(
-      Array.from({ length: 10 }, () => token(t, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, client_id: clientId, code_verifier: verifier })),
+      Array.from({ length: 10 }, () =>
+        token(t, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, client_id: clientId, code_verifier: verifier }),
+      ),
     );
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 400 && a.body.error === 'invalid_grant')).toHaveLength(9);
@@ -47,7 +55,13 @@ describe('authorization codes', () => {
     const clientId = await register(t);
     const { verifier, challenge } = pkce();
     const { code } = await browse(authorizeUrl(t, clientId, challenge), author.email, author.password);
-    const wrong = await token(t, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, client_id: clientId, code_verifier: pkce().verifier });
+    const wrong = await token(t, {
+      grant_type: 'authorization_code',
+      code: code!,
+      redirect_uri: REDIRECT,
+      client_id: clientId,
+      code_verifier: pkce().verifier,
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.body.error).toBe('invalid_grant');
     const right = await token(t, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, client_id: clientId, code_verifier: verifier });
@@ -62,7 +76,13 @@ describe('authorization codes', () => {
     const stolen = await token(t, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, client_id: other, code_verifier: verifier });
     expect(stolen.body.error).toBe('invalid_grant');
     const { code: code2 } = await browse(authorizeUrl(t, clientId, challenge), author.email, author.password);
-    const moved = await token(t, { grant_type: 'authorization_code', code: code2!, redirect_uri: 'http://127.0.0.1:1/elsewhere', client_id: clientId, code_verifier: verifier });
+    const moved = await token(t, {
+      grant_type: 'authorization_code',
+      code: code2!,
+      redirect_uri: 'http://127.0.0.1:1/elsewhere',
+      client_id: clientId,
+      code_verifier: verifier,
+    });
     expect(moved.body.error).toBe('invalid_grant');
   });
 
@@ -86,7 +106,10 @@ describe('authorization codes', () => {
 describe('the authorize request', () => {
   it('plain PKCE is refused (redirected as invalid_request), and so is a missing challenge', async () => {
     const clientId = await register(t);
-    for (const overrides of [{ code_challenge_method: 'plain' }, { code_challenge_method: null }, { code_challenge: null }] as Record<string, string | null>[]) {
+    for (const overrides of [{ code_challenge_method: 'plain' }, { code_challenge_method: null }, { code_challenge: null }] as Record<
+      string,
+      string | null
+    >[]) {
       const res = await fetch(authorizeUrl(t, clientId, pkce().challenge, overrides), { redirect: 'manual' });
       expect(res.status).toBe(302);
       const back = new URL(res.headers.get('location')!);
@@ -123,7 +146,14 @@ describe('the authorize request', () => {
     }
     const { challenge, verifier } = pkce();
     const { code } = await browse(authorizeUrl(t, clientId, challenge), author.email, author.password);
-    const res = await token(t, { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT, client_id: clientId, code_verifier: verifier, resource: 'https://other.example/mcp' });
+    const res = await token(t, {
+      grant_type: 'authorization_code',
+      code: code!,
+      redirect_uri: REDIRECT,
+      client_id: clientId,
+      code_verifier: verifier,
+      resource: 'https://other.example/mcp',
+    });
     expect(res.body.error).toBe('invalid_target');
   });
 
@@ -132,7 +162,12 @@ describe('the authorize request', () => {
     const a = hiddenFields(await (await fetch(authorizeUrl(t, clientId, pkce().challenge))).text());
     const b = hiddenFields(await (await fetch(authorizeUrl(t, clientId, pkce().challenge))).text());
     const post = (path: string, fields: Record<string, string>) =>
-      fetch(`${t.url}/auth/v1/oauth/${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields), redirect: 'manual' });
+      fetch(`${t.url}/auth/v1/oauth/${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields),
+        redirect: 'manual',
+      });
     const crossed = await post('sign-in', { authorization_id: a.authorization_id!, csrf: b.csrf!, email: author.email, password: author.password });
     expect(crossed.status).toBe(403);
     const none = await post('sign-in', { authorization_id: a.authorization_id!, email: author.email, password: author.password });
@@ -180,7 +215,9 @@ describe('tokens are bound to their audience, client and grant', () => {
     const { body } = await rawFlow(t, author.email, author.password);
     const claims = decodeJwt(String(body.access_token));
     // The same live session and client, re-signed (as only the server could) without the scope.
-    const narrowed = await new SignJWT({ ...claims, scope: 'other' }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode(t.deps.config.jwtSecret));
+    const narrowed = await new SignJWT({ ...claims, scope: 'other' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .sign(new TextEncoder().encode(t.deps.config.jwtSecret));
     const res = await mcpInitialize(t, narrowed);
     expect(res.status).toBe(403);
     expect(res.headers.get('www-authenticate')).toContain('error="insufficient_scope"');

@@ -56,7 +56,11 @@ describe('registration', () => {
   });
 
   it('accepts native-app redirect URIs: loopback http, https, private-use schemes', async () => {
-    const res = await registerRaw(JSON.stringify({ redirect_uris: ['http://localhost/cb', 'http://[::1]:9/cb', 'https://claude.ai/api/mcp/auth_callback', 'cursor://anysphere.cursor-mcp/oauth/callback'] }));
+    const res = await registerRaw(
+      JSON.stringify({
+        redirect_uris: ['http://localhost/cb', 'http://[::1]:9/cb', 'https://claude.ai/api/mcp/auth_callback', 'cursor://anysphere.cursor-mcp/oauth/callback'],
+      }),
+    );
     expect(res.status).toBe(201);
     expect(res.body.token_endpoint_auth_method).toBe('none');
   });
@@ -147,7 +151,11 @@ describe('Client ID Metadata Documents', () => {
     ['/other.json', () => JSON.stringify({ client_id: 'https://elsewhere.example/c.json', redirect_uris: ['http://127.0.0.1:1/cb'] }), 'must name itself'],
     ['/secret.json', (u: string) => JSON.stringify({ client_id: u, redirect_uris: ['http://127.0.0.1:1/cb'], client_secret: 's' }), 'secret'],
     ['/js.json', (u: string) => JSON.stringify({ client_id: u, redirect_uris: ['javascript:alert(1)'] }), 'not valid'],
-    ['/auth.json', (u: string) => JSON.stringify({ client_id: u, redirect_uris: ['http://127.0.0.1:1/cb'], token_endpoint_auth_method: 'private_key_jwt' }), 'public clients'],
+    [
+      '/auth.json',
+      (u: string) => JSON.stringify({ client_id: u, redirect_uris: ['http://127.0.0.1:1/cb'], token_endpoint_auth_method: 'private_key_jwt' }),
+      'public clients',
+    ],
   ])('%s is refused on a page, nothing cached', async (path, body, why) => {
     const url = doc(path, body(`${docs.url}${path}`));
     const before = await count('auth.oauth_clients');
@@ -200,10 +208,20 @@ describe('token', () => {
     expect((await token(t, { grant_type: 'authorization_code', client_id: id, code_verifier: pkce().verifier })).body.error).toBe('invalid_request');
     expect((await token(t, { grant_type: 'authorization_code', client_id: id, code: 'x' })).body.error).toBe('invalid_request');
     expect((await token(t, { grant_type: 'authorization_code', client_id: id, code: 'x', code_verifier: 'short' })).body.error).toBe('invalid_request');
-    expect((await token(t, { grant_type: 'authorization_code', client_id: id, code: 'nope', code_verifier: pkce().verifier })).body.error).toBe('invalid_grant');
-    const twice = await fetch(`${t.url}/auth/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=refresh_token&client_id=${id}&refresh_token=a&refresh_token=b` });
+    expect((await token(t, { grant_type: 'authorization_code', client_id: id, code: 'nope', code_verifier: pkce().verifier })).body.error).toBe(
+      'invalid_grant',
+    );
+    const twice = await fetch(`${t.url}/auth/v1/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=refresh_token&client_id=${id}&refresh_token=a&refresh_token=b`,
+    });
     expect(((await twice.json()) as { error: string }).error).toBe('invalid_request');
-    const json = await fetch(`${t.url}/auth/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'refresh_token', client_id: id, refresh_token: 'x'.repeat(40) }) });
+    const json = await fetch(`${t.url}/auth/v1/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'refresh_token', client_id: id, refresh_token: 'x'.repeat(40) }),
+    });
     expect(((await json.json()) as { error: string }).error).toBe('invalid_grant');
     const text = await fetch(`${t.url}/auth/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'grant_type=x' });
     expect(text.status).toBe(400);

@@ -30,7 +30,9 @@ const callback = useServer(async () => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const code = url.searchParams.get('code');
     if (code) codes.push(code);
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html lang="en"><title>Connected</title><h1>Connected. You can close this tab.</h1></html>');
+    res
+      .writeHead(200, { 'content-type': 'text/html' })
+      .end('<!doctype html><html lang="en"><title>Connected</title><h1>Connected. You can close this tab.</h1></html>');
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
@@ -108,8 +110,11 @@ describe('OAuth in chromium', () => {
       await page.goto(`http://localhost:${(attacker.address() as AddressInfo).port}/`);
       expect(await blocked, 'chromium reports the frame-ancestors refusal').toBe(true);
       const frame = page.frames().find((f) => f !== page.mainFrame());
-      expect(frame!.url(), 'the frame shows the browser\'s error page, not ours').not.toContain('/auth/v1/oauth/');
-      const form = await frame!.locator('input[name="password"]').count().catch(() => 0);
+      expect(frame!.url(), "the frame shows the browser's error page, not ours").not.toContain('/auth/v1/oauth/');
+      const form = await frame!
+        .locator('input[name="password"]')
+        .count()
+        .catch(() => 0);
       expect(form, 'nothing of the sign-in page renders in the frame').toBe(0);
       await page.context().close();
     } finally {

@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 
 describe('discovery', () => {
-  it('serves RFC 8414 metadata at every URL MCP clients try, without an apikey; issuer = the tokens\' iss', async () => {
+  it("serves RFC 8414 metadata at every URL MCP clients try, without an apikey; issuer = the tokens' iss", async () => {
     const { body } = await rawFlow(t, author.email, author.password);
     const iss = decodeJwt(String(body.access_token)).iss;
     for (const path of [
@@ -68,11 +68,23 @@ describe('GoTrue consent API with supabase-js', () => {
     const id = await newAuthorization(clientId, challenge);
     const details = await supabase.auth.oauth.getAuthorizationDetails(id);
     expect(details.error).toBeNull();
-    expect(details.data).toMatchObject({ authorization_id: id, redirect_uri: REDIRECT, client: { id: clientId, name: 'Raw client' }, user: { email: author.email }, scope: 'authoring' });
+    expect(details.data).toMatchObject({
+      authorization_id: id,
+      redirect_uri: REDIRECT,
+      client: { id: clientId, name: 'Raw client' },
+      user: { email: author.email },
+      scope: 'authoring',
+    });
     const approved = await supabase.auth.oauth.approveAuthorization(id, { skipBrowserRedirect: true });
     const back = new URL(approved.data!.redirect_url);
     expect(back.searchParams.get('state')).toBe('st-1');
-    const redeemed = await token(t, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: REDIRECT, client_id: clientId, code_verifier: verifier });
+    const redeemed = await token(t, {
+      grant_type: 'authorization_code',
+      code: back.searchParams.get('code')!,
+      redirect_uri: REDIRECT,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
     expect(redeemed.status).toBe(200);
 
     // Consent stored: the next authorization of this client answers with the redirect at once.
@@ -80,7 +92,9 @@ describe('GoTrue consent API with supabase-js', () => {
     expect(again.data).toEqual({ redirect_url: expect.stringContaining('code=') });
 
     const grants = await supabase.auth.oauth.listGrants();
-    expect(grants.data).toContainEqual(expect.objectContaining({ client: expect.objectContaining({ id: clientId }), scopes: ['authoring'], granted_at: expect.any(String) }));
+    expect(grants.data).toContainEqual(
+      expect.objectContaining({ client: expect.objectContaining({ id: clientId }), scopes: ['authoring'], granted_at: expect.any(String) }),
+    );
     expect((await supabase.auth.oauth.revokeGrant({ clientId })).error).toBeNull();
     expect((await supabase.auth.oauth.listGrants()).data!.map((g) => g.client.id)).not.toContain(clientId);
     const gone = await supabase.auth.oauth.revokeGrant({ clientId });

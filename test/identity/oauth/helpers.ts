@@ -30,7 +30,13 @@ export class MemoryProvider implements OAuthClientProvider {
     return this.redirect;
   }
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'Test MCP host', redirect_uris: [this.redirect], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] };
+    return {
+      client_name: 'Test MCP host',
+      redirect_uris: [this.redirect],
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+    };
   }
   state() {
     return randomBytes(8).toString('hex');
@@ -157,7 +163,14 @@ export async function rawFlow(t: TestApp, email: string, password: string, clien
   const { verifier, challenge } = pkce();
   const browsed = await browse(authorizeUrl(t, id, challenge), email, password);
   if (!browsed.code) throw new Error(`no code: ${browsed.status} ${browsed.location ?? browsed.html?.slice(0, 300)}`);
-  const redeemed = await token(t, { grant_type: 'authorization_code', code: browsed.code, redirect_uri: REDIRECT, client_id: id, code_verifier: verifier, resource: `${t.url}/mcp` });
+  const redeemed = await token(t, {
+    grant_type: 'authorization_code',
+    code: browsed.code,
+    redirect_uri: REDIRECT,
+    client_id: id,
+    code_verifier: verifier,
+    resource: `${t.url}/mcp`,
+  });
   return { clientId: id, verifier, code: browsed.code, ...redeemed };
 }
 
@@ -168,10 +181,27 @@ export async function rawFlow(t: TestApp, email: string, password: string, clien
 export async function httpsServer(handler: Parameters<typeof createServer>[1]): Promise<{ url: string; ca: string; server: Server; close(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-cimd-'));
   try {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-    ], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     const key = readFileSync(join(dir, 'key.pem'), 'utf8');
     const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
     const server = createServer({ key, cert }, handler);

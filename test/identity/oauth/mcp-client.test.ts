@@ -22,7 +22,9 @@ const cimd = useServer(() =>
     cimdFetches++;
     const url = `${cimdUrl()}`;
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=600' });
-    res.end(JSON.stringify({ client_id: url, client_name: 'Metadata host', redirect_uris: ['http://localhost:33418/callback'], token_endpoint_auth_method: 'none' }));
+    res.end(
+      JSON.stringify({ client_id: url, client_name: 'Metadata host', redirect_uris: ['http://localhost:33418/callback'], token_endpoint_auth_method: 'none' }),
+    );
   }),
 );
 const t = useApp(() => startApp({ accessTokenTtl: 60, fetchCa: cimd.ca }, { now: () => new Date(Date.now() + offset) }));

@@ -11,7 +11,9 @@ import { authorizeUrl, hiddenFields, pkce, register } from './helpers.ts';
 const email = 'rate@limits.test';
 
 // A window of 300 s for the other counters: the registration and authorization limits keep their own minute.
-const t = useApp(() => startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 3, registerPerIp: 4, authorizePerIpPerMinute: 5, windowSeconds: 300 } }) }));
+const t = useApp(() =>
+  startApp({ identity: identityConfig({ rateLimit: { signInPerEmail: 3, registerPerIp: 4, authorizePerIpPerMinute: 5, windowSeconds: 300 } }) }),
+);
 beforeAll(async () => {
   await seedAuthor(t, 'limits', email, 'correct horse battery');
 });
@@ -44,7 +46,11 @@ it('registrations per IP are bounded: 429 temporarily_unavailable, nothing store
   const before = (await t.db.query<{ n: number }>('select count(*)::int as n from auth.oauth_clients'))[0]!.n;
   const answers: number[] = [];
   for (let i = 0; i < 4; i++) {
-    const res = await fetch(`${t.url}/auth/v1/oauth/clients/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['https://a.example/cb'] }) });
+    const res = await fetch(`${t.url}/auth/v1/oauth/clients/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['https://a.example/cb'] }),
+    });
     answers.push(res.status);
     if (res.status === 429) {
       expect(((await res.json()) as { error: string }).error).toBe('temporarily_unavailable');
@@ -75,7 +81,10 @@ it('authorization requests per IP are bounded: 429 page with Retry-After before 
   }
   const allowed = statuses.filter((s) => s !== 429).length;
   expect(allowed).toBeLessThanOrEqual(5);
-  expect(statuses.slice(allowed).every((s) => s === 429), statuses.join()).toBe(true);
+  expect(
+    statuses.slice(allowed).every((s) => s === 429),
+    statuses.join(),
+  ).toBe(true);
   expect(statuses.at(-1)).toBe(429);
   expect(await rows(), 'no authorization row past the limit').toBeLessThanOrEqual(before + allowed);
 });

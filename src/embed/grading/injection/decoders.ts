@@ -56,7 +56,10 @@ function base64(s: string): Decoded[] {
   for (const m of s.matchAll(BASE64_RUN)) {
     if (++seen > MAX_CANDIDATES || out.length >= MAX_RUNS) break;
     const lines = m[0].slice(0, BASE64_CHARS * 2).split(/\s+/);
-    const whole = lines.join('').replace(/=+(?=.)/g, '').slice(0, BASE64_CHARS);
+    const whole = lines
+      .join('')
+      .replace(/=+(?=.)/g, '')
+      .slice(0, BASE64_CHARS);
     let text = printable(Buffer.from(whole, 'base64'));
     if (!text && lines.length > 1) text = printable(Buffer.from(lines[0]!.slice(0, BASE64_CHARS), 'base64'));
     if (text) out.push({ before: '', run: text, after: '' });
@@ -73,7 +76,10 @@ function hex(s: string): Decoded[] {
   let seen = 0;
   for (const m of s.matchAll(HEX_RUN)) {
     if (++seen > MAX_CANDIDATES || out.length >= MAX_RUNS) break;
-    const digits = m[0].slice(0, MAX_DECODED * 5).replace(/\\x|0x|[^0-9A-Fa-f]/g, '').slice(0, MAX_DECODED * 2);
+    const digits = m[0]
+      .slice(0, MAX_DECODED * 5)
+      .replace(/\\x|0x|[^0-9A-Fa-f]/g, '')
+      .slice(0, MAX_DECODED * 2);
     const text = printable(Buffer.from(digits.length % 2 ? digits.slice(0, -1) : digits, 'hex'));
     if (text) out.push({ before: '', run: text, after: '' });
   }

@@ -71,10 +71,7 @@ export function ignoreSources(l: IgnoreWords & { verb: string }): string[] {
   const dets = (n: number) => `(?:${l.det}){0,${n}}`;
   const objects = [`(?:${l.prev}\\s+)?${l.grade}`, `${l.prev}\\s+${l.generic}`];
   if (l.post) objects.push(`${l.generic}\\s+${l.post}`);
-  return [
-    `${l.verb}\\s+${dets(3)}${alt(...objects)}${L1}`,
-    `${l.verb}\\s+${dets(2)}${l.addr}${dets(2)}(?:${l.prev}\\s+)?${l.generic}${L1}`,
-  ];
+  return [`${l.verb}\\s+${dets(3)}${alt(...objects)}${L1}`, `${l.verb}\\s+${dets(2)}${l.addr}${dets(2)}(?:${l.prev}\\s+)?${l.generic}${L1}`];
 }
 
 /** The words of "ignore the instructions" in one language but its verbs (see `ignoreSources`). */
@@ -117,8 +114,14 @@ export function addLanguage(script: Script, l: Language): void {
  * ("i g n o r e a l l p r e v i o u s …" joins to "ignoreallprevious…").
  */
 const COMPACT: [name: string, re: RegExp][] = [
-  ['ignore instructions', /(?:ignore|disregard|forget|override|bypass|nevermind)(?:all|any|the|your|my|of|previous|prior|above|earlier|system|grading|these|those){0,4}(?:instructions?|rules|rubric|criteria|prompt|guidelines|guidance|directions)/i],
-  ['asks for a grade', /(?:give|award|grant)(?:me|it|this|thiswork|mywork)?(?:an?)?(?:fullmarks?|fullcredit|100(?:%|percent|points)|perfectscore|topmarks|pass(?:inggrade)?)/i],
+  [
+    'ignore instructions',
+    /(?:ignore|disregard|forget|override|bypass|nevermind)(?:all|any|the|your|my|of|previous|prior|above|earlier|system|grading|these|those){0,4}(?:instructions?|rules|rubric|criteria|prompt|guidelines|guidance|directions)/i,
+  ],
+  [
+    'asks for a grade',
+    /(?:give|award|grant)(?:me|it|this|thiswork|mywork)?(?:an?)?(?:fullmarks?|fullcredit|100(?:%|percent|points)|perfectscore|topmarks|pass(?:inggrade)?)/i,
+  ],
   ['asks to pass', /(?:pass|approve|accept)(?:me|thiswork|thissubmission|myassignment|mywork)/i],
   ['speaks to the model', /youarenow(?:an?|the)?(?:grader|ai|assistant|model)|notetothegrader|deargrader/i],
   ['new instructions', /newinstructions|fromnowonyou/i],

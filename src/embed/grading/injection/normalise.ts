@@ -19,7 +19,17 @@ const UTF16 = new TextDecoder('utf-16le');
  * selectors U+E0100–E01EF (surrogate pairs \uDB40\uDC00–\uDC7F and \uDB40\uDD00–\uDDEF).
  */
 const INVISIBLE = new Uint8Array(0x10000);
-for (const [from, to] of [[0xad, 0xad], [0x34f, 0x34f], [0x180e, 0x180e], [0x200b, 0x200f], [0x202a, 0x202e], [0x2060, 0x2064], [0x2066, 0x2069], [0xfe00, 0xfe0f], [0xfeff, 0xfeff]] as const) {
+for (const [from, to] of [
+  [0xad, 0xad],
+  [0x34f, 0x34f],
+  [0x180e, 0x180e],
+  [0x200b, 0x200f],
+  [0x202a, 0x202e],
+  [0x2060, 0x2064],
+  [0x2066, 0x2069],
+  [0xfe00, 0xfe0f],
+  [0xfeff, 0xfeff],
+] as const) {
   INVISIBLE.fill(1, from, to + 1);
 }
 
@@ -47,7 +57,7 @@ const LOOKALIKE = new Uint16Array(0x10000).map((_, c) => c);
 for (const pair of (
   'аa вb еe ёe кk мm нh оo рp сc тt уy хx іi їi јj ѕs ԁd ԛq ԝw һh ӏl ' +
   'αa βb εe ιi κk νv οo ρp τt υu χx γy ηn ωw ζz ' +
-  'օo սu ոn ɑa ɡg ıi ȷj ‘\' ’\' ‛\' ʼ\' ′\' ´\' `\' “" ”" „" ‐- ‑- ‒- –- —- ―- −-'
+  "օo սu ոn ɑa ɡg ıi ȷj ‘' ’' ‛' ʼ' ′' ´' `' “\" ”\" „\" ‐- ‑- ‒- –- —- ―- −-"
 ).split(' ')) {
   LOOKALIKE[pair.charCodeAt(0)] = pair.charCodeAt(1);
 }

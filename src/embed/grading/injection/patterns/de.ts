@@ -92,7 +92,24 @@ addLanguage('latin', {
   ],
   model: [
     `${L0}(?:(?:du\\s+bist|sie\\s+sind|ihr\\s+seid)\\s+(?:jetzt|nun|ab\\s+sofort|ab\\s+jetzt|von\\s+nun\\s+an|fortan)|(?:jetzt|nun|ab\\s+sofort|ab\\s+jetzt|von\\s+nun\\s+an|fortan)\\s+bist\\s+du)\\s+(?:ein|eine|der|die|das|mein|meine|unser)\\s+(?:[^\\s]+\\s+)?` +
-      alt('bewerter(?:in)?', 'korrektor(?:in)?', 'prue?fer(?:in)?', 'lehrer(?:in)?', 'dozent(?:in)?', 'tutor(?:in)?', 'assistent(?:in)?', 'ki', 'modell', 'sprachmodell', 'chatbot', 'roboter', 'bot', 'gutachter(?:in)?', 'figur', 'charakter') +
+      alt(
+        'bewerter(?:in)?',
+        'korrektor(?:in)?',
+        'prue?fer(?:in)?',
+        'lehrer(?:in)?',
+        'dozent(?:in)?',
+        'tutor(?:in)?',
+        'assistent(?:in)?',
+        'ki',
+        'modell',
+        'sprachmodell',
+        'chatbot',
+        'roboter',
+        'bot',
+        'gutachter(?:in)?',
+        'figur',
+        'charakter',
+      ) +
       L1,
   ],
   systemPrompt: [

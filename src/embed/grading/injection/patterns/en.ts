@@ -212,7 +212,24 @@ add(
   `${L0}(?:all|every)\\s+(?:the\\s+)?(?:criteria|criterion|requirements?)\\s+(?:are|is|have\\s+been)\\s+(?:met|fulfill?ed|satisfied)${L1}`,
 );
 
-const EN_ROLE = alt('grader', 'marker', 'examiner', 'evaluator', 'assessor', 'teacher', 'judge', 'assistant', 'ai', 'chatbot', 'bot', 'model', 'llm', 'character', 'persona', 'dan');
+const EN_ROLE = alt(
+  'grader',
+  'marker',
+  'examiner',
+  'evaluator',
+  'assessor',
+  'teacher',
+  'judge',
+  'assistant',
+  'ai',
+  'chatbot',
+  'bot',
+  'model',
+  'llm',
+  'character',
+  'persona',
+  'dan',
+);
 add(
   'speaks to the model',
   'latin',
@@ -255,5 +272,12 @@ add(
   `${L0}system\\s+(?:prompt|instructions?)\\s*:`,
 );
 
-add('fake role marker', 'latin', true, '(?:^|\\n)[^\\S\\n]*(?:system|assistant|developer)\\s*:', '<\\|?(?:system|im_start|im_end|endoftext)\\|?>', '\\[\\/?(?:inst|sys)\\]');
+add(
+  'fake role marker',
+  'latin',
+  true,
+  '(?:^|\\n)[^\\S\\n]*(?:system|assistant|developer)\\s*:',
+  '<\\|?(?:system|im_start|im_end|endoftext)\\|?>',
+  '\\[\\/?(?:inst|sys)\\]',
+);
 add('fake answer', 'latin', true, '"(?:met|passed)"\\s*:\\s*true\\b', '"score"\\s*:\\s*100\\b', '"injection_suspected"\\s*:\\s*false\\b');

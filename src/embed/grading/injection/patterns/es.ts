@@ -39,8 +39,31 @@ addLanguage('latin', {
       'pautas?\\s+de\\s+(?:evaluacion|correccion|calificacion)',
       '(?:prompt|indicaciones|instrucciones|mensaje)\\s+del?\\s+sistema',
     ),
-    generic: alt('instrucciones', 'instruccion', 'indicaciones', 'reglas', 'normas', 'directrices', 'directivas', 'ordenes', 'consignas', 'pautas', 'restricciones'),
-    post: alt('anteriores', 'previas', 'precedentes', 'de\\s+arriba', '(?:mas\\s+)?arriba', 'originales', 'iniciales', 'recibidas', 'dadas', '(?:del|de\\s+la)\\s+(?:sistema|profesora?|evaluador)'),
+    generic: alt(
+      'instrucciones',
+      'instruccion',
+      'indicaciones',
+      'reglas',
+      'normas',
+      'directrices',
+      'directivas',
+      'ordenes',
+      'consignas',
+      'pautas',
+      'restricciones',
+    ),
+    post: alt(
+      'anteriores',
+      'previas',
+      'precedentes',
+      'de\\s+arriba',
+      '(?:mas\\s+)?arriba',
+      'originales',
+      'iniciales',
+      'recibidas',
+      'dadas',
+      '(?:del|de\\s+la)\\s+(?:sistema|profesora?|evaluador)',
+    ),
   },
   grade: [
     `${L0}(?:dame|deme|denme|dale|dele|denle|otorgame|otorgale|asigname|asignale|ponme|ponle|ponedme|pongame)(?:\\s+(?:a\\s+)?(?:este|esta|mi)\\s+${WORD})?\\s+` +
@@ -60,7 +83,20 @@ addLanguage('latin', {
   pass: [`${L0}(?:apruebame|apruebeme|aprueba|apruebe)\\s+(?:este|esta|mi)\\s+(?:trabajo|proyecto|entrega|ensayo|examen)${L1}`],
   model: [
     `${L0}(?:(?:ahora|a\\s+partir\\s+de\\s+ahora|desde\\s+ahora|de\\s+ahora\\s+en\\s+adelante)\\s*,?\\s+(?:tu\\s+)?(?:eres|usted\\s+es|seras)|(?:tu\\s+)?eres\\s+ahora|usted\\s+es\\s+ahora)\\s+(?:un|una|el|la|mi)\\s+(?:${WORD}\\s+)?` +
-      alt('evaluador(?:a)?', 'corrector(?:a)?', 'profesor(?:a)?', 'examinador(?:a)?', 'calificador(?:a)?', 'asistente', 'ia', 'inteligencia\\s+artificial', 'modelo', 'chatbot', 'robot', 'personaje') +
+      alt(
+        'evaluador(?:a)?',
+        'corrector(?:a)?',
+        'profesor(?:a)?',
+        'examinador(?:a)?',
+        'calificador(?:a)?',
+        'asistente',
+        'ia',
+        'inteligencia\\s+artificial',
+        'modelo',
+        'chatbot',
+        'robot',
+        'personaje',
+      ) +
       L1,
   ],
   systemPrompt: [

@@ -58,7 +58,21 @@ addLanguage('latin', {
   pass: [`${L0}(?:valide[sz]?|approuve[sz]?)(?:[\\s-]+moi)?\\s+(?:ce|mon|cette|ma)\\s+(?:travail|devoir|projet|rendu|copie|soumission)${L1}`],
   model: [
     `${L0}(?:(?:tu\\s+es|vous\\s+etes)\\s+(?:maintenant|desormais|a\\s+present|dorenavant)|(?:a\\s+partir\\s+de\\s+maintenant|des\\s+maintenant|desormais|maintenant)\\s*,?\\s+(?:tu\\s+es|vous\\s+etes))\\s+(?:un|une|le|la|mon|ma|notre|l')\\s*(?:${WORD}\\s+)?` +
-      alt('correct(?:eur|rice)', 'evaluat(?:eur|rice)', 'examinat(?:eur|rice)', 'professeure?', 'prof', 'enseignante?', 'assistante?', 'ia', 'intelligence\\s+artificielle', 'modele', 'chatbot', 'robot', 'personnage') +
+      alt(
+        'correct(?:eur|rice)',
+        'evaluat(?:eur|rice)',
+        'examinat(?:eur|rice)',
+        'professeure?',
+        'prof',
+        'enseignante?',
+        'assistante?',
+        'ia',
+        'intelligence\\s+artificielle',
+        'modele',
+        'chatbot',
+        'robot',
+        'personnage',
+      ) +
       L1,
   ],
   systemPrompt: [

@@ -28,7 +28,12 @@ addLanguage('latin', {
     det: "(?:(?:tutte|tutti|tutto|le|la|il|lo|i|gli|tue|tuoi|sue|suoi|queste|questi|delle|dei|degli|del|della|di)\\s+|l'\\s*)",
     addr: '(?:(?:tutte|tutti|tue|tuoi)\\s+)',
     prev: alt('vecchie', 'vecchi', 'precedenti'),
-    grade: alt('rubriche?', 'griglia\\s+di\\s+(?:valutazione|correzione)', 'criteri\\s+di\\s+(?:valutazione|correzione)', '(?:prompt|istruzioni|messaggio)\\s+(?:di|del)\\s+sistema'),
+    grade: alt(
+      'rubriche?',
+      'griglia\\s+di\\s+(?:valutazione|correzione)',
+      'criteri\\s+di\\s+(?:valutazione|correzione)',
+      '(?:prompt|istruzioni|messaggio)\\s+(?:di|del)\\s+sistema',
+    ),
     generic: alt('istruzioni', 'istruzione', 'regole', 'indicazioni', 'direttive', 'linee\\s+guida', 'consegne', 'comandi', 'ordini', 'vincoli'),
     post: alt('precedenti', '(?:di\\s+)?sopra', 'originali', 'iniziali', 'ricevute', 'date', '(?:del|della)\\s+(?:sistema|professore|professoressa|docente)'),
   },
@@ -54,7 +59,21 @@ addLanguage('latin', {
   ],
   model: [
     `${L0}(?:(?:ora|adesso|da\\s+ora\\s+in\\s+poi|d'ora\\s+in\\s+(?:poi|avanti))\\s*,?\\s+(?:tu\\s+)?sei|(?:tu\\s+)?sei\\s+(?:ora|adesso)|lei\\s+(?:ora|adesso)\\s+e)\\s+(?:il\\s+mio|la\\s+mia|un|una|uno|il|lo|la|l')\\s*(?:${WORD}\\s+)?` +
-      alt('valutat(?:ore|rice)', 'corret(?:tore|trice)', 'professor(?:e|essa)', 'insegnante', 'docente', 'esaminat(?:ore|rice)', 'assistente', 'ia', 'intelligenza\\s+artificiale', 'modello', 'chatbot', 'robot', 'personaggio') +
+      alt(
+        'valutat(?:ore|rice)',
+        'corret(?:tore|trice)',
+        'professor(?:e|essa)',
+        'insegnante',
+        'docente',
+        'esaminat(?:ore|rice)',
+        'assistente',
+        'ia',
+        'intelligenza\\s+artificiale',
+        'modello',
+        'chatbot',
+        'robot',
+        'personaggio',
+      ) +
       L1,
   ],
   systemPrompt: [

@@ -5,7 +5,14 @@
 import { addLanguage, alt, L0, L1, WORD } from '../matcher.ts';
 
 const NL_PREV = alt('vorige', 'eerdere', 'voorgaande', 'bovenstaande', 'oorspronkelijke', 'originele', 'oude', 'gegeven');
-const NL_GRADE = alt('beoordelings(?:criteria|schema|rubric|model|richtlijnen)', 'rubrics?', 'rubrieken', 'nakijk(?:model|schema|criteria)', 'systeem[\\s-]?prompts?', 'systeeminstructies');
+const NL_GRADE = alt(
+  'beoordelings(?:criteria|schema|rubric|model|richtlijnen)',
+  'rubrics?',
+  'rubrieken',
+  'nakijk(?:model|schema|criteria)',
+  'systeem[\\s-]?prompts?',
+  'systeeminstructies',
+);
 const NL_GENERIC = alt('instructies', 'instructie', 'aanwijzingen', 'regels', 'richtlijnen', 'opdrachten', 'voorschriften', 'bevelen', 'orders');
 
 addLanguage('latin', {
@@ -20,7 +27,13 @@ addLanguage('latin', {
   },
   ignoreMore: [
     `${L0}(?:(?:alle|al|de|je|jouw|uw)\\s+){0,2}${NL_PREV}\\s+(?:${NL_GENERIC}|${NL_GRADE})\\s+` +
-      alt('negeren', 'vergeten', '(?:zijn|worden)\\s+(?:niet\\s+meer\\s+geldig|ongeldig|vervallen|ingetrokken|opgeheven)', 'gelden\\s+niet\\s+meer', 'vervallen') +
+      alt(
+        'negeren',
+        'vergeten',
+        '(?:zijn|worden)\\s+(?:niet\\s+meer\\s+geldig|ongeldig|vervallen|ingetrokken|opgeheven)',
+        'gelden\\s+niet\\s+meer',
+        'vervallen',
+      ) +
       L1,
   ],
   grade: [
@@ -41,7 +54,23 @@ addLanguage('latin', {
   pass: [`${L0}(?:keur|laat)\\s+(?:mij|me|(?:dit|mijn)\\s+${WORD})\\s+(?:goed|slagen)${L1}`],
   model: [
     `${L0}(?:(?:je|jij|u)\\s+bent\\s+(?:nu|vanaf\\s+nu|voortaan)|(?:nu|vanaf\\s+nu|voortaan)\\s+ben\\s+(?:je|jij))\\s+(?:een|de|het|mijn)\\s+(?:${WORD}\\s+)?` +
-      alt('beoordelaar', 'corrector', 'examinator', 'docent', 'leraar', 'lerares', 'nakijker', 'assistent', 'ai', 'ki', 'model', 'taalmodel', 'chatbot', 'robot', 'personage') +
+      alt(
+        'beoordelaar',
+        'corrector',
+        'examinator',
+        'docent',
+        'leraar',
+        'lerares',
+        'nakijker',
+        'assistent',
+        'ai',
+        'ki',
+        'model',
+        'taalmodel',
+        'chatbot',
+        'robot',
+        'personage',
+      ) +
       L1,
   ],
   systemPrompt: [

@@ -38,7 +38,12 @@ addLanguage('latin', {
     det: '(?:(?:todas|todos|toda|todo|as|os|a|o|suas|seus|sua|seu|tuas|teus|essas|esses|estas|estes|de|das|dos|da|do|quaisquer)\\s+)',
     addr: '(?:(?:todas|todos|suas|seus|tuas|teus|quaisquer)\\s+)',
     prev: alt('antigas?', 'antigos?', 'anteriores'),
-    grade: alt('rubricas?', 'criterios\\s+de\\s+(?:avaliacao|correcao|classificacao)', 'grelhas?\\s+de\\s+(?:avaliacao|correcao)', '(?:prompt|instrucoes|mensagem)\\s+do\\s+sistema'),
+    grade: alt(
+      'rubricas?',
+      'criterios\\s+de\\s+(?:avaliacao|correcao|classificacao)',
+      'grelhas?\\s+de\\s+(?:avaliacao|correcao)',
+      '(?:prompt|instrucoes|mensagem)\\s+do\\s+sistema',
+    ),
     generic: alt('instrucoes', 'instrucao', 'regras', 'diretrizes', 'diretivas', 'orientacoes', 'indicacoes', 'comandos', 'ordens', 'restricoes'),
     post: alt('anteriores', 'previas', 'acima', 'originais', 'iniciais', 'recebidas', 'dadas', '(?:do|da)\\s+(?:sistema|professora?|avaliador)'),
   },
@@ -51,7 +56,19 @@ addLanguage('latin', {
   pass: [`${L0}(?:aprove|aprova)(?:-me${L1}|\\s+(?:este|esta|meu|minha|o\\s+meu|a\\s+minha)\\s+(?:trabalho|projeto|entrega|ensaio|exame)${L1})`],
   model: [
     `${L0}(?:(?:agora|a\\s+partir\\s+de\\s+agora|de\\s+agora\\s+em\\s+diante|doravante)\\s*,?\\s+(?:voce|tu)\\s+(?:e|es|sera|seras)|(?:voce|tu)\\s+(?:agora\\s+(?:e|es)|(?:e|es)\\s+agora))\\s+(?:um|uma|o|a|meu|minha)\\s+(?:${WORD}\\s+)?` +
-      alt('avaliador(?:a)?', 'corretor(?:a)?', 'professor(?:a)?', 'examinador(?:a)?', 'assistente', 'ia', 'inteligencia\\s+artificial', 'modelo', 'chatbot', 'robo', 'personagem') +
+      alt(
+        'avaliador(?:a)?',
+        'corretor(?:a)?',
+        'professor(?:a)?',
+        'examinador(?:a)?',
+        'assistente',
+        'ia',
+        'inteligencia\\s+artificial',
+        'modelo',
+        'chatbot',
+        'robo',
+        'personagem',
+      ) +
       L1,
   ],
   systemPrompt: [
