@@ -9,7 +9,9 @@
  * (`ancestors`, framing.ts) or `'none'`; `Cache-Control: no-store`.
  */
 import { createHash } from 'node:crypto';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isDbUnavailable } from '../db/errors.ts';
+import { LaunchError } from './launch.ts';
 import { escapeUTF8 } from 'entities';
 import { htmlPage } from '../http/html-page.ts';
 import { playerCsp, playerPage, type PlayerAssets, type PlayerConfig } from '../player/index.ts';
@@ -128,4 +130,39 @@ export function sendPlayer(reply: FastifyReply, launch: { framed: string; clearC
     .header('cache-control', 'no-store')
     .header('content-security-policy', playerCsp(launch.framed))
     .send(playerPage(config, assets, '/embed/v1/'));
+}
+
+/** The words of a page surface's refusals (`pageErrorHandler`). */
+export interface RefusalWords {
+  /** Title of a refused request ("This activity could not be opened"). */
+  title: string;
+  /** 413: the form is too large. */
+  tooLarge: string;
+  /** Another 4xx from Fastify: the form is malformed. */
+  malformed: string;
+  /** 503: the database is down. */
+  busy: string;
+  /** 500: an unexpected error. */
+  failed: string;
+  /** The log line of an unexpected error. */
+  log: string;
+}
+
+/**
+ * A Fastify error handler answering with readable HTML pages (never a stack trace): a
+ * `LaunchError` as it says; 413 and other 4xx as refusals; a database outage as 503 at once,
+ * framed by the platforms known before (`ancestors.last()`, no query); anything else as 500.
+ * Pages are framed by every registered platform's origins (`ancestors.get()`).
+ */
+export function pageErrorHandler(words: RefusalWords, ancestors: { last(): string; get(): Promise<string> }) {
+  return async (err: Error & { statusCode?: number }, req: FastifyRequest, reply: FastifyReply) => {
+    if (isDbUnavailable(err)) return sendErrorPage(reply.header('retry-after', '5'), 503, 'unavailable', 'The service is busy', words.busy, ancestors.last());
+    const framed = await ancestors.get();
+    if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message, framed);
+    if (err.statusCode === 413) return sendErrorPage(reply, 413, 'too_large', words.title, words.tooLarge, framed);
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
+      return sendErrorPage(reply, 400, 'invalid_request', words.title, words.malformed, framed);
+    req.log.error({ err }, words.log);
+    return sendErrorPage(reply, 500, 'internal_error', 'Something went wrong', words.failed, framed);
+  };
 }

@@ -34,7 +34,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.ts';
 import { ApiError, apiErrorHandler, sendApiError } from '../http/api-errors.ts';
-import { isDbUnavailable } from '../db/errors.ts';
 import { playerAssets } from '../player/index.ts';
 import { safeEqual } from '../lib/safe-equal.ts';
 import { AllPlatformAncestors, platformAncestors } from './framing.ts';
@@ -46,7 +45,7 @@ import { bindingCookie, MAX_HINT_CHARS, readState, sha256, startLogin, STATE_SEC
 import { PlatformKeys } from './platform-keys.ts';
 import { registerWithCode } from './registration/index.ts';
 import { findPlatform, hasDeployment, platformById } from './platforms.ts';
-import { sendAutoSubmit, sendErrorPage, sendNewWindowPage, sendStoragePage } from './pages.ts';
+import { pageErrorHandler, sendAutoSubmit, sendErrorPage, sendNewWindowPage, sendStoragePage } from './pages.ts';
 
 /** Largest login or launch form we read, in bytes (an id_token is a few KB; MAX_ID_TOKEN_CHARS is 64 KiB). */
 const FORM_LIMIT = 128 * 1024;
@@ -106,30 +105,23 @@ export default async function ltiRoutes(app: FastifyInstance, deps: Deps) {
     reply.header('referrer-policy', 'no-referrer');
   });
   const apiErrors = apiErrorHandler('lti');
+  const launchErrors = pageErrorHandler(
+    {
+      title: 'This activity could not be opened',
+      tooLarge: 'The LMS sent more data than a launch holds.',
+      malformed: 'The request from the LMS is malformed.',
+      busy: 'The service cannot open activities right now. Try again in a few seconds.',
+      failed: 'The activity could not be opened because of an error on our side.',
+      log: 'lti: unexpected error',
+    },
+    everyPlatform,
+  );
   app.setErrorHandler(async (err: Error & { statusCode?: number }, req, reply) => {
     const path = req.url.split('?')[0]!;
     if (!path.endsWith('/login') && !path.endsWith('/launch')) return apiErrors(err, req, reply);
-    // The database is down: say so at once, framed by the platforms known before (no query).
-    if (isDbUnavailable(err))
-      return sendErrorPage(
-        reply.header('retry-after', '5'),
-        503,
-        'unavailable',
-        'The service is busy',
-        'The service cannot open activities right now. Try again in a few seconds.',
-        everyPlatform.last(),
-      );
-    const ancestors = await everyPlatform.get();
-    if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message, ancestors);
-    if (err.statusCode === 413)
-      return sendErrorPage(reply, 413, 'too_large', 'This activity could not be opened', 'The LMS sent more data than a launch holds.', ancestors);
-    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      return sendErrorPage(reply, 400, 'invalid_request', 'This activity could not be opened', 'The request from the LMS is malformed.', ancestors);
-    }
-    req.log.error({ err }, 'lti: unexpected error');
-    return sendErrorPage(reply, 500, 'internal_error', 'Something went wrong', 'The activity could not be opened because of an error on our side.', ancestors);
+    return launchErrors(err, req, reply);
   });
-  deepLinkingRoutes(app, deps);
+  deepLinkingRoutes(app, deps, everyPlatform);
   app.setNotFoundHandler((req, reply) => sendApiError(reply, new ApiError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
 
   app.get('/jwks', async (_req, reply) =>

@@ -25,12 +25,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Deps } from '../../deps.ts';
-import { isDbUnavailable } from '../../db/errors.ts';
-import { allPlatformAncestors } from '../framing.ts';
 import { currentKey } from '../keys.ts';
 import { CLAIM, consumeOnce, isInstructorLaunch, LaunchError, useLaunchOnce, type VerifiedLaunch } from '../launch.ts';
 import { STATE_SECONDS } from '../login.ts';
-import { sendErrorPage } from '../pages.ts';
+import { pageErrorHandler, sendErrorPage } from '../pages.ts';
 import { recordContext } from '../contexts.ts';
 import { queueRosterRead } from '../nrps.ts';
 import { MAX_PICKS, pickableActivities, pickedActivities } from './content.ts';
@@ -137,40 +135,31 @@ function fromOurPage(req: FastifyRequest, base: string): boolean {
   return origin === undefined || origin === new URL(base).origin;
 }
 
-/** Mount `POST /deep-linking/response` on the LTI routes (they parse forms as strings). */
-export function deepLinkingRoutes(app: FastifyInstance, deps: Deps) {
+/**
+ * Mount `POST /deep-linking/response` on the LTI routes (they parse forms as strings); its refusals
+ * are HTML pages framed by every registered platform (`everyPlatform`, routes.ts's cache).
+ */
+export function deepLinkingRoutes(app: FastifyInstance, deps: Deps, everyPlatform: { last(): string; get(): Promise<string> }) {
   const base = () => deps.config.baseUrl.replace(/\/$/, '');
   app.register(async (scope) => {
-    scope.setErrorHandler(async (err: Error & { statusCode?: number }, req, reply) => {
-      const ancestors = await allPlatformAncestors(deps.db).catch(() => "'none'");
-      if (err instanceof LaunchError) return sendErrorPage(reply, err.status, err.code, err.title, err.message, ancestors);
-      if (err.statusCode === 413) return sendErrorPage(reply, 413, 'too_large', refusedTitle, 'The form sent more data than a picker holds.', ancestors);
-      if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
-        return sendErrorPage(reply, 400, 'invalid_request', refusedTitle, 'The form is malformed.', ancestors);
-      if (isDbUnavailable(err))
-        return sendErrorPage(
-          reply.header('retry-after', '5'),
-          503,
-          'unavailable',
-          'The service is busy',
-          'The service cannot place activities right now. Try again in a few seconds.',
-          ancestors,
-        );
-      req.log.error({ err }, 'lti deep linking: unexpected error');
-      return sendErrorPage(
-        reply,
-        500,
-        'internal_error',
-        'Something went wrong',
-        'The activity could not be placed because of an error on our side.',
-        ancestors,
-      );
-    });
+    scope.setErrorHandler(
+      pageErrorHandler(
+        {
+          title: refusedTitle,
+          tooLarge: 'The form sent more data than a picker holds.',
+          malformed: 'The form is malformed.',
+          busy: 'The service cannot place activities right now. Try again in a few seconds.',
+          failed: 'The activity could not be placed because of an error on our side.',
+          log: 'lti deep linking: unexpected error',
+        },
+        everyPlatform,
+      ),
+    );
 
     scope.post(RESPONSE_PATH, async (req, reply) => {
       const refuse = (status: number, code: string, message: string, ancestors: string) => sendErrorPage(reply, status, code, refusedTitle, message, ancestors);
       // Before the token is read, who frames the page is unknown: any registered platform (as at login).
-      const anyPlatform = () => allPlatformAncestors(deps.db).catch(() => "'none'");
+      const anyPlatform = () => everyPlatform.get();
       // 1. From our picker page, with its token.
       if (!fromOurPage(req, base())) return refuse(403, 'forbidden', 'This form can only be sent from the activity picker.', await anyPlatform());
       const form = /^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '') ? pickerForm(req.body) : undefined;
