@@ -9,7 +9,9 @@
  * the rows. Here:
  *
  * - a full export (no `updated_since`, no keyset batch) reads the table once, joins `lessons`,
- *   the artifact ids aggregated once per result (`string_agg` grouped by `result_id`) and the
+ *   the artifact ids aggregated once per result (`string_agg` grouped by `result_id`, fed in
+ *   (result_id, created_at, id) order — an incremental sort of the `(tenant_id, result_id)` index
+ *   scan — instead of an `order by` inside the aggregate, which sorts once per result) and the
  *   activity counts grouped by program, then sorts the narrow rows by (updated_at, id) — the feed
  *   order the docs promise — and only then writes the text;
  * - an incremental pull or a PGlite batch (a few rows of a big table) keeps per-row lookups by
@@ -60,8 +62,10 @@ const SOURCES: Partial<Record<ExportName, Source>> = {
       left join lessons l on l.tenant_id = t.tenant_id and l.id = t.lesson_id` +
       (full
         ? `
-      left join (select a.result_id, '[' || string_agg('"' || a.id::text || '"', ', ' order by a.created_at, a.id) || ']' as ids
-                   from artifacts a where a.tenant_id = ${tenant} group by a.result_id) ar on ar.result_id = t.id`
+      left join (select a.result_id, '[' || string_agg('"' || a.id::text || '"', ', ') || ']' as ids
+                   from (select a.result_id, a.id from artifacts a where a.tenant_id = ${tenant}
+                          order by a.result_id, a.created_at, a.id) a
+                  group by a.result_id) ar on ar.result_id = t.id`
         : ''),
     fields: (full) => ({
       id: 't.id',
