@@ -2,7 +2,7 @@
  * Formats of an export and the SQL that feeds them.
  *
  * - `ndjson` (`application/x-ndjson`, the default): one JSON object a line, the list endpoints'
- *   `data` items byte for byte (PostgreSQL builds them with the SQL of src/results/queries.ts).
+ *   `data` items byte for byte (PostgreSQL writes them, set-based: `./rows.ts`).
  * - `csv` (`text/csv`, RFC 4180): a header row, then one record a row; nested values (arrays,
  *   objects) as JSON text; null as an empty unquoted cell, the empty string as `""`. Records end
  *   with LF (PostgreSQL's COPY; RFC 4180 parsers accept it).
@@ -12,8 +12,8 @@
  */
 import { stringify } from 'csv-stringify/sync';
 import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
-import { exportSource } from '../queries.ts';
 import { COLUMNS, type Column, type ExportName } from './columns.ts';
+import { cellsSelect, lineSelect, type Slice } from './rows.ts';
 
 export const FORMATS = {
   ndjson: 'application/x-ndjson',
@@ -22,57 +22,25 @@ export const FORMATS = {
 } as const;
 export type Format = keyof typeof FORMATS;
 
-/** A SQL string literal (standard_conforming_strings on). Values are validated before; this is defence. */
-const literal = (s: string) => `'${s.replace(/'/g, "''")}'`;
-
-/** Which rows an export reads: the tenant's, changed before the horizon, and since `since` when set. */
-export interface Slice {
-  tenantId: string;
-  /** The sync horizon (RFC 3339 UTC µs): rows changed before it. */
-  horizon: string;
-  /** `updated_since` (normalised RFC 3339): rows changed at or after it. */
-  since?: string;
-}
-
-/**
- * The rows of `name` in `slice`, one column `obj` (json). COPY takes no parameters, so the
- * (validated) values are literals. In the feed's order (updated_at, id), as `/v1/…?updated_since=`
- * lists them (the (tenant_id, updated_at, id) index serves it).
- */
-function baseSelect(name: ExportName, slice: Slice, keyset = false): string {
-  const { table, json, updatedColumn, id } = exportSource(name);
-  const where = [`t.tenant_id = ${literal(slice.tenantId)}::uuid`, `t.${updatedColumn} < ${literal(slice.horizon)}::timestamptz`];
-  if (slice.since !== undefined) where.push(`t.${updatedColumn} >= ${literal(slice.since)}::timestamptz`);
-  if (!keyset) return `select ${json('t')} as obj from ${table} t where ${where.join(' and ')} order by t.${updatedColumn}, t.${id}`;
-  // A batch in keyset order after ($1, $2), $3 rows (PGlite: each batch its own statement).
-  where.push(`(t.${updatedColumn}, t.${id}) > ($1::timestamptz, $2::uuid)`);
-  return `select ${json('t')} as obj, t.${updatedColumn} as k_ts, t.${id} as k_id from ${table} t
-  where ${where.join(' and ')} order by t.${updatedColumn}, t.${id} limit $3::int`;
-}
+export type { Slice } from './rows.ts';
 
 /**
  * One batch in keyset order (PGlite), the format's columns plus its position (`k_ts`, `k_id`) —
  * parameters: the position to start after, the batch size.
  */
 export function keysetSelect(name: ExportName, format: Format, slice: Slice): string {
-  const pos = `to_char(b.k_ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as k_ts, b.k_id::text as k_id`;
-  if (format !== 'csv') return `select b.obj::text as line, ${pos} from (${baseSelect(name, slice, true)}) b order by b.k_ts, b.k_id`;
-  return `select x.*, ${pos} from (${baseSelect(name, slice, true)}) b, json_to_record(b.obj) as x(${recordColumns(name)}) order by b.k_ts, b.k_id`;
+  return format === 'csv' ? cellsSelect(name, slice, 'keyset') : lineSelect(name, slice, 'keyset');
 }
-
-/** One text column: the JSON object of each row (NDJSON lines; Parquet parses it). */
-export const jsonSelect = (name: ExportName, slice: Slice) => `select b.obj::text as line from (${baseSelect(name, slice)}) b`;
 
 /**
- * `json_to_record` column list of `name`: nested values as `json` (their JSON text), the rest as
- * text (JSON null → SQL null → an empty cell). One parse of each row's JSON for all its cells.
+ * One text column `line`: the JSON object of each row (NDJSON lines; Parquet parses it), in the
+ * feed's order (updated_at, id), as `/v1/…?updated_since=` lists them. COPY takes no parameters,
+ * so the (validated) values are literals. The SQL is in `./rows.ts`.
  */
-const recordColumns = (name: ExportName) => COLUMNS[name].map((c) => `"${c.name}" ${c.kind === 'json' ? 'json' : 'text'}`).join(', ');
+export const jsonSelect = (name: ExportName, slice: Slice) => lineSelect(name, slice);
 
 /** The CSV columns of each row as text: scalars as their JSON value's text, nested values as JSON. */
-export function csvSelect(name: ExportName, slice: Slice): string {
-  return `select x.* from (${baseSelect(name, slice)}) b, json_to_record(b.obj) as x(${recordColumns(name)})`;
-}
+export const csvSelect = (name: ExportName, slice: Slice) => cellsSelect(name, slice);
 
 /**
  * `COPY … TO STDOUT` of the format (PostgreSQL). NDJSON rides CSV mode with delimiter and quote

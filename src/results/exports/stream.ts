@@ -174,6 +174,9 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
     await client.query('begin isolation level repeatable read, read only');
     await client.query(`set local statement_timeout = 0`);
     await client.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
+    // After the snapshot (no round trip between the horizon and it). rows.ts feeds string_agg in a
+    // sorted subquery: no partial (parallel) aggregation may reorder it.
+    await client.query(`set local max_parallel_workers_per_gather = 0`);
     const slice: Slice = { tenantId: req.tenantId, horizon, since: req.since };
     let body: Readable;
     if (req.format === 'parquet') {

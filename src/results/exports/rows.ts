@@ -1,0 +1,212 @@
+/**
+ * The export SQL: each row's fields read set-based and written as text by PostgreSQL, byte for
+ * byte what the list endpoints' `json_build_object` SQL (src/results/queries.ts) gives.
+ *
+ * Why not the lists' SQL: per row it runs correlated subqueries (the lesson's `unit_id`, a
+ * `json_agg` of the result's artifact ids, an activity count for progress) and
+ * `json_build_object`, which looks up each argument's type on every call; measured on 300,000
+ * results (bench/README.md "Streaming exports"), that SQL ran ~10× the time of a plain `COPY` of
+ * the rows. Here:
+ *
+ * - a full export (no `updated_since`, no keyset batch) reads the table once, joins `lessons`,
+ *   the artifact ids aggregated once per result (`string_agg` grouped by `result_id`, fed in
+ *   (result_id, created_at, id) order — an incremental sort of the `(tenant_id, result_id)` index
+ *   scan — instead of an `order by` inside the aggregate, which sorts once per result) and the
+ *   activity counts grouped by program, then sorts the narrow rows by (updated_at, id) — the feed
+ *   order the docs promise — and only then writes the text;
+ * - an incremental pull or a PGlite batch (a few rows of a big table) keeps per-row lookups by
+ *   index (`(tenant_id, result_id)`, the lessons key), so it never aggregates the whole tenant;
+ * - NDJSON lines are concatenated text in `json_build_object`'s layout (`{"k" : v, "k2" : v2}`):
+ *   ids and timestamps quoted as is (their text never needs escaping), strings through
+ *   `to_json`, numbers by their output function, nested values as their json/jsonb text, SQL
+ *   null as `null`;
+ * - CSV cells are the same values as text directly (no JSON round trip).
+ *
+ * Learners stay on `svc.results_learner_json` (migration 0100: only it may read the identity
+ * tables), CSV parsing its object with `json_to_record`.
+ *
+ * test/results/exports.test.ts compares every export with the lists on both backends.
+ */
+import { exportSource } from '../queries.ts';
+import { COLUMNS, type ColumnKind, type ExportName } from './columns.ts';
+
+/** A SQL string literal (standard_conforming_strings on). Values are validated before; this is defence. */
+export const literal = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+/** Which rows an export reads: the tenant's, changed before the horizon, and since `since` when set. */
+export interface Slice {
+  tenantId: string;
+  /** The sync horizon (RFC 3339 UTC µs): rows changed before it. */
+  horizon: string;
+  /** `updated_since` (normalised RFC 3339): rows changed at or after it. */
+  since?: string;
+}
+
+/** How the rows are read: all at once (COPY, cursor) or a keyset batch after ($1, $2), $3 rows. */
+type Mode = 'all' | 'keyset';
+
+/**
+ * One export's rows: `from` (alias `t` for the table, joins that may read `tenant`), and each
+ * field's SQL over them (in the order and under the names of COLUMNS). `full` is true when the
+ * whole slice is read (set-based joins); otherwise per-row lookups.
+ */
+interface Source {
+  from: (tenant: string, full: boolean) => string;
+  fields: (full: boolean) => Record<string, string>;
+}
+
+const SOURCES: Partial<Record<ExportName, Source>> = {
+  'activity-results': {
+    from: (tenant, full) =>
+      `activity_results t
+      left join lessons l on l.tenant_id = t.tenant_id and l.id = t.lesson_id` +
+      (full
+        ? `
+      left join (select a.result_id, '[' || string_agg('"' || a.id::text || '"', ', ') || ']' as ids
+                   from (select a.result_id, a.id from artifacts a where a.tenant_id = ${tenant}
+                          order by a.result_id, a.created_at, a.id) a
+                  group by a.result_id) ar on ar.result_id = t.id`
+        : ''),
+    fields: (full) => ({
+      id: 't.id',
+      activity_id: 't.activity_id',
+      lesson_id: 't.lesson_id',
+      svc_user_id: 't.user_id',
+      program_id: 't.program_id',
+      unit_id: 'l.unit_id',
+      status: 't.status',
+      score: 't.score::float8',
+      completed_at: 't.completed_at',
+      created_at: 't.created_at',
+      updated_at: 't.updated_at',
+      // json_agg's layout: ["a", "b"]; no artifact → [].
+      artifact_ids: full
+        ? `coalesce(ar.ids, '[]')`
+        : `coalesce((select '[' || string_agg('"' || a.id::text || '"', ', ' order by a.created_at, a.id) || ']'
+            from artifacts a where a.tenant_id = t.tenant_id and a.result_id = t.id), '[]')`,
+    }),
+  },
+  artifacts: {
+    from: () => 'artifacts t',
+    fields: () => ({
+      id: 't.id',
+      result_id: 't.result_id',
+      kind: 't.kind',
+      ref_url: 't.ref_url',
+      repo_url: 't.repo_url',
+      verification: `(t.verification - 'held')`,
+      created_at: 't.created_at',
+      updated_at: 't.updated_at',
+    }),
+  },
+  progress: {
+    from: (tenant, full) =>
+      full
+        ? `progress t
+      left join (select a.program_id, count(*)::int as total from activities a
+                  where a.tenant_id = ${tenant} and not a.archived group by a.program_id) c on c.program_id = t.program_id`
+        : `progress t
+      cross join lateral (select count(*)::int as total from activities a
+                  where a.tenant_id = t.tenant_id and a.program_id = t.program_id and not a.archived) c`,
+    fields: () => ({
+      svc_user_id: 't.user_id',
+      program_id: 't.program_id',
+      completed_count: 't.completed_count',
+      total_count: 'coalesce(c.total, 0)',
+      percent: `case when coalesce(c.total, 0) = 0 then 0 else least(100, (t.completed_count::int8 * 100) / c.total) end`,
+      last_activity_at: 't.last_activity_at',
+      updated_at: 't.updated_at',
+    }),
+  },
+  deletions: {
+    from: () => 'deletions t',
+    fields: () => ({
+      resource: 't.resource',
+      id: 't.id',
+      svc_user_id: 't.svc_user_id',
+      program_id: 't.program_id',
+      deleted_at: 't.deleted_at',
+    }),
+  },
+};
+
+/** RFC 3339 UTC text with exactly six fractional digits (as src/results/queries.ts writes them). */
+const rfc3339 = (expr: string) => `to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** The JSON text of column `s.<name>` of `kind` (what json_build_object writes for it), `null` for SQL null. */
+function jsonValue(name: string, kind: ColumnKind): string {
+  const v = `s."${name}"`;
+  switch (kind) {
+    case 'uuid':
+      return `coalesce('"' || ${v}::text || '"', 'null')`;
+    case 'timestamp':
+      return `coalesce('"' || ${rfc3339(v)} || '"', 'null')`;
+    case 'string':
+      return `coalesce(to_json(${v})::text, 'null')`;
+    default: // int, float, json: their own text
+      return `coalesce(${v}::text, 'null')`;
+  }
+}
+
+/** The CSV cell text of column `s.<name>` (null stays null: an empty cell). */
+function csvValue(name: string, kind: ColumnKind): string {
+  const v = `s."${name}"`;
+  if (kind === 'timestamp') return rfc3339(v);
+  return kind === 'string' ? v : `${v}::text`;
+}
+
+/**
+ * The slice's rows of `name`, raw, narrow, in the feed order (updated, id), with their position
+ * (`svc_k_ts`, `svc_k_id`). In `keyset` mode: after ($1, $2), at most $3 rows.
+ */
+function rowsSelect(name: ExportName, source: Source, slice: Slice, mode: Mode): string {
+  const { updatedColumn, id } = exportSource(name);
+  const tenant = `${literal(slice.tenantId)}::uuid`;
+  const full = mode === 'all' && slice.since === undefined;
+  const where = [`t.tenant_id = ${tenant}`, `t.${updatedColumn} < ${literal(slice.horizon)}::timestamptz`];
+  if (slice.since !== undefined) where.push(`t.${updatedColumn} >= ${literal(slice.since)}::timestamptz`);
+  if (mode === 'keyset') where.push(`(t.${updatedColumn}, t.${id}) > ($1::timestamptz, $2::uuid)`);
+  const fields = Object.entries(source.fields(full)).map(([k, sql]) => `${sql} as "${k}"`);
+  return `select ${fields.join(', ')}, t.${updatedColumn} as svc_k_ts, t.${id} as svc_k_id
+    from ${source.from(tenant, full)}
+    where ${where.join(' and ')}
+    order by t.${updatedColumn}, t.${id}${mode === 'keyset' ? ' limit $3::int' : ''}`;
+}
+
+/** The old form for learners: `svc.results_learner_json` per row (json column `obj`). */
+function learnerRows(slice: Slice, mode: Mode): string {
+  const { table, json, updatedColumn, id } = exportSource('learners');
+  const where = [`t.tenant_id = ${literal(slice.tenantId)}::uuid`, `t.${updatedColumn} < ${literal(slice.horizon)}::timestamptz`];
+  if (slice.since !== undefined) where.push(`t.${updatedColumn} >= ${literal(slice.since)}::timestamptz`);
+  if (mode === 'keyset') where.push(`(t.${updatedColumn}, t.${id}) > ($1::timestamptz, $2::uuid)`);
+  return `select ${json('t')} as obj, t.${updatedColumn} as svc_k_ts, t.${id} as svc_k_id from ${table} t
+    where ${where.join(' and ')} order by t.${updatedColumn}, t.${id}${mode === 'keyset' ? ' limit $3::int' : ''}`;
+}
+
+/** The keyset position columns of a batch row (PGlite). */
+const POSITION = `, ${rfc3339('s.svc_k_ts')} as k_ts, s.svc_k_id::text as k_id`;
+
+/**
+ * One text column `line`: each row's JSON object (NDJSON; Parquet parses it). With `keyset`, plus
+ * the row's position `k_ts`, `k_id` (parameters $1, $2: start after; $3: rows).
+ */
+export function lineSelect(name: ExportName, slice: Slice, mode: Mode = 'all'): string {
+  const source = SOURCES[name];
+  const pos = mode === 'keyset' ? POSITION : '';
+  // The subquery's ORDER BY keeps it a subquery: the text is written after the sort, of narrow rows.
+  if (!source) return `select s.obj::text as line${pos} from (${learnerRows(slice, mode)}) s order by s.svc_k_ts, s.svc_k_id`;
+  const parts = COLUMNS[name].map((c, i) => `'${i === 0 ? '{' : ', '}"${c.name}" : ' || ${jsonValue(c.name, c.kind)}`);
+  return `select ${parts.join(' || ')} || '}' as line${pos} from (${rowsSelect(name, source, slice, mode)}) s order by s.svc_k_ts, s.svc_k_id`;
+}
+
+/** The CSV cells of each row as text (null: an empty cell), in COLUMNS order. With `keyset`, as `lineSelect`. */
+export function cellsSelect(name: ExportName, slice: Slice, mode: Mode = 'all'): string {
+  const source = SOURCES[name];
+  const pos = mode === 'keyset' ? POSITION : '';
+  if (!source) {
+    const record = COLUMNS[name].map((c) => `"${c.name}" ${c.kind === 'json' ? 'json' : 'text'}`).join(', ');
+    return `select x.*${pos} from (${learnerRows(slice, mode)}) s, json_to_record(s.obj) as x(${record}) order by s.svc_k_ts, s.svc_k_id`;
+  }
+  const cells = COLUMNS[name].map((c) => `${csvValue(c.name, c.kind)} as "${c.name}"`);
+  return `select ${cells.join(', ')}${pos} from (${rowsSelect(name, source, slice, mode)}) s order by s.svc_k_ts, s.svc_k_id`;
+}
