@@ -9,12 +9,13 @@
  * test-results/screenshots/lti-*.png.
  */
 import { describe, expect, it } from 'vitest';
-import type { Frame, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { axeViolations, launchBrowser, screenshot } from '../helpers/browser.ts';
 import { startApp, testJudge, useApp, useFixture, useServer } from '../helpers/harness.ts';
 import { startTestModel } from '../helpers/test-model.ts';
 import { seedActivity } from '../embed/fixtures.ts';
 import { asLocalhost, newPage } from '../player/fixtures.ts';
+import { submitDesignNote, toolFrame } from './frame.ts';
 import { startTestLms } from './lms.ts';
 
 const model = useServer(() => startTestModel());
@@ -43,12 +44,6 @@ const dropLoginCookie = (page: Page) =>
   });
 
 /** The tool's frame of the course page, once the launch has answered. */
-async function toolFrame(page: Page): Promise<Frame> {
-  const frame = await (await page.waitForSelector('iframe[title="Activity"]', { state: 'attached' })).contentFrame();
-  await frame!.waitForURL(/\/lti\/v1\/launch$/, { waitUntil: 'domcontentloaded', timeout: 20_000 });
-  return frame!;
-}
-
 async function expectAccessible(page: Page, name: string) {
   await screenshot(page, `lti-${name}`);
   expect(await axeViolations(page), `axe, ${name}`).toEqual([]);
@@ -59,13 +54,7 @@ describe('a learner launches an activity from the LMS', () => {
     const page = await newPage(browser);
     await page.goto(coursePage(world.acme.activityId, 'ada'));
     const frame = await toolFrame(page);
-    await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
-    await frame.getByLabel('Pasted text').check();
-    await frame
-      .getByLabel('Your text (Markdown welcome)')
-      .fill('# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.');
-    await frame.getByRole('button', { name: /Submit/ }).click();
-    await frame.getByRole('heading', { name: 'Passed' }).waitFor({ timeout: 30_000 });
+    await submitDesignNote(frame, '# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.', 'Passed');
     await expectAccessible(page, 'player-passed');
     const [result] = await t.db.query<{ status: string; provider: string }>(
       `select r.status, i.provider from activity_results r join users u on u.id = r.user_id join auth.identities i on i.user_id = u.auth_user_id where r.activity_id = $1`,

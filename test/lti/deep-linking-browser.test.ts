@@ -18,6 +18,7 @@ import { startApp, testJudge, useApp, useFixture, useServer } from '../helpers/h
 import { startTestModel } from '../helpers/test-model.ts';
 import { seedActivity } from '../embed/fixtures.ts';
 import { asLocalhost, newPage } from '../player/fixtures.ts';
+import { submitDesignNote, toolFrame } from './frame.ts';
 import { startTestLms, type TestLms } from './lms.ts';
 import { installDeepLinking, type DeepLinkingLms } from './lms-deep-linking.ts';
 
@@ -60,12 +61,6 @@ const world = useFixture(async () => {
 const coursePage = (activity: string, sub: string) => `${lms.origin}/course?${new URLSearchParams({ activity, sub, tool: toolUrl })}`;
 
 /** The tool's frame of the course page, once the launch has answered. */
-async function toolFrame(page: Page): Promise<Frame> {
-  const frame = await (await page.waitForSelector('iframe[title="Activity"]', { state: 'attached' })).contentFrame();
-  await frame!.waitForURL(/\/lti\/v1\/launch$/, { waitUntil: 'domcontentloaded', timeout: 20_000 });
-  return frame!;
-}
-
 async function expectAccessible(page: Page, name: string) {
   await screenshot(page, name);
   expect(await axeViolations(page), `axe, ${name}`).toEqual([]);
@@ -139,13 +134,7 @@ describe("an instructor's launch of a placed activity", () => {
     const learner = await newPage(browser);
     await learner.goto(coursePage(world.note.activityId, 'ada'));
     let frame = await toolFrame(learner);
-    await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
-    await frame.getByLabel('Pasted text').check();
-    await frame
-      .getByLabel('Your text (Markdown welcome)')
-      .fill('# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.');
-    await frame.getByRole('button', { name: /Submit/ }).click();
-    await frame.getByRole('heading', { name: 'Passed' }).waitFor({ timeout: 30_000 });
+    await submitDesignNote(frame, '# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.', 'Passed');
     await learner.goto(coursePage(world.note.activityId, 'bob'));
     frame = await toolFrame(learner);
     await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });

@@ -7,12 +7,13 @@
  * once it is back. axe-core on the player; screenshots test-results/screenshots/lti-scores-*.png.
  */
 import { describe, expect, it } from 'vitest';
-import type { Frame, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { axeViolations, launchBrowser, screenshot } from '../helpers/browser.ts';
 import { startApp, testJudge, useApp, useFixture, useServer } from '../helpers/harness.ts';
 import { startTestModel } from '../helpers/test-model.ts';
 import { seedActivity } from '../embed/fixtures.ts';
 import { asLocalhost, newPage } from '../player/fixtures.ts';
+import { submitDesignNote, toolFrame } from './frame.ts';
 import { startTestLms } from './lms.ts';
 import { addLmsServices } from './lms-services.ts';
 
@@ -33,22 +34,12 @@ const world = useFixture(async () => {
 
 const coursePage = (sub: string) => `${lms.origin}/course?${new URLSearchParams({ activity: world.activity.activityId, sub, tool: asLocalhost(t.url) })}`;
 
-async function toolFrame(page: Page): Promise<Frame> {
-  const frame = await (await page.waitForSelector('iframe[title="Activity"]', { state: 'attached' })).contentFrame();
-  await frame!.waitForURL(/\/lti\/v1\/launch$/, { waitUntil: 'domcontentloaded', timeout: 20_000 });
-  return frame!;
-}
-
 /** Launch as `sub` in the LMS frame, submit `text`, wait for the verdict heading `verdict`. */
 async function launchAndSubmit(sub: string, text: string, verdict: RegExp | string): Promise<Page> {
   const page = await newPage(browser);
   await page.goto(coursePage(sub));
   const frame = await toolFrame(page);
-  await frame.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
-  await frame.getByLabel('Pasted text').check();
-  await frame.getByLabel('Your text (Markdown welcome)').fill(text);
-  await frame.getByRole('button', { name: /Submit/ }).click();
-  await frame.getByRole('heading', { name: verdict }).waitFor({ timeout: 30_000 });
+  await submitDesignNote(frame, text, verdict);
   return page;
 }
 
