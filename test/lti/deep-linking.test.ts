@@ -262,6 +262,21 @@ describe('the response', () => {
     expect((await respond(tokenOf(r.html), [world.acme.activityId])).res.status).toBe(200);
   });
 
+  it('refuses a token minted for another use: a login state as a picker token, a picker token as a login state', async () => {
+    const l = await login('prof');
+    expectRefused(await respond(l.state, [world.acme.activityId]), 400, 'invalid_picker');
+    const picker = tokenOf((await deepLink(settings())).html);
+    const res = await fetch(`${t.url}/lti/v1/launch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: l.cookie },
+      body: new URLSearchParams({
+        id_token: await lms.idToken(lms.launchClaims({ activity: world.acme.activityId, sub: 'prof', nonce: l.nonce })),
+        state: picker,
+      }),
+    });
+    expectRefused({ res, html: await res.text() }, 400, 'invalid_state');
+  });
+
   it('refuses an altered or foreign picker token, no token, no pick, a pick that is not an id', async () => {
     const r = await deepLink(settings());
     const token = tokenOf(r.html);
