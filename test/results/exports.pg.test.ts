@@ -13,7 +13,8 @@ import { get, seedTenant } from './fixtures.ts';
 const t = useApp();
 const a = useFixture(() => seedTenant(t, 'alpha'));
 
-const exportBackends = () => t.db.query<{ pid: number; state: string }>(`select pid, state from pg_stat_activity where application_name = 'svc-export'`);
+const exportBackends = () =>
+  t.db.query<{ pid: number; state: string }>(`select pid, state from pg_stat_activity where application_name = 'svc-export' and datname = current_database()`);
 
 /** Open an export and pause after its first chunk; resolves with the request (destroy to disconnect). */
 function holdExport(path: string, key: string) {
@@ -35,7 +36,9 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
     const before = await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1`, [a.id]);
     let writing = true;
     let writes = 0;
-    const writer = (async () => {
+    // Three writers: their transactions overlap, so one that started later may commit before an
+    // older one — the case a snapshot taken apart from its horizon gets wrong.
+    const writer = async () => {
       while (writing) {
         await t.db.query(
           `update activity_results set score = random() * 100 where id = (select id from activity_results where tenant_id = $1 order by random() limit 1)`,
@@ -47,7 +50,8 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
         );
         writes += 2;
       }
-    })();
+    };
+    const writers = Promise.all([writer(), writer(), writer()]);
     const res = await get(t, '/v1/exports/activity-results', a.key);
     const watermark = res.headers.get('svc-consistent-through')!;
     const rows = (await res.text())
@@ -55,7 +59,7 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
       .split('\n')
       .map((l) => JSON.parse(l));
     writing = false;
-    await writer;
+    await writers;
     expect(writes).toBeGreaterThan(0);
     const ids = rows.map((r) => r.id);
     expect(new Set(ids).size).toBe(ids.length); // each once
@@ -102,7 +106,7 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
         res.on('error', () => resolve('aborted'));
         res.on('end', () => resolve('complete'));
       });
-      await t.db.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'svc-export'`);
+      await t.db.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'svc-export' and datname = current_database()`);
       res.resume();
       expect(await ended, format).toBe('aborted');
       await outcome;
