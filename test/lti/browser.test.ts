@@ -72,7 +72,7 @@ describe('a learner launches an activity from the LMS', () => {
     expect(await frame.content()).not.toContain('Globex secret');
     await expectAccessible(page, 'refused-other-tenant');
     await page.context().close();
-  }, 60_000);
+  }, 90_000);
 
   it('offers a new window when the browser drops the login cookie, and accepts nothing', async () => {
     const page = await newPage(browser);
@@ -87,12 +87,12 @@ describe('a learner launches an activity from the LMS', () => {
     await page.unrouteAll();
     await popup.getByRole('heading', { level: 1, name: 'Write a design note' }).waitFor({ timeout: 20_000 });
     await page.context().close();
-  }, 60_000);
+  }, 90_000);
 
   it('binds the launch through platform storage (lti_storage_target) when the cookie is blocked', async () => {
     const page = await newPage(browser);
     await page.goto(coursePage(world.acme.activityId, 'katherine', true));
-    // The login page is waiting for the platform's answer to lti.put_data (1 s): the browser drops the cookie now.
+    // The test LMS answers lti.put_data after 1 s (the login page waits up to 3 s): the browser drops the cookie meanwhile.
     const login = await (await page.waitForSelector('iframe[title="Activity"]', { state: 'attached' })).contentFrame();
     await login!.waitForURL(/\/lti\/v1\/login\?/, { waitUntil: 'domcontentloaded' });
     await page.context().clearCookies();
@@ -101,7 +101,7 @@ describe('a learner launches an activity from the LMS', () => {
     expect(await page.context().cookies()).toEqual([]);
     expect(await t.db.query(`select 1 from auth.identities where provider like 'lti:%' and provider_id = 'katherine'`)).toHaveLength(1);
     await page.context().close();
-  }, 60_000);
+  }, 90_000);
 
   it('shows a readable error page for a login from an unregistered LMS', async () => {
     const page = await newPage(browser);

@@ -114,7 +114,7 @@ describe('an instructor places an activity from the LMS (Deep Linking)', () => {
       ]);
     }
     await page.context().close();
-  }, 60_000);
+  }, 90_000);
 
   it('says what is missing when nothing is picked, without leaving the picker', async () => {
     const page = await newPage(browser);
@@ -125,7 +125,7 @@ describe('an instructor places an activity from the LMS (Deep Linking)', () => {
     expect(await focusShown(frame)).toMatchObject({ tag: 'input', type: 'radio' });
     await expectAccessible(page, 'lti-picker-nothing-chosen');
     await page.context().close();
-  }, 60_000);
+  }, 90_000);
 });
 
 describe("an instructor's launch of a placed activity", () => {

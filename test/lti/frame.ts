@@ -1,10 +1,14 @@
 /** The tool inside the test LMS's course page, for the LTI browser tests. */
 import type { Frame, Page } from 'playwright-core';
 
-/** The LMS page's activity iframe, once the launch has answered in it (the player or a refusal). */
+/**
+ * The LMS page's activity iframe, once the launch has answered in it (the player or a refusal).
+ * Up to 60 s: login → LMS → launch is three navigations, slow on a loaded CI machine (a 20 s wait
+ * timed out there once at load average 12).
+ */
 export async function toolFrame(page: Page): Promise<Frame> {
   const frame = await (await page.waitForSelector('iframe[title="Activity"]', { state: 'attached' })).contentFrame();
-  await frame!.waitForURL(/\/lti\/v1\/launch$/, { waitUntil: 'domcontentloaded', timeout: 20_000 });
+  await frame!.waitForURL(/\/lti\/v1\/launch$/, { waitUntil: 'domcontentloaded', timeout: 60_000 });
   return frame!;
 }
 
