@@ -13,6 +13,11 @@
  *
  * The migration transaction runs without the statement timeout (`SVC_DB_STATEMENT_TIMEOUT`):
  * a migration may take longer than any request should.
+ *
+ * On PGlite, a run that applied migrations ends with a `CHECKPOINT`: PostgreSQL's single-user mode
+ * has no checkpointer (src/db/pglite.ts), so a server killed (kill -9) before its first timed
+ * checkpoint would make the next start replay the whole schema's WAL — on a first start, every
+ * migration since the empty cluster (issue #24: ready within 5 s of a restart after kill -9).
  */
 import Postgrator from 'postgrator';
 import { fileURLToPath } from 'node:url';
@@ -48,15 +53,18 @@ const postgratorOn = (q: Queryable) =>
     execSqlScript: (script: string) => q.exec(script),
   });
 
+/** Apply the migrations `db` lacks (see the header); returns the versions applied, in order. */
 export async function migrate(db: Db): Promise<number[]> {
   if (db.kind === 'postgres') await db.transaction((tx) => tx.exec(ENSURE_ROLES));
-  return db.transaction(async (tx) => {
+  const applied = await db.transaction(async (tx) => {
     // A migration may rewrite a large table: the service's statement timeout is not for it.
     await tx.exec('set local statement_timeout = 0');
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-    const applied = await postgratorOn(tx).migrate();
-    return applied.map((m) => m.version);
+    const done = await postgratorOn(tx).migrate();
+    return done.map((m) => m.version);
   });
+  if (db.kind === 'pglite' && applied.length > 0) await db.exec('checkpoint');
+  return applied;
 }
 
 /**
