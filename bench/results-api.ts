@@ -17,14 +17,19 @@
  *    with its one text[] parameter bound (its statement function, with the role and tenant
  *    switch and RLS — "the same SQL"), and, for reference, the bare page query as the table owner
  *    with its arguments inlined (simple protocol: planned on every run).
- * 4. Prints a table and rewrites the "results-api" section of bench/README.md.
+ * 4. Unless BENCH_PROFILE=0, runs the first page once more on a server under V8's CPU profiler
+ *    (`--cpu-prof`, a sample every 250 µs) and keeps the steady state (start-up and warm-up cut
+ *    off) in bench/flamegraphs/: results-api-first-page.cpuprofile (Chrome DevTools, speedscope)
+ *    and results-api-first-page.svg (a flame graph), plus a table of where the time goes.
+ * 5. Prints the tables and rewrites the "results-api" section of bench/README.md.
  *
- * Figures: requests per second, p50 and p99 latency in milliseconds, the ratio API ÷ pgbench per
- * request, the deep ÷ first page cost, the server's peak RSS sampled during the load, and the
- * machine's load average before the run (the machine may be shared).
+ * Figures: requests per second, p50 and p99 latency in milliseconds, the server's CPU time (user
+ * + system, /proc) per request in µs, the ratio API ÷ pgbench per request, the deep ÷ first page
+ * cost, the server's peak RSS sampled during the load, the profile's shares by kind of work, and
+ * the machine's load average before and after the run (the machine may be shared).
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -44,7 +49,7 @@ import {
   type PageStatement,
   type Position,
 } from '../src/results/index.ts';
-import { BENCH_PG, BENCH_SECRETS, START_FLAGS, startBenchServer } from './common.ts';
+import { BENCH_PG, BENCH_SECRETS, markdownTable, START_FLAGS, startBenchServer } from './common.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 10);
@@ -120,6 +125,10 @@ interface Figures {
   rps: number;
   p50: number;
   p99: number;
+  /** Requests answered in the run (API runs only). */
+  n?: number;
+  /** CPU time (user + system) of the server process per request, µs (API runs only). */
+  cpuUs?: number;
 }
 
 function percentile(sorted: number[], p: number) {
@@ -139,11 +148,25 @@ async function http(path: string, key: string): Promise<Figures> {
     const { stdout } = await run('wrk', ['-t', '2', '-c', String(CONNECTIONS), '-d', `${DURATION}s`, '--latency', '-H', `Authorization: Bearer ${key}`, url]);
     if (/Non-2xx or 3xx responses/.test(stdout)) throw new Error(`${path}: non-2xx answers\n${stdout}`);
     const p = (q: string) => wrkMillis(new RegExp(`^\\s+${q}%\\s+(\\S+)`, 'm').exec(stdout)![1]!);
-    return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)![1]), p50: p('50'), p99: p('99') };
+    const n = Number(/(\d+) requests in/.exec(stdout)![1]);
+    return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)![1]), p50: p('50'), p99: p('99'), n };
   }
   const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, headers: { authorization: `Bearer ${key}` } });
   if (result.non2xx) throw new Error(`${path}: ${result.non2xx} non-2xx answers`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, n: result.requests.total };
+}
+
+/** CPU time (user + system) `pid` has used so far, in µs (Linux /proc, clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** `http(path, key)` with the server's CPU time per request (`cpuUs`). */
+async function measured(pid: number, path: string, key: string): Promise<Figures> {
+  const before = cpuMicros(pid);
+  const figures = await http(path, key);
+  return { ...figures, cpuUs: (cpuMicros(pid) - before) / figures.n! };
 }
 
 /**
@@ -224,6 +247,199 @@ function sampleRss(pid: number) {
   };
 }
 
+/** Where the profile of the first page is kept (BENCH_PROFILE=0 skips the profiled run). */
+const PROFILE = process.env.BENCH_PROFILE !== '0';
+const FLAMEGRAPHS = new URL('./flamegraphs/', import.meta.url);
+/** Sampling interval of the profiled run, µs (V8's default is 1000). */
+const PROFILE_INTERVAL_US = 250;
+
+/** A V8 CPU profile (`--cpu-prof`): a call tree, and which node was on top at each sample. */
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/**
+ * Where the server's time goes, by the top frame of each sample. Socket writes are the write
+ * syscalls (to the load generator and to PostgreSQL); the profiler samples wall time, so on a
+ * shared machine they also hold the time the process waits to be scheduled again after waking
+ * its peer. Order matters: the first rule that matches names the sample.
+ */
+const CATEGORIES: [label: string, test: (fn: string, url: string) => boolean][] = [
+  ['idle (waiting for PostgreSQL or the client)', (fn) => fn === '(idle)'],
+  ['garbage collection', (fn) => fn === '(garbage collector)'],
+  ['socket writes (syscalls)', (fn) => fn === 'writeUtf8String' || fn === 'writev' || fn === 'writeBuffer' || fn === 'writeLatin1String'],
+  ['node-postgres (pg, pg-protocol, pg-pool)', (_fn, url) => /node_modules\/pg(-[a-z]+)?\//.test(url)],
+  [
+    'Fastify (router, hooks, reply; @fastify/rate-limit)',
+    (_fn, url) => /node_modules\/(fastify|find-my-way|@fastify|avvio|light-my-request|toad-cache)\//.test(url),
+  ],
+  ['zod (query validation)', (_fn, url) => /node_modules\/zod\//.test(url)],
+  ['Node HTTP, sockets, streams', (_fn, url) => /^node:(_http|net|internal\/streams|internal\/stream_base|internal\/http|events|buffer)/.test(url)],
+  ['crypto (key digest, cursor HMAC, request id)', (fn, url) => url.startsWith('node:internal/crypto') || url === 'node:crypto' || /Hash|Hmac|digest/.test(fn)],
+  ['this service (src/)', (_fn, url) => url.includes('/src/')],
+  ['other', () => true],
+];
+
+/**
+ * The profile's samples taken between `from` and `to` (µs, the profiler's monotonic clock), as a
+ * profile of its own: the steady state under load, without start-up and warm-up.
+ */
+function window(profile: CpuProfile, from: number, to: number): CpuProfile {
+  const samples: number[] = [];
+  const timeDeltas: number[] = [];
+  let t = profile.startTime;
+  let last = from;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i]!;
+    if (t < from || t > to) continue;
+    samples.push(profile.samples[i]!);
+    timeDeltas.push(t - last);
+    last = t;
+  }
+  // Only the call-tree nodes the kept samples stand on (start-up's code is left out of the file).
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const keep = new Set<number>();
+  for (const id of samples) for (let at: number | undefined = id; at !== undefined && !keep.has(at); at = parent.get(at)) keep.add(at);
+  const nodes = profile.nodes
+    .filter((node) => keep.has(node.id))
+    .map(({ id, callFrame, children }) => ({ id, callFrame, children: (children ?? []).filter((c) => keep.has(c)) }));
+  return { nodes, startTime: from, endTime: to, samples, timeDeltas };
+}
+
+/** Sampled time per call-tree node id, µs (each sample counts the time until the next). */
+function selfTimes(profile: CpuProfile): Map<number, number> {
+  const self = new Map<number, number>();
+  for (let i = 0; i < profile.samples.length; i++) {
+    const id = profile.samples[i]!;
+    self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+  }
+  return self;
+}
+
+/** A markdown table: the share of the sampled time (and of the busy time) each category takes. */
+function profileTable(profile: CpuProfile, requests: number): string {
+  const self = selfTimes(profile);
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const sums = new Map<string, number>();
+  let total = 0;
+  for (const [id, us] of self) {
+    const { functionName, url } = byId.get(id)!.callFrame;
+    const label = CATEGORIES.find(([, test]) => test(functionName, url))![0];
+    sums.set(label, (sums.get(label) ?? 0) + us);
+    total += us;
+  }
+  const idle = sums.get(CATEGORIES[0]![0]) ?? 0;
+  const busy = total - idle;
+  const rows = CATEGORIES.map(([label]) => {
+    const us = sums.get(label) ?? 0;
+    return [
+      label,
+      `${((us / total) * 100).toFixed(1)} %`,
+      label === CATEGORIES[0]![0] ? '' : `${((us / busy) * 100).toFixed(1)} %`,
+      `${(us / requests).toFixed(0)}`,
+    ];
+  });
+  return markdownTable(['top frame of the sample', 'share of wall time', 'share of busy time', 'µs per request'], rows);
+}
+
+/** Escape text for SVG. */
+const xml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+/**
+ * An SVG flame graph of `profile` (idle left out): one box per call-tree node, as wide as its
+ * sampled time including its callees, callers below callees; hover for name, place and share.
+ */
+function flameGraph(profile: CpuProfile, title: string): string {
+  const self = selfTimes(profile);
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const total = new Map<number, number>();
+  const sum = (id: number): number => {
+    const node = byId.get(id)!;
+    if (node.callFrame.functionName === '(idle)') {
+      total.set(id, 0);
+      return 0;
+    }
+    const t = (self.get(id) ?? 0) + (node.children ?? []).reduce((acc, c) => acc + sum(c), 0);
+    total.set(id, t);
+    return t;
+  };
+  const root = profile.nodes[0]!.id;
+  const all = sum(root);
+  const width = 1600;
+  const row = 16;
+  const boxes: string[] = [];
+  let depthMax = 0;
+  const place = (id: number, x: number, depth: number) => {
+    const w = (total.get(id)! / all) * width;
+    if (w < 0.3) return;
+    depthMax = Math.max(depthMax, depth);
+    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
+    const name = functionName || '(anonymous)';
+    const where = url ? ` ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/')}:${lineNumber + 1}` : '';
+    const label = CATEGORIES.findIndex(([, test]) => test(functionName, url));
+    const hue = [0, 0, 20, 200, 280, 50, 120, 330, 30, 90][label] ?? 90;
+    boxes.push(
+      `<g><title>${xml(`${name}${where}: ${((total.get(id)! / all) * 100).toFixed(2)} %`)}</title><rect x="${x.toFixed(1)}" y="${depth}" width="${w.toFixed(1)}" height="${row - 1}" fill="hsl(${hue},70%,${60 + (depth % 3) * 6}%)"/>` +
+        (w > 40 ? `<text x="${(x + 3).toFixed(1)}" y="${depth}" dy="11">${xml(name.slice(0, Math.floor(w / 7)))}</text>` : '') +
+        '</g>',
+    );
+    let cx = x;
+    for (const c of byId.get(id)!.children ?? []) {
+      place(c, cx, depth + 1);
+      cx += (total.get(c)! / all) * width;
+    }
+  };
+  place(root, 0, 0);
+  const height = (depthMax + 3) * row;
+  // Depth counts from the bottom: callers below their callees.
+  const flipped = boxes.map((b) => b.replace(/ y="(\d+)"/g, (_m, d: string) => ` y="${height - (Number(d) + 2) * row}"`));
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="monospace" font-size="11">`,
+    `<title>${xml(title)}</title>`,
+    `<text x="4" y="12">${xml(title)}</text>`,
+    ...flipped,
+    '</svg>',
+  ].join('\n');
+}
+
+/**
+ * The first page on a server run under V8's CPU profiler (`--cpu-prof`, one sample every
+ * PROFILE_INTERVAL_US): the steady state under load is kept in bench/flamegraphs/ as
+ * results-api-first-page.cpuprofile (open it in Chrome DevTools' Performance panel or
+ * speedscope) and .svg (a flame graph); returns the section's text on where the time goes.
+ */
+async function profileFirstPage(path: string, key: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-prof-'));
+  const server = await startServer(`${NODE_FLAGS} --cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=${PROFILE_INTERVAL_US}`);
+  let from = 0;
+  let to = 0;
+  let figures: Figures;
+  try {
+    await http(path, key);
+    from = Number(process.hrtime.bigint() / 1000n);
+    figures = await http(path, key);
+    to = Number(process.hrtime.bigint() / 1000n);
+  } finally {
+    await server.stop();
+  }
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!;
+  const steady = window(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile, from, to);
+  mkdirSync(FLAMEGRAPHS, { recursive: true });
+  const title = `Results API, first page (50 rows), ${DURATION} s at ${CONNECTIONS} connections under the profiler, ${new Date().toISOString().slice(0, 16)}Z`;
+  writeFileSync(new URL('results-api-first-page.cpuprofile', FLAMEGRAPHS), JSON.stringify(steady));
+  writeFileSync(new URL('results-api-first-page.svg', FLAMEGRAPHS), flameGraph(steady, title));
+  return (
+    `Where the server's time goes on the first page (V8 CPU profile of a server run once more under the profiler, ` +
+    `${figures.n} requests at ${Math.round(figures.rps)} req/s — the profiler slows it; steady state only; ` +
+    `bench/flamegraphs/results-api-first-page.svg, and .cpuprofile for Chrome DevTools or speedscope):\n\n${profileTable(steady, figures.n!)}`
+  );
+}
+
 /** Start the server (`node [flags] --import tsx src/main.ts`) on the benchmark's database and PORT; resolves once it listens. */
 const startServer = (flags: string, env: Record<string, string> = {}) =>
   startBenchServer(
@@ -265,7 +481,7 @@ async function main() {
     await http(cases[0]!.path, s.key); // warm up
     const stopRss = sampleRss(server.pid);
     const api: Figures[] = [];
-    for (const c of cases) api.push(await http(c.path, s.key));
+    for (const c of cases) api.push(await measured(server.pid, c.path, s.key));
     const rss = stopRss();
     await server.stop();
     // The first page once more on servers run without one of the defaults.
@@ -278,6 +494,8 @@ async function main() {
       variants.push({ label: v.label, figures, rss: stopVariantRss() });
       await server.stop();
     }
+    // The first page once more on a server under the V8 CPU profiler (slower: not a figure of the table).
+    const profile = PROFILE ? await profileFirstPage(cases[0]!.path, s.key) : undefined;
     // pgbench, twice per request: the statement the API sends (its statement function: role and
     // tenant switch, RLS, cached plan), and the bare page query as the table owner (no RLS).
     const same: Figures[] = [];
@@ -292,11 +510,11 @@ async function main() {
     const f = (n: number) => n.toFixed(2);
     const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)} %`;
     const table = [
-      '| request | API req/s | API p50 ms | API p99 ms | pgbench, same SQL: tps | p50 ms | p99 ms | **API ÷ pgbench** | pgbench, bare query (owner, no RLS): tps | API ÷ bare |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      '| request | API req/s | API p50 ms | API p99 ms | server CPU µs/req | pgbench, same SQL: tps | p50 ms | p99 ms | **API ÷ pgbench** | pgbench, bare query (owner, no RLS): tps | API ÷ bare |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
       ...cases.map(
         (c, i) =>
-          `| ${c.name} | ${Math.round(api[i]!.rps)} | ${f(api[i]!.p50)} | ${f(api[i]!.p99)} | ${Math.round(same[i]!.rps)} | ${f(same[i]!.p50)} | ${f(same[i]!.p99)} | **${pct(api[i]!.rps, same[i]!.rps)}** | ${Math.round(bare[i]!.rps)} | ${pct(api[i]!.rps, bare[i]!.rps)} |`,
+          `| ${c.name} | ${Math.round(api[i]!.rps)} | ${f(api[i]!.p50)} | ${f(api[i]!.p99)} | ${Math.round(api[i]!.cpuUs!)} | ${Math.round(same[i]!.rps)} | ${f(same[i]!.p50)} | ${f(same[i]!.p99)} | **${pct(api[i]!.rps, same[i]!.rps)}** | ${Math.round(bare[i]!.rps)} | ${pct(api[i]!.rps, bare[i]!.rps)} |`,
       ),
     ].join('\n');
     const summary =
@@ -312,8 +530,10 @@ async function main() {
         .join('; ') +
       '.';
     const when = new Date().toISOString().slice(0, 16);
-    const section = `<!-- results-api:start -->\nLast run: ${when}Z, ${ROWS.toLocaleString('en')} results over ${TENANTS} tenants (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}.\n\n${table}\n\n${summary}\n<!-- results-api:end -->`;
-    console.log(`\n${table}\n\n${summary}`);
+    const load2 = loadavg()[0]!;
+    const profiled = profile ? `\n\n${profile}` : '';
+    const section = `<!-- results-api:start -->\nLast run: ${when}Z, ${ROWS.toLocaleString('en')} results over ${TENANTS} tenants (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}, after: ${load2.toFixed(2)}.\n\n${table}\n\n${summary}${profiled}\n<!-- results-api:end -->`;
+    console.log(`\n${table}\n\n${summary}${profiled}`);
     const readmePath = new URL('./README.md', import.meta.url);
     const readme = readFileSync(readmePath, 'utf8');
     writeFileSync(readmePath, readme.replace(/<!-- results-api:start -->[\s\S]*<!-- results-api:end -->/, section));

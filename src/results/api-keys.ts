@@ -11,7 +11,8 @@
  * Revocation, deletion and limit changes send NOTIFY `svc_api_keys` from a trigger (migration
  * 0020), which every process's key cache (key-cache.ts) listens to.
  */
-import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
+import { randomInt, timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../lib/hash.ts';
 import type { Queryable } from '../db/index.ts';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -26,7 +27,7 @@ function base62(length: number): string {
 }
 
 /** sha256 of the whole key, hex. */
-export const hashApiKey = (key: string) => createHash('sha256').update(key).digest('hex');
+export const hashApiKey = (key: string) => sha256Hex(key);
 
 export interface ApiKeyInfo {
   id: string;

@@ -9,7 +9,7 @@
  * Missing, malformed, unknown and revoked keys all get the same 401 (the message tells only
  * whether a key was found), so keys cannot be probed.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { LiveKey } from './api-keys.ts';
 import type { ApiKeyCache } from './key-cache.ts';
 import { ApiError } from '../http/api-errors.ts';
@@ -50,13 +50,35 @@ export function apiKeyOf(req: FastifyRequest): string | undefined {
  * Throws `unauthorized`.
  */
 export function apiKeyHook(cache: ApiKeyCache) {
-  return async function authenticate(req: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const raw = apiKeyOf(req);
-    if (!raw) throw new ApiError('unauthorized', MISSING);
-    const key = await cache.lookup(raw);
-    if (!key) throw new ApiError('unauthorized', INVALID);
+  const accept = (req: FastifyRequest, key: LiveKey | undefined): ApiError | undefined => {
+    if (!key) return new ApiError('unauthorized', INVALID);
     cache.noteUse(key);
     keys.set(req, key);
+    return undefined;
+  };
+  // A callback hook, not an async one: a key found in the cache (nearly every request) is
+  // accepted without a promise; only a cache miss waits for the database.
+  return function authenticate(req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    let raw: string | undefined;
+    try {
+      raw = apiKeyOf(req);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    if (!raw) {
+      done(new ApiError('unauthorized', MISSING));
+      return;
+    }
+    const hit = cache.cached(raw);
+    if (hit) {
+      done(accept(req, hit));
+      return;
+    }
+    cache.lookup(raw).then(
+      (key) => done(accept(req, key)),
+      (err: Error) => done(err),
+    );
   };
 }
 

@@ -18,8 +18,8 @@
  * saying so. Rows inserted after a cursor was issued do not invalidate it: it is a position,
  * not a snapshot. Errors are `invalid_request` naming the `cursor` parameter.
  */
-import { createHash } from 'node:crypto';
 import { keysetCodec } from '../lib/cursor.ts';
+import { sha256Base64url } from '../lib/hash.ts';
 import { invalidParam } from './errors.ts';
 
 /** The paginated endpoints, as they appear after `/v1/`. */
@@ -64,7 +64,7 @@ function fingerprint(filters: CursorScope['filters']): string {
   const set = Object.entries(filters)
     .filter((entry): entry is [string, string] => entry[1] !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256').update(JSON.stringify(set)).digest('base64url').slice(0, 16);
+  return sha256Base64url(JSON.stringify(set)).slice(0, 16);
 }
 
 /**

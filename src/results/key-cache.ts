@@ -68,12 +68,25 @@ export class ApiKeyCache {
     this.timer.unref();
   }
 
-  /** The live key `raw` names, or undefined (malformed, unknown, revoked). */
-  async lookup(raw: string): Promise<LiveKey | undefined> {
+  /**
+   * The live key `raw` names when this process checked it less than `ttlMs` ago, else undefined
+   * (then `lookup` asks the database). Synchronous: the hot path of a request whose key is cached
+   * makes no promise.
+   */
+  cached(raw: string): LiveKey | undefined {
     const hash = hashApiKey(raw);
     const hit = this.entries.get(hash);
-    if (hit && hit.expires > performance.now()) return hit.key;
-    if (hit) this.entries.delete(hash);
+    if (hit === undefined) return undefined;
+    if (hit.expires > performance.now()) return hit.key;
+    this.entries.delete(hash);
+    return undefined;
+  }
+
+  /** The live key `raw` names, or undefined (malformed, unknown, revoked). */
+  async lookup(raw: string): Promise<LiveKey | undefined> {
+    const hit = this.cached(raw);
+    if (hit) return hit;
+    const hash = hashApiKey(raw);
     let promise = this.pending.get(hash);
     if (!promise) {
       const generation = this.generation;

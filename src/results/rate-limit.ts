@@ -33,7 +33,7 @@ export async function registerRateLimit(api: FastifyInstance, deps: Deps): Promi
     global: true,
     hook: 'onRequest',
     keyGenerator: (req) => keyOf(req).id,
-    max: async (req) => keyOf(req).rateLimit ?? max,
+    max: (req) => keyOf(req).rateLimit ?? max,
     timeWindow: windowMs,
     redis,
     nameSpace: REDIS_NAMESPACE,
