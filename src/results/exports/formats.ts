@@ -8,7 +8,9 @@
  *   with LF (PostgreSQL's COPY; RFC 4180 parsers accept it).
  * - `parquet` (`application/vnd.apache.parquet`): one file, a row group per fetched batch;
  *   ids as UTF-8 strings, timestamps INT64 TIMESTAMP(MICROS, isAdjustedToUTC), nested values as
- *   JSON-annotated strings, integers INT32, score DOUBLE (hyparquet-writer, snappy pages).
+ *   JSON-annotated strings (their JSON text), integers INT32, score DOUBLE (hyparquet-writer;
+ *   ZSTD pages where Node's zlib has zstd, else snappy: `PARQUET_CODEC`). Fed by
+ *   `parquetSelect` (`./rows.ts`): typed cells, timestamps as µs, no JSON per row.
  */
 import { stringify } from 'csv-stringify/sync';
 import zlib from 'node:zlib';
