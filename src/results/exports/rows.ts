@@ -140,7 +140,8 @@ function jsonValue(name: string, kind: ColumnKind): string {
     case 'uuid':
       return `coalesce('"' || ${v}::text || '"', 'null')`;
     case 'timestamp':
-      return `coalesce('"' || ${rfc3339(v)} || '"', 'null')`;
+      // The JSON string's quotes written by to_char itself (\" in its format): two || fewer.
+      return `coalesce(to_char(${v} at time zone 'UTC', '\\"YYYY-MM-DD"T"HH24:MI:SS.US"Z\\"'), 'null')`;
     case 'string':
       return `coalesce(to_json(${v})::text, 'null')`;
     default: // int, float, json: their own text
