@@ -1,4 +1,5 @@
 /** Helpers of the export tests: bulk seeding, and reading an export's answer. */
+import zlib from 'node:zlib';
 import type { Db } from '../../src/db/index.ts';
 
 /**
@@ -21,3 +22,11 @@ export async function bytes(res: Response): Promise<Buffer> {
 
 /** An ArrayBuffer of exactly `buf`'s bytes (hyparquet reads ArrayBuffers). */
 export const arrayBufferOf = (buf: Buffer): ArrayBuffer => buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer;
+
+/**
+ * hyparquet's decompressors for what the exports write: ZSTD pages (Node's zlib; the server writes
+ * ZSTD where Node has it, snappy otherwise, which hyparquet reads by itself).
+ */
+export const parquetCompressors = {
+  ZSTD: (input: Uint8Array) => new Uint8Array(zlib.zstdDecompressSync(input)),
+};

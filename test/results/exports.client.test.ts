@@ -16,7 +16,7 @@ import { parquetReadObjects } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createResultsClient, ResultsApiError, type ResultsClient, type SyncCheckpoint } from '../../clients/js/src/index.ts';
 import { useApp, useFixture } from '../helpers/harness.ts';
-import { arrayBufferOf } from './exports-fixtures.ts';
+import { arrayBufferOf, parquetCompressors } from './exports-fixtures.ts';
 import { newResult, newUser, seedTenant } from './fixtures.ts';
 
 /** This checkout's CLI (`npx svc-results` may resolve to another checkout's workspace link). */
@@ -68,6 +68,54 @@ describe('exportStream()', () => {
   });
 });
 
+describe('export compression', () => {
+  /** The Accept-Encoding an export request of a client on `baseUrl` carries (null: the fetch's own). */
+  const acceptEncoding = async (baseUrl: string, compressExports?: boolean) => {
+    let seen: string | null | undefined;
+    const c = createResultsClient({
+      baseUrl,
+      apiKey: 'svc_test',
+      compressExports,
+      fetch: async (req) => {
+        seen = req.headers.get('accept-encoding');
+        return new Response('', { status: 200, headers: { 'svc-consistent-through': '2026-01-01T00:00:00.000000Z' } });
+      },
+    });
+    await c.exportRaw('activity-results');
+    return seen;
+  };
+
+  it('asks for identity on a loopback address (compressing there only costs CPU), else leaves it to fetch', async () => {
+    expect(await acceptEncoding('http://127.0.0.1:3000')).toBe('identity');
+    expect(await acceptEncoding('http://localhost:3000/')).toBe('identity');
+    expect(await acceptEncoding('http://[::1]:3000')).toBe('identity');
+    expect(await acceptEncoding('https://learn.example.com')).toBeNull();
+    expect(await acceptEncoding('http://127.0.0.1:3000', true)).toBeNull();
+    expect(await acceptEncoding('https://learn.example.com', false)).toBe('identity');
+  });
+
+  it('reads a compressed export when asked to', async () => {
+    let coding: string | null = null;
+    const c = createResultsClient({
+      baseUrl: t.url,
+      apiKey: a.key,
+      compressExports: true,
+      fetch: async (req) => {
+        const res = await fetch(req);
+        coding = res.headers.get('content-encoding');
+        return res;
+      },
+    });
+    const ids: string[] = [];
+    for await (const r of await c.exportStream('activity-results')) ids.push(r.id);
+    expect(coding).toMatch(/^(gzip|zstd)$/);
+    const plain: string[] = [];
+    for await (const r of await client.exportStream('activity-results')) plain.push(r.id);
+    expect(ids.sort()).toEqual(plain.sort());
+    expect(ids.length).toBeGreaterThan(0);
+  });
+});
+
 describe('sync()', () => {
   it('pulls everything through one export, then follows the feed from its watermark', async () => {
     requests.length = 0;
@@ -114,7 +162,7 @@ describe('svc-results export (stream)', () => {
     expect(records.map((r) => r.id).sort()).toEqual(ids);
     const pq = join(tmp, 'r.parquet');
     await run(['export', 'activity-results', '--format', 'parquet', '--out', pq]);
-    const objs = await parquetReadObjects({ file: arrayBufferOf(await readFile(pq)), utf8: true });
+    const objs = await parquetReadObjects({ file: arrayBufferOf(await readFile(pq)), compressors: parquetCompressors, utf8: true });
     expect(objs.map((o: any) => o.id).sort()).toEqual(ids);
   });
 });

@@ -140,7 +140,8 @@ function jsonValue(name: string, kind: ColumnKind): string {
     case 'uuid':
       return `coalesce('"' || ${v}::text || '"', 'null')`;
     case 'timestamp':
-      return `coalesce('"' || ${rfc3339(v)} || '"', 'null')`;
+      // The JSON string's quotes written by to_char itself (\" in its format): two || fewer.
+      return `coalesce(to_char(${v} at time zone 'UTC', '\\"YYYY-MM-DD"T"HH24:MI:SS.US"Z\\"'), 'null')`;
     case 'string':
       return `coalesce(to_json(${v})::text, 'null')`;
     default: // int, float, json: their own text
@@ -183,6 +184,18 @@ function learnerRows(slice: Slice, mode: Mode): string {
     where ${where.join(' and ')} order by t.${updatedColumn}, t.${id}${mode === 'keyset' ? ' limit $3::int' : ''}`;
 }
 
+/**
+ * The Parquet value of column `s.<name>` of `kind`, in the type the encoder writes: timestamps as
+ * int8 microseconds since the epoch (exact: `extract` is numeric), JSON as its text, the rest as
+ * is (uuid and text arrive as strings, int4 and float8 as numbers).
+ */
+function parquetValue(name: string, kind: ColumnKind): string {
+  const v = `s."${name}"`;
+  if (kind === 'timestamp') return `(extract(epoch from ${v}) * 1000000)::int8`;
+  if (kind === 'int') return `${v}::int4`;
+  return kind === 'json' ? `${v}::text` : v;
+}
+
 /** The keyset position columns of a batch row (PGlite). */
 const POSITION = `, ${rfc3339('s.svc_k_ts')} as k_ts, s.svc_k_id::text as k_id`;
 
@@ -208,5 +221,21 @@ export function cellsSelect(name: ExportName, slice: Slice, mode: Mode = 'all'):
     return `select x.*${pos} from (${learnerRows(slice, mode)}) s, json_to_record(s.obj) as x(${record}) order by s.svc_k_ts, s.svc_k_id`;
   }
   const cells = COLUMNS[name].map((c) => `${csvValue(c.name, c.kind)} as "${c.name}"`);
+  return `select ${cells.join(', ')}${pos} from (${rowsSelect(name, source, slice, mode)}) s order by s.svc_k_ts, s.svc_k_id`;
+}
+
+/**
+ * The Parquet cells of each row (`parquetValue`), in COLUMNS order — read with `rowMode: 'array'`:
+ * no JSON per row, no timestamp parsing in Node. With `keyset`, as `lineSelect`.
+ */
+export function parquetSelect(name: ExportName, slice: Slice, mode: Mode = 'all'): string {
+  const source = SOURCES[name];
+  const pos = mode === 'keyset' ? POSITION : '';
+  const cells = COLUMNS[name].map((c) => `${parquetValue(c.name, c.kind)} as "${c.name}"`);
+  if (!source) {
+    const types: Record<ColumnKind, string> = { uuid: 'text', string: 'text', int: 'int4', float: 'float8', timestamp: 'timestamptz', json: 'json' };
+    const record = COLUMNS[name].map((c) => `"${c.name}" ${types[c.kind]}`).join(', ');
+    return `select ${cells.join(', ')}${pos} from (select x.*, l.svc_k_ts, l.svc_k_id from (${learnerRows(slice, mode)}) l, json_to_record(l.obj) as x(${record})) s order by s.svc_k_ts, s.svc_k_id`;
+  }
   return `select ${cells.join(', ')}${pos} from (${rowsSelect(name, source, slice, mode)}) s order by s.svc_k_ts, s.svc_k_id`;
 }

@@ -19,14 +19,22 @@
  */
 import { PassThrough, Readable } from 'node:stream';
 import { to as copyTo } from 'pg-copy-streams';
-import type { Db, Queryable } from '../../db/index.ts';
+import type { Db } from '../../db/index.ts';
 import { ApiError } from '../../http/api-errors.ts';
 import { exportSource } from '../queries.ts';
-import type { ExportName } from './columns.ts';
-import { copyStatement, csvHeader, csvRecords, csvSelect, jsonSelect, keysetSelect, ParquetEncoder, type Format, type Slice } from './formats.ts';
+import { COLUMNS, type ExportName } from './columns.ts';
+import { copyStatement, csvHeader, csvRecords, keysetSelect, ParquetEncoder, type ParquetRow, parquetCellsSelect, type Format, type Slice } from './formats.ts';
 
-/** Rows fetched from the cursor per batch (and one Parquet row group each). */
+/** Rows per PGlite keyset batch (NDJSON, CSV). */
 export const BATCH_ROWS = 10_000;
+
+/**
+ * Rows per Parquet batch (cursor fetch or PGlite batch), one row group each. hyparquet-writer
+ * holds a whole row group in JS objects, so its size is the export's memory: on 1M results the
+ * server's RSS grew ~80 MiB with 10,000-row groups, 66–92 MiB with 4,096, 50–61 MiB with 2,048 (noisy), for
+ * ~10 % more CPU at 2,048 than at 4,096 (bench/README.md "Streaming exports").
+ */
+export const PARQUET_BATCH_ROWS = 2_048;
 
 export interface ExportRequest {
   name: ExportName;
@@ -145,30 +153,38 @@ function producer(produce: (write: (chunk: Buffer | string) => Promise<void>) =>
 
 type Batch = Record<string, string | null>[];
 
-/** Read batches from `fetch` until an empty one and write the format's bytes. Counts rows. */
+/**
+ * Read batches from `fetch` until an empty one and write the format's bytes (NDJSON, CSV: rows
+ * as objects of `line` / cells; Parquet: `fetchCells`, rows as arrays of cells). Counts rows.
+ */
 async function readBatches(
   fetch: () => Promise<Batch>,
+  fetchCells: () => Promise<ParquetRow[]>,
   req: ExportRequest,
   write: (chunk: Buffer | string) => Promise<void>,
   count: (n: number) => void,
 ): Promise<void> {
-  const parquet = req.format === 'parquet' ? new ParquetEncoder(req.name) : undefined;
-  if (parquet) await write(parquet.header());
+  if (req.format === 'parquet') {
+    const parquet = new ParquetEncoder(req.name);
+    await write(parquet.header());
+    for (;;) {
+      const rows = await fetchCells();
+      if (rows.length === 0) break;
+      count(rows.length);
+      await write(parquet.rows(rows));
+    }
+    await write(parquet.footer());
+    return;
+  }
   if (req.format === 'csv') await write(csvHeader(req.name));
   for (;;) {
     const rows = await fetch();
     if (rows.length === 0) break;
     count(rows.length);
-    if (parquet) await write(parquet.rows(rows.map((r) => r.line!)));
-    else if (req.format === 'csv') await write(csvRecords(req.name, rows));
+    if (req.format === 'csv') await write(csvRecords(req.name, rows));
     else await write(`${rows.map((r) => r.line).join('\n')}\n`);
   }
-  if (parquet) await write(parquet.footer());
 }
-
-/** Declare the cursor of the request over `slice`. */
-const declareCursor = (req: ExportRequest, slice: Slice) =>
-  `declare svc_export no scroll cursor for ${req.format === 'csv' ? csvSelect(req.name, slice) : jsonSelect(req.name, slice)}`;
 
 /**
  * Start an export: checks the one-per-key rule, takes the watermark and the snapshot, and
@@ -221,14 +237,13 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
     const slice: Slice = { tenantId: req.tenantId, horizon, since: req.since };
     let body: Readable;
     if (req.format === 'parquet') {
-      await client.query(declareCursor(req, slice));
-      const q: Queryable = {
-        query: async <T>(text: string) => (await client.query(text)).rows as T[],
-        exec: async (text: string) => void (await client.query(text)),
-      };
+      await client.query(`declare svc_export no scroll cursor for ${parquetCellsSelect(req.name, slice)}`);
+      const fetchCells = async () =>
+        (await client.query<unknown[]>({ text: `fetch forward ${PARQUET_BATCH_ROWS} from svc_export`, rowMode: 'array' })).rows as ParquetRow[];
       body = producer(async (write) => {
         await readBatches(
-          () => q.query<Batch[number]>(`fetch forward ${BATCH_ROWS} from svc_export`),
+          () => Promise.reject(new Error('export: parquet reads cells')),
+          fetchCells,
           req,
           write,
           (n) => (rows += n),
@@ -287,18 +302,21 @@ async function startPglite(db: Db, req: ExportRequest, release: () => void): Pro
   const text = keysetSelect(req.name, req.format, { tenantId: req.tenantId, horizon: h.horizon, since: req.since });
   let after = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
   let rows = 0;
+  const size = req.format === 'parquet' ? PARQUET_BATCH_ROWS : BATCH_ROWS;
   const batch = async (): Promise<Batch> => {
     const got = await db.transaction(async (tx) => {
       await tx.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
-      return tx.query<Batch[number]>(text, [after.at, after.id, BATCH_ROWS]);
+      return tx.query<Batch[number]>(text, [after.at, after.id, size]);
     });
     const last = got.at(-1);
     if (last) after = { at: last.k_ts!, id: last.k_id! };
     return got;
   };
+  const names = COLUMNS[req.name].map((c) => c.name);
+  const cells = async () => (await batch()).map((r) => names.map((n) => r[n]));
   const body = producer(async (write) => {
     try {
-      await readBatches(batch, req, write, (n) => (rows += n));
+      await readBatches(batch, cells, req, write, (n) => (rows += n));
     } finally {
       release();
     }
