@@ -18,6 +18,7 @@
  * PGlite: batches in keyset order, each its own short transaction (see `startPglite`).
  */
 import { PassThrough, Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Db } from '../../db/index.ts';
 import { ApiError } from '../../http/api-errors.ts';
@@ -64,8 +65,8 @@ const SNAPSHOT_HORIZON_SQL = `select h is not null as exact,
   case when isfinite(h) then to_char(h at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') end as horizon
 from (select svc.results_snapshot_horizon() as h) x`;
 
-/** Snapshots taken, at most, to find one that is exact (see `openSnapshot`). */
-const SNAPSHOT_TRIES = 20;
+/** Snapshots taken, at most, to find one that is exact (see `openSnapshot`), a pause of up to 5 ms between. */
+const SNAPSHOT_TRIES = 50;
 
 /**
  * True when the snapshot holds a change of the tenant made at or after `horizon` (a writer that
@@ -99,6 +100,7 @@ async function openSnapshot(client: import('pg').Client, req: ExportRequest): Pr
       if (!o?.overlap || attempt === SNAPSHOT_TRIES) return h.horizon;
     }
     await client.query('rollback');
+    await sleep(1 + Math.random() * 4); // out of step with writers that overlap at a steady rhythm
   }
   throw noHorizon();
 }
