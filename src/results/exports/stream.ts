@@ -1,13 +1,12 @@
 /**
  * Running one export against the database, streamed with backpressure.
  *
- * The snapshot: a REPEATABLE READ, READ ONLY transaction whose first statement takes the snapshot
- * and its horizon H together (svc.results_snapshot_horizon, migration 0163: every row version
- * written before H is in the snapshot; H is the snapshot's own instant unless a writer older than
- * it was still running), then
- * `svc.results_enter(tenant)` switches it to the read-only role
- * `svc_results` with the key's tenant set, so row-level security confines every row as in the
- * list endpoints. The export is the rows changed before H (and at or after `updated_since`), H is
+ * The snapshot: the sync horizon H is taken first (svc.results_sync_horizon, migration 0020: no
+ * transaction still writing started before it, so every row changed before H is committed), then
+ * a REPEATABLE READ, READ ONLY transaction takes its snapshot — after H, so it holds every row
+ * changed before H; one that also holds a change made after H is taken again (`openSnapshot`) —
+ * then `svc.results_enter(tenant)` switches it to the read-only role `svc_results` with the key's
+ * tenant set, so row-level security confines every row as in the list endpoints. The export is the rows changed before H (and at or after `updated_since`), H is
  * the watermark: `?updated_since=H` later returns exactly what changed since.
  *
  * PostgreSQL: a connection of its own (outside the pool, none of the pool's statement timeouts);
@@ -60,18 +59,13 @@ from (select svc.results_sync_horizon() as h) x`;
 
 const noHorizon = () => new ApiError('unavailable', 'a transaction that hides its start is writing: no consistent watermark can be given now; retry shortly');
 
-/** The horizon of the snapshot this statement takes (migration 0163); not `exact`: take a new one. */
-const SNAPSHOT_HORIZON_SQL = `select h is not null as exact,
-  case when isfinite(h) then to_char(h at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') end as horizon
-from (select svc.results_snapshot_horizon() as h) x`;
-
 /** Snapshots taken, at most, to find one that is exact (see `openSnapshot`), a pause of up to 5 ms between. */
 const SNAPSHOT_TRIES = 50;
 
 /**
- * True when the snapshot holds a change of the tenant made at or after `horizon` (a writer that
- * started later committed before the snapshot while an older one still ran): its row shows in
- * the new version, which the export leaves out, and the version before the horizon is gone.
+ * True when the snapshot holds a change of the tenant made at or after `horizon` (committed
+ * between the horizon and the snapshot): its row shows in the new version, which the export
+ * leaves out, and the version before the horizon is gone.
  */
 function overlapSql(name: ExportName): string {
   const { table, updatedColumn } = exportSource(name);
@@ -81,28 +75,27 @@ function overlapSql(name: ExportName): string {
 
 /**
  * Open the export's REPEATABLE READ, READ ONLY transaction on `client` as the key's tenant
- * (svc_results, RLS) and return its watermark (RFC 3339 UTC µs). Every row version written
- * before the watermark is in the snapshot and none written after it is missing from the next
- * pull (svc.results_snapshot_horizon, migration 0163). A snapshot that also holds a change made
- * at or after the watermark (`overlapSql`) is taken again, up to SNAPSHOT_TRIES times; the last
- * one is kept — that change then comes only with the next pull (`updated_since=<watermark>`).
- * Throws a 503 ApiError when no watermark can be given (a writer hides its start).
+ * (svc_results, RLS) and return its watermark H (RFC 3339 UTC µs). H is the sync horizon taken
+ * just before (svc.results_sync_horizon, migration 0020: every row version written before it is
+ * committed, so the snapshot holds them all; whatever the snapshot misses comes with the next
+ * pull). A change of the tenant committed between H and the snapshot (`overlapSql`) would show
+ * in its new version, left out, with the version before H gone: such a snapshot is taken again,
+ * 1–5 ms later, up to SNAPSHOT_TRIES times, and the last one kept — that change then comes only
+ * with the next pull (`updated_since=<watermark>`). Throws a 503 ApiError when no watermark can
+ * be given (a writer hides its start).
  */
 async function openSnapshot(client: import('pg').Client, req: ExportRequest): Promise<string> {
-  for (let attempt = 1; attempt <= SNAPSHOT_TRIES; attempt++) {
+  for (let attempt = 1; ; attempt++) {
+    const horizon = (await client.query<{ horizon: string | null }>(HORIZON_SQL)).rows[0]?.horizon;
+    if (!horizon) throw noHorizon();
     await client.query('begin isolation level repeatable read, read only');
-    const [h] = (await client.query<{ exact: boolean; horizon: string | null }>(SNAPSHOT_HORIZON_SQL)).rows;
-    if (h?.exact && !h.horizon) break;
-    if (h?.horizon) {
-      await client.query(`set local statement_timeout = 0`);
-      await client.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
-      const [o] = (await client.query<{ overlap: boolean }>(overlapSql(req.name), [req.tenantId, h.horizon])).rows;
-      if (!o?.overlap || attempt === SNAPSHOT_TRIES) return h.horizon;
-    }
+    await client.query(`set local statement_timeout = 0`);
+    await client.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
+    const [o] = (await client.query<{ overlap: boolean }>(overlapSql(req.name), [req.tenantId, horizon])).rows;
+    if (!o?.overlap || attempt === SNAPSHOT_TRIES) return horizon;
     await client.query('rollback');
     await sleep(1 + Math.random() * 4); // out of step with writers that overlap at a steady rhythm
   }
-  throw noHorizon();
 }
 
 /** Keys with an export running in this process. */
