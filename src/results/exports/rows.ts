@@ -27,7 +27,7 @@
  *
  * test/results/exports.test.ts compares every export with the lists on both backends.
  */
-import { exportSource } from '../queries.ts';
+import { exportSource, rfc3339 } from '../queries.ts';
 import { COLUMNS, type ColumnKind, type ExportName } from './columns.ts';
 
 /** A SQL string literal (standard_conforming_strings on). Values are validated before; this is defence. */
@@ -129,9 +129,6 @@ const SOURCES: Partial<Record<ExportName, Source>> = {
     }),
   },
 };
-
-/** RFC 3339 UTC text with exactly six fractional digits (as src/results/queries.ts writes them). */
-const rfc3339 = (expr: string) => `to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /** The JSON text of column `s.<name>` of `kind` (what json_build_object writes for it), `null` for SQL null. */
 function jsonValue(name: string, kind: ColumnKind): string {

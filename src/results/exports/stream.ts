@@ -21,7 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Db } from '../../db/index.ts';
 import { ApiError } from '../../http/api-errors.ts';
-import { exportSource } from '../queries.ts';
+import { exportSource, rfc3339 } from '../queries.ts';
 import { COLUMNS, type ExportName } from './columns.ts';
 import { copyStatement, csvHeader, csvRecords, keysetSelect, ParquetEncoder, type ParquetRow, parquetCellsSelect, type Format, type Slice } from './formats.ts';
 
@@ -54,7 +54,7 @@ export interface RunningExport {
 }
 
 /** `svc.results_sync_horizon()` as RFC 3339, or null while a writer hides its start (-infinity). */
-const HORIZON_SQL = `select case when isfinite(h) then to_char(h at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') end as horizon
+const HORIZON_SQL = `select case when isfinite(h) then ${rfc3339('h')} end as horizon
 from (select svc.results_sync_horizon() as h) x`;
 
 const noHorizon = () => new ApiError('unavailable', 'a transaction that hides its start is writing: no consistent watermark can be given now; retry shortly');
