@@ -79,6 +79,30 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
     expect(new Set(ids)).toEqual(expected);
   });
 
+  it('RLS holds in parallel workers: a parallel plan as the key’s tenant returns its rows and no other’s (migration 0163)', async () => {
+    const b = await seedTenant(t, 'beta');
+    await bulkResults(t.db, a.activityIds[1]!, 2_000);
+    await bulkResults(t.db, b.activityIds[1]!, 3_000);
+    const [{ n: mine }] = (await t.db.query<{ n: number }>(`select count(*)::int as n from activity_results where tenant_id = $1`, [a.id])) as [{ n: number }];
+    const seen = await t.db.transaction(async (tx) => {
+      await tx.query(`select svc.results_enter($1::uuid, false)`, [a.id]);
+      // A parallel plan even for a small table (force_parallel_mode on PostgreSQL 15, renamed
+      // debug_parallel_query in 16); a parallel-unsafe RLS function would keep it in the leader.
+      await tx.query(`select set_config(name, 'on', true) from pg_settings where name in ('force_parallel_mode', 'debug_parallel_query')`);
+      await tx.query(
+        `select set_config('parallel_setup_cost', '0', true), set_config('parallel_tuple_cost', '0', true), set_config('min_parallel_table_scan_size', '0', true)`,
+      );
+      const sql = `select count(*)::int as n, count(*) filter (where tenant_id <> $1)::int as others from activity_results`;
+      const plan = (await tx.query<{ 'QUERY PLAN': string }>(`explain ${sql.replace('$1', `'${a.id}'::uuid`)}`)).map((r) => r['QUERY PLAN']).join('\n');
+      const [counts] = await tx.query<{ n: number; others: number }>(sql, [a.id]);
+      return { plan, ...counts! };
+    });
+    expect(seen.plan).toMatch(/Gather/);
+    expect(seen.n).toBe(mine);
+    expect(seen.n).toBeGreaterThanOrEqual(2_000);
+    expect(seen.others).toBe(0);
+  });
+
   it('a client that disconnects ends the server’s query at once (pg_stat_activity)', async () => {
     for (const format of ['ndjson', 'csv', 'parquet']) {
       const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key);

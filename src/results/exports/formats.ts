@@ -40,7 +40,7 @@ export function keysetSelect(name: ExportName, format: Format, slice: Slice): st
 export const parquetCellsSelect = (name: ExportName, slice: Slice) => parquetSelect(name, slice);
 
 /**
- * One text column `line`: the JSON object of each row (NDJSON lines; Parquet parses it), in the
+ * One text column `line`: the JSON object of each row (NDJSON lines), in the
  * feed's order (updated_at, id), as `/v1/…?updated_since=` lists them. COPY takes no parameters,
  * so the (validated) values are literals. The SQL is in `./rows.ts`.
  */
