@@ -90,13 +90,13 @@ async function main() {
     const copySeconds = median(copyRuns);
     const copyRate = results / copySeconds;
 
-    // The export's own SQL, COPY'd by psql to /dev/null (superuser, no HTTP, no Node): what
+    // The export's own SQL, COPY'd by psql to /dev/null in the export's transaction (RLS as the tenant; no HTTP, no Node): what
     // PostgreSQL alone takes to write the rows — the bound of the NDJSON and CSV exports.
     const sqlSeconds: Record<'ndjson' | 'csv', number> = { ndjson: 0, csv: 0 };
     for (const format of ['ndjson', 'csv'] as const) {
       const file = join(tmpdir(), `${dbName}.${format}.sql`);
       const sql = copyStatement('activity-results', format, { tenantId: tenant!.id, horizon: '9999-12-31T00:00:00.000000Z' });
-      writeFileSync(file, `set max_parallel_workers_per_gather = 0;\n${sql};\n`);
+      writeFileSync(file, `begin isolation level repeatable read, read only;\nselect svc.results_enter('${tenant!.id}', false);\n${sql};\ncommit;\n`);
       const started = performance.now();
       await run('sh', ['-c', `psql -q -X -v ON_ERROR_STOP=1 "${dbUrl}" -f ${file} > /dev/null`]);
       sqlSeconds[format] = (performance.now() - started) / 1000;

@@ -28,6 +28,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queryable } from '../db/index.ts';
+import { rfc3339 } from '../db/sql.ts';
 
 /** Who performed an act. `auth_user`: an account by its auth.users id (stored as its svc_user_id). */
 export type AuditActor =
@@ -138,7 +139,7 @@ export interface AuditEventJson {
 export const auditEventJsonSql = (t: string) => `json_build_object(
     'id', ${t}.id,
     'tenant_id', nullif(${t}.tenant_id, '${NO_TENANT}'::uuid),
-    'at', to_char(${t}.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+    'at', ${rfc3339(`${t}.at`)},
     'actor', json_build_object('kind', ${t}.actor_kind, 'id', ${t}.actor_id),
     'action', ${t}.action,
     'target', json_build_object('type', ${t}.target_type, 'id', ${t}.target_id),

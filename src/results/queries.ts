@@ -31,12 +31,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Db, Queryable } from '../db/index.ts';
+import { rfc3339 } from '../db/sql.ts';
 import { auditEventJsonSql } from '../audit/index.ts';
 import type { Endpoint, Order, Position } from './cursor.ts';
-
-/** RFC 3339 text in UTC with microseconds of a timestamptz expression (null stays null). */
-/** SQL writing the timestamptz `expr` as RFC 3339 UTC with microseconds (`2026-03-01T10:00:00.123456Z`), the API's one timestamp text. */
-export const rfc3339 = (expr: string) => `to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /** A field of `jsonObject`: a column name, or a key and its SQL expression. */
 type JsonField = string | [key: string, sql: string];

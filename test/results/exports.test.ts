@@ -158,9 +158,14 @@ describe('GET /v1/exports/*', () => {
     const deletions0 = await ndjson('/v1/exports/deletions', a.key);
     expect((await ndjson(`/v1/exports/activity-results?updated_since=${first.watermark}`, a.key)).rows).toEqual([]);
     await t.db.query(`update activity_results set score = 77 where id = $1`, [a.resultIds[1]]);
+    const [{ result_id: holder }] = (await t.db.query<{ result_id: string }>(`select result_id from artifacts where id = $1`, [a.artifactIds[1]])) as [
+      { result_id: string },
+    ];
     await t.db.query(`delete from artifacts where id = $1`, [a.artifactIds[1]]);
     const next = await ndjson(`/v1/exports/activity-results?updated_since=${first.watermark}`, a.key);
-    expect(next.rows.map((r) => r.id)).toEqual([a.resultIds[1]]); // the updated one only
+    // The updated result, and the one whose artifact was deleted (its artifact_ids changed), only.
+    expect(new Set(next.rows.map((r) => r.id))).toEqual(new Set([a.resultIds[1], holder]));
+    expect(next.rows.find((r) => r.id === holder).artifact_ids).not.toContain(a.artifactIds[1]);
     expect(next.watermark > first.watermark).toBe(true);
     const gone = await ndjson(`/v1/exports/deletions?updated_since=${deletions0.watermark}`, a.key);
     expect(gone.rows).toEqual([expect.objectContaining({ resource: 'artifact', id: a.artifactIds[1] })]);

@@ -8,14 +8,13 @@
  * results (bench/README.md "Streaming exports"), that SQL ran ~10× the time of a plain `COPY` of
  * the rows. Here:
  *
- * - a full export (no `updated_since`, no keyset batch) reads the table once, joins `lessons`,
- *   the artifact ids aggregated once per result (`string_agg` grouped by `result_id`, fed in
- *   (result_id, created_at, id) order — an incremental sort of the `(tenant_id, result_id)` index
- *   scan — instead of an `order by` inside the aggregate, which sorts once per result) and the
- *   activity counts grouped by program, then sorts the narrow rows by (updated_at, id) — the feed
- *   order the docs promise — and only then writes the text;
+ * - a result's artifact ids are read from the result itself (`activity_results.artifact_ids`,
+ *   kept by a trigger: migration 0164), not aggregated from `artifacts`;
+ * - a full export (no `updated_since`, no keyset batch) reads the table once, joins `lessons` and
+ *   the activity counts grouped by program, then sorts by (updated_at, id) — the feed order the
+ *   docs promise; parallel workers may share the work (migration 0163);
  * - an incremental pull or a PGlite batch (a few rows of a big table) keeps per-row lookups by
- *   index (`(tenant_id, result_id)`, the lessons key), so it never aggregates the whole tenant;
+ *   index (the activity count of the row's program), so it never aggregates the whole tenant;
  * - NDJSON lines are concatenated text in `json_build_object`'s layout (`{"k" : v, "k2" : v2}`):
  *   ids and timestamps quoted as is (their text never needs escaping), strings through
  *   `to_json`, numbers by their output function, nested values as their json/jsonb text, SQL
@@ -27,7 +26,8 @@
  *
  * test/results/exports.test.ts compares every export with the lists on both backends.
  */
-import { exportSource, rfc3339 } from '../queries.ts';
+import { rfc3339 } from '../../db/sql.ts';
+import { exportSource } from '../queries.ts';
 import { COLUMNS, type ColumnKind, type ExportName } from './columns.ts';
 
 /** A SQL string literal (standard_conforming_strings on). Values are validated before; this is defence. */
@@ -52,22 +52,14 @@ type Mode = 'all' | 'keyset';
  */
 interface Source {
   from: (tenant: string, full: boolean) => string;
-  fields: (full: boolean) => Record<string, string>;
+  fields: Record<string, string>;
 }
 
 const SOURCES: Partial<Record<ExportName, Source>> = {
   'activity-results': {
-    from: (tenant, full) =>
-      `activity_results t
-      left join lessons l on l.tenant_id = t.tenant_id and l.id = t.lesson_id` +
-      (full
-        ? `
-      left join (select a.result_id, '[' || string_agg('"' || a.id::text || '"', ', ') || ']' as ids
-                   from (select a.result_id, a.id from artifacts a where a.tenant_id = ${tenant}
-                          order by a.result_id, a.created_at, a.id) a
-                  group by a.result_id) ar on ar.result_id = t.id`
-        : ''),
-    fields: (full) => ({
+    from: () => `activity_results t
+      left join lessons l on l.tenant_id = t.tenant_id and l.id = t.lesson_id`,
+    fields: {
       id: 't.id',
       activity_id: 't.activity_id',
       lesson_id: 't.lesson_id',
@@ -79,16 +71,13 @@ const SOURCES: Partial<Record<ExportName, Source>> = {
       completed_at: 't.completed_at',
       created_at: 't.created_at',
       updated_at: 't.updated_at',
-      // json_agg's layout: ["a", "b"]; no artifact → [].
-      artifact_ids: full
-        ? `coalesce(ar.ids, '[]')`
-        : `coalesce((select '[' || string_agg('"' || a.id::text || '"', ', ' order by a.created_at, a.id) || ']'
-            from artifacts a where a.tenant_id = t.tenant_id and a.result_id = t.id), '[]')`,
-    }),
+      // The ids kept on the result (migration 0164), in json_agg's layout: ["a", "b"]; none → [].
+      artifact_ids: `case when cardinality(t.artifact_ids) = 0 then '[]' else '["' || array_to_string(t.artifact_ids, '", "') || '"]' end`,
+    },
   },
   artifacts: {
     from: () => 'artifacts t',
-    fields: () => ({
+    fields: {
       id: 't.id',
       result_id: 't.result_id',
       kind: 't.kind',
@@ -97,7 +86,7 @@ const SOURCES: Partial<Record<ExportName, Source>> = {
       verification: `(t.verification - 'held')`,
       created_at: 't.created_at',
       updated_at: 't.updated_at',
-    }),
+    },
   },
   progress: {
     from: (tenant, full) =>
@@ -108,7 +97,7 @@ const SOURCES: Partial<Record<ExportName, Source>> = {
         : `progress t
       cross join lateral (select count(*)::int as total from activities a
                   where a.tenant_id = t.tenant_id and a.program_id = t.program_id and not a.archived) c`,
-    fields: () => ({
+    fields: {
       svc_user_id: 't.user_id',
       program_id: 't.program_id',
       completed_count: 't.completed_count',
@@ -116,17 +105,17 @@ const SOURCES: Partial<Record<ExportName, Source>> = {
       percent: `case when coalesce(c.total, 0) = 0 then 0 else least(100, (t.completed_count::int8 * 100) / c.total) end`,
       last_activity_at: 't.last_activity_at',
       updated_at: 't.updated_at',
-    }),
+    },
   },
   deletions: {
     from: () => 'deletions t',
-    fields: () => ({
+    fields: {
       resource: 't.resource',
       id: 't.id',
       svc_user_id: 't.svc_user_id',
       program_id: 't.program_id',
       deleted_at: 't.deleted_at',
-    }),
+    },
   },
 };
 
@@ -159,7 +148,7 @@ function csvValue(name: string, kind: ColumnKind): string {
 function rowsSelect(name: ExportName, source: Source, slice: Slice, mode: Mode): string {
   const { updatedColumn, id } = exportSource(name);
   const full = isFull(slice, mode);
-  const fields = Object.entries(source.fields(full)).map(([k, sql]) => `${sql} as "${k}"`);
+  const fields = Object.entries(source.fields).map(([k, sql]) => `${sql} as "${k}"`);
   return `select ${fields.join(', ')}, t.${updatedColumn} as svc_k_ts, t.${id} as svc_k_id
     from ${source.from(tenantLiteral(slice), full)}
     where ${rowsWhere(name, slice, mode).join(' and ')}
@@ -221,7 +210,7 @@ export function lineSelect(name: ExportName, slice: Slice, mode: Mode = 'all'): 
     return `select s.obj::text as line${pos} from (${learnerRows(slice, mode)}) s order by s.svc_k_ts, s.svc_k_id`;
   }
   const { updatedColumn, id } = exportSource(name);
-  const fields = source.fields(isFull(slice, mode));
+  const fields = source.fields;
   const parts = COLUMNS[name].map((c, i) => `'${i === 0 ? '{' : ', '}"${c.name}" : ' || ${jsonValue(`(${fields[c.name]})`, c.kind)}`);
   const pos = mode === 'keyset' ? `, ${rfc3339(`t.${updatedColumn}`)} as k_ts, t.${id}::text as k_id` : '';
   return `select ${parts.join(' || ')} || '}' as line${pos}

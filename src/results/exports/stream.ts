@@ -21,7 +21,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Db } from '../../db/index.ts';
 import { ApiError } from '../../http/api-errors.ts';
-import { exportSource, rfc3339 } from '../queries.ts';
+import { rfc3339 } from '../../db/sql.ts';
+import { exportSource } from '../queries.ts';
 import { COLUMNS, type ExportName } from './columns.ts';
 import { copyStatement, csvHeader, csvRecords, keysetSelect, ParquetEncoder, type ParquetRow, parquetCellsSelect, type Format, type Slice } from './formats.ts';
 
@@ -227,8 +228,6 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
     const [lock] = (await client.query<{ ok: boolean }>(`select pg_try_advisory_lock(hashtextextended('svc-export:' || $1, 0)) as ok`, [req.keyId])).rows;
     if (!lock?.ok) throw busy();
     const horizon = await openSnapshot(client, req);
-    // rows.ts feeds string_agg in a sorted subquery: no partial (parallel) aggregation may reorder it.
-    await client.query(`set local max_parallel_workers_per_gather = 0`);
     const slice: Slice = { tenantId: req.tenantId, horizon, since: req.since };
     let body: Readable;
     if (req.format === 'parquet') {
