@@ -36,33 +36,26 @@ export function keysetSelect(name: ExportName, format: Format, slice: Slice): st
   return format === 'csv' ? cellsSelect(name, slice, 'keyset') : lineSelect(name, slice, 'keyset');
 }
 
-/** The Parquet cells of each row (see `parquetSelect` in `./rows.ts`), in the feed's order. */
-export const parquetCellsSelect = (name: ExportName, slice: Slice) => parquetSelect(name, slice);
+/** The Parquet cells of each row, in the feed's order (the SQL is in `./rows.ts`). */
+export { parquetSelect } from './rows.ts';
 
 /**
- * One text column `line`: the JSON object of each row (NDJSON lines), in the
- * feed's order (updated_at, id), as `/v1/…?updated_since=` lists them. COPY takes no parameters,
- * so the (validated) values are literals. The SQL is in `./rows.ts`.
- */
-export const jsonSelect = (name: ExportName, slice: Slice) => lineSelect(name, slice);
-
-/** The CSV columns of each row as text: scalars as their JSON value's text, nested values as JSON. */
-export const csvSelect = (name: ExportName, slice: Slice) => cellsSelect(name, slice);
-
-/**
- * `COPY … TO STDOUT` of the format (PostgreSQL). NDJSON rides CSV mode with delimiter and quote
+ * `COPY … TO STDOUT` of the format (PostgreSQL), in the feed's order (updated_at, id), as
+ * `/v1/…?updated_since=` lists them: NDJSON a JSON object a line (`lineSelect`), CSV the cells
+ * (`cellsSelect`; SQL in `./rows.ts`). COPY takes no parameters, so the (validated) values are
+ * literals. NDJSON rides CSV mode with delimiter and quote
  * characters JSON text never contains raw (0x02, 0x01): each line is the JSON unchanged (text mode
  * would double its backslashes).
  */
 export function copyStatement(name: ExportName, format: 'ndjson' | 'csv', slice: Slice): string {
-  if (format === 'ndjson') return `copy (${jsonSelect(name, slice)}) to stdout with (format csv, delimiter e'\\x02', quote e'\\x01')`;
-  return `copy (${csvSelect(name, slice)}) to stdout with (format csv, header true)`;
+  if (format === 'ndjson') return `copy (${lineSelect(name, slice)}) to stdout with (format csv, delimiter e'\\x02', quote e'\\x01')`;
+  return `copy (${cellsSelect(name, slice)}) to stdout with (format csv, header true)`;
 }
 
 /** The CSV header row of `name`. */
 export const csvHeader = (name: ExportName) => `${COLUMNS[name].map((c) => c.name).join(',')}\n`;
 
-/** CSV records of rows fetched by `csvSelect` (cells as text or null), as PostgreSQL's COPY writes them. */
+/** CSV records of rows fetched by `cellsSelect` (cells as text or null), as PostgreSQL's COPY writes them. */
 export function csvRecords(name: ExportName, rows: Record<string, string | null>[]): string {
   const names = COLUMNS[name].map((c) => c.name);
   return stringify(

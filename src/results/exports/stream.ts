@@ -24,7 +24,7 @@ import { ApiError } from '../../http/api-errors.ts';
 import { rfc3339 } from '../../db/sql.ts';
 import { exportSource } from '../queries.ts';
 import { COLUMNS, type ExportName } from './columns.ts';
-import { copyStatement, csvHeader, csvRecords, keysetSelect, ParquetEncoder, type ParquetRow, parquetCellsSelect, type Format, type Slice } from './formats.ts';
+import { copyStatement, csvHeader, csvRecords, keysetSelect, ParquetEncoder, type ParquetRow, parquetSelect, type Format, type Slice } from './formats.ts';
 
 /** Rows per PGlite keyset batch (NDJSON, CSV). */
 export const BATCH_ROWS = 10_000;
@@ -149,29 +149,31 @@ function producer(produce: (write: (chunk: Buffer | string) => Promise<void>) =>
 
 type Batch = Record<string, string | null>[];
 
-/**
- * Read batches from `fetch` until an empty one and write the format's bytes (NDJSON, CSV: rows
- * as objects of `line` / cells; Parquet: `fetchCells`, rows as arrays of cells). Counts rows.
- */
-async function readBatches(
-  fetch: () => Promise<Batch>,
+/** Write a Parquet file of the batches `fetchCells` reads (rows as arrays of cells), until an empty one. Counts rows. */
+async function writeParquet(
   fetchCells: () => Promise<ParquetRow[]>,
+  name: ExportName,
+  write: (chunk: Buffer | string) => Promise<void>,
+  count: (n: number) => void,
+): Promise<void> {
+  const parquet = new ParquetEncoder(name);
+  await write(parquet.header());
+  for (;;) {
+    const rows = await fetchCells();
+    if (rows.length === 0) break;
+    count(rows.length);
+    await write(parquet.rows(rows));
+  }
+  await write(parquet.footer());
+}
+
+/** Write the NDJSON lines or CSV records of the batches `fetch` reads, until an empty one (PGlite). Counts rows. */
+async function writeRows(
+  fetch: () => Promise<Batch>,
   req: ExportRequest,
   write: (chunk: Buffer | string) => Promise<void>,
   count: (n: number) => void,
 ): Promise<void> {
-  if (req.format === 'parquet') {
-    const parquet = new ParquetEncoder(req.name);
-    await write(parquet.header());
-    for (;;) {
-      const rows = await fetchCells();
-      if (rows.length === 0) break;
-      count(rows.length);
-      await write(parquet.rows(rows));
-    }
-    await write(parquet.footer());
-    return;
-  }
   if (req.format === 'csv') await write(csvHeader(req.name));
   for (;;) {
     const rows = await fetch();
@@ -231,17 +233,11 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
     const slice: Slice = { tenantId: req.tenantId, horizon, since: req.since };
     let body: Readable;
     if (req.format === 'parquet') {
-      await client.query(`declare svc_export no scroll cursor for ${parquetCellsSelect(req.name, slice)}`);
+      await client.query(`declare svc_export no scroll cursor for ${parquetSelect(req.name, slice)}`);
       const fetchCells = async () =>
         (await client.query<unknown[]>({ text: `fetch forward ${PARQUET_BATCH_ROWS} from svc_export`, rowMode: 'array' })).rows as ParquetRow[];
       body = producer(async (write) => {
-        await readBatches(
-          () => Promise.reject(new Error('export: parquet reads cells')),
-          fetchCells,
-          req,
-          write,
-          (n) => (rows += n),
-        );
+        await writeParquet(fetchCells, req.name, write, (n) => (rows += n));
         await client.query('commit');
         await client.query('select pg_advisory_unlock_all()');
         finish();
@@ -310,7 +306,8 @@ async function startPglite(db: Db, req: ExportRequest, release: () => void): Pro
   const cells = async () => (await batch()).map((r) => names.map((n) => r[n]));
   const body = producer(async (write) => {
     try {
-      await readBatches(batch, cells, req, write, (n) => (rows += n));
+      const count = (n: number) => (rows += n);
+      await (req.format === 'parquet' ? writeParquet(cells, req.name, write, count) : writeRows(batch, req, write, count));
     } finally {
       release();
     }
