@@ -3,13 +3,16 @@
  *
  *   npm run bench:exports                       # 1,000,000 results in one tenant
  *   BENCH_ROWS=200000 npm run bench:exports     # smaller, on a busy machine
+ *   BENCH_KEEP=1 npm run bench:exports          # keep the database; BENCH_DB=<name> reuses it
  *
  * 1. A fresh database on BENCH_PG, migrated, BENCH_ROWS results in one tenant
- *    (test/helpers/results-load.ts, as bench/results-sync.ts).
- * 2. The real server as a child process (`node --import tsx src/main.ts`, DATABASE_URL mode).
- * 3. `GET /v1/exports/activity-results` in NDJSON, CSV and Parquet, read to the end by fetch
- *    (no compression), rows counted; the server's RSS sampled every 50 ms (growth = peak during
- *    the export − RSS before it).
+ *    (test/helpers/results-load.ts, as bench/results-sync.ts), or the kept one named by BENCH_DB.
+ * 2. The real server as a child process, run as `npm start` runs it (`node <its flags>
+ *    dist/main.js`, DATABASE_URL mode; the npm script builds dist/ first).
+ * 3. `GET /v1/exports/activity-results` in NDJSON, CSV and Parquet, no compression: read to the
+ *    end by curl to /dev/null (a C client, as psql is), then by fetch with the rows counted; the
+ *    server's RSS sampled every 50 ms during the first, curl's (growth = peak during the export − RSS
+ *    before it).
  * 4. The client's full `sync('activity-results')` (the export, then the feed's empty page): as
  *    configured by default on a loopback address (uncompressed), then with `compressExports: true`.
  * 5. `psql \copy (select * … the tenant's results in (updated_at, id) order) to stdout` > /dev/null,
@@ -31,16 +34,28 @@ import { loadResults } from '../test/helpers/results-load.ts';
 import { BENCH_PG, BENCH_SECRETS, lastRun, markdownTable, median, startBenchServer, writeReadmeSection, type BenchServer } from './common.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const KEEP = process.env.BENCH_KEEP === '1';
 const run = promisify(execFile);
-const dbName = `svc_bench_exports_${Date.now().toString(36)}`;
+const reuse = process.env.BENCH_DB !== undefined;
+const dbName = process.env.BENCH_DB ?? `svc_bench_exports_${Date.now().toString(36)}`;
 const dbUrl = `${BENCH_PG}/${dbName}`;
 const uptime = async () => (await run('uptime')).stdout.trim().replace(/^.*load average:\s*/, '');
 
-/** Read one export to the end: rows (lines; CSV less its header), seconds, bytes, RSS growth (MiB). */
-async function readExport(server: BenchServer, key: string, format: 'ndjson' | 'csv' | 'parquet') {
+/** Run `fn` while sampling the server's RSS every 50 ms: its result and the growth (peak − RSS before), MiB. */
+async function withRss<T>(server: BenchServer, fn: () => Promise<T>): Promise<T & { growth: number }> {
   const base = server.rss().now;
   let peak = base;
   const sampler = setInterval(() => (peak = Math.max(peak, server.rss().now)), 50);
+  try {
+    const result = await fn();
+    return { ...result, growth: Math.max(peak, server.rss().now) - base };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** Read one export to the end by fetch: rows (lines; CSV less its header), seconds, bytes. */
+async function readExport(server: BenchServer, key: string, format: 'ndjson' | 'csv' | 'parquet') {
   const started = performance.now();
   const res = await fetch(`${server.url}/v1/exports/activity-results?format=${format}`, {
     headers: { authorization: `Bearer ${key}`, 'accept-encoding': 'identity' },
@@ -53,21 +68,40 @@ async function readExport(server: BenchServer, key: string, format: 'ndjson' | '
     if (format !== 'parquet') for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines += 1;
   }
   const seconds = (performance.now() - started) / 1000;
-  clearInterval(sampler);
-  peak = Math.max(peak, server.rss().now);
-  return { rows: format === 'csv' ? lines - 1 : lines, seconds, bytes, growth: peak - base };
+  return { rows: format === 'csv' ? lines - 1 : lines, seconds, bytes };
+}
+
+/** Read one export to the end with curl into /dev/null: seconds and bytes (curl's own count). */
+async function curlExport(server: BenchServer, key: string, format: 'ndjson' | 'csv' | 'parquet') {
+  const started = performance.now();
+  const { stdout } = await run('curl', [
+    '-sS',
+    '-o',
+    '/dev/null',
+    '-w',
+    '%{http_code} %{size_download}',
+    '-H',
+    `authorization: Bearer ${key}`,
+    '-H',
+    'accept-encoding: identity',
+    `${server.url}/v1/exports/activity-results?format=${format}`,
+  ]);
+  const seconds = (performance.now() - started) / 1000;
+  const [status, bytes] = stdout.split(' ');
+  if (status !== '200') throw new Error(`curl ${format}: ${status}`);
+  return { seconds, bytes: Number(bytes) };
 }
 
 async function main() {
   const before = await uptime();
   const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${dbName}`);
+  if (!reuse) await admin.unsafe(`create database ${dbName}`);
   let server: BenchServer | undefined;
   try {
     const db = await openDb({ databaseUrl: dbUrl, dbStatementTimeoutMs: 0 });
     await migrate(db);
     const loadStart = performance.now();
-    await loadResults(db, { rows: ROWS, tenants: 1, bigShare: 1 });
+    if (!reuse) await loadResults(db, { rows: ROWS, tenants: 1, bigShare: 1 });
     const loadSeconds = (performance.now() - loadStart) / 1000;
     const [tenant] = await db.query<{ id: string }>(`select id from tenants where slug = 'bench-1'`);
     const { key } = await createApiKey(db, tenant!.id, 'bench');
@@ -75,7 +109,7 @@ async function main() {
       { results: number },
     ];
     await db.close();
-    server = await startBenchServer({ DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS });
+    server = await startBenchServer({ DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS }, { compiled: true });
 
     // The median of three runs: one run on a shared machine is too noisy to divide by.
     const copyRuns: number[] = [];
@@ -104,7 +138,11 @@ async function main() {
     }
 
     const figures: Record<string, Awaited<ReturnType<typeof readExport>>> = {};
+    // The first export of each format on the fresh server is curl's: the RSS growth is measured there.
+    const curled: Record<string, Awaited<ReturnType<typeof curlExport>> & { growth: number }> = {};
     for (const format of ['ndjson', 'csv', 'parquet'] as const) {
+      curled[format] = await withRss(server, () => curlExport(server!, key, format));
+      console.log(format, 'curl', curled[format]);
       figures[format] = await readExport(server, key, format);
       if (format !== 'parquet' && figures[format]!.rows !== results) throw new Error(`${format}: ${figures[format]!.rows} rows, the database has ${results}`);
       figures[format]!.rows = results;
@@ -130,15 +168,27 @@ async function main() {
     const ratio = (r: number) => `${((r / copyRate) * 100).toFixed(0)} %`;
     const rowsOut = [
       ...(['ndjson', 'csv', 'parquet'] as const).map((f) => {
+        const x = curled[f]!;
+        return [
+          `\`GET /v1/exports/activity-results?format=${f}\`, curl to /dev/null`,
+          results.toLocaleString('en'),
+          x.seconds.toFixed(1),
+          rate(results, x.seconds).toLocaleString('en'),
+          ratio(results / x.seconds),
+          `${(x.bytes / 2 ** 20).toFixed(0)} MiB`,
+          `${x.growth.toFixed(0)} MiB`,
+        ];
+      }),
+      ...(['ndjson', 'csv', 'parquet'] as const).map((f) => {
         const x = figures[f]!;
         return [
-          `\`GET /v1/exports/activity-results?format=${f}\``,
+          `the same, ${f}, read by Node's fetch (rows counted)`,
           x.rows.toLocaleString('en'),
           x.seconds.toFixed(1),
           rate(x.rows, x.seconds).toLocaleString('en'),
           ratio(x.rows / x.seconds),
           `${(x.bytes / 2 ** 20).toFixed(0)} MiB`,
-          `${x.growth.toFixed(0)} MiB`,
+          '',
         ];
       }),
       [
@@ -179,12 +229,14 @@ async function main() {
       ],
     ];
     const table = markdownTable(['what', 'rows', 's', 'rows / s', '÷ \\copy', 'bytes', 'server RSS growth'], rowsOut);
-    const body = `${lastRun(`${ROWS.toLocaleString('en')} results in one tenant, PostgreSQL, server and client on the same cores; uptime before: ${before}; after: ${after}.`)}\n\n${table}\n\nLoad of the rows: ${loadSeconds.toFixed(0)} s. Targets (issue #24): NDJSON ≥ 50 %, CSV ≥ 80 %, Parquet ≥ 20 %, sync() ≥ 30 % of \`\\copy\`, RSS growth ≤ 64 MiB.`;
+    const load = reuse ? `the rows loaded by an earlier run (BENCH_DB)` : `Load of the rows: ${loadSeconds.toFixed(0)} s`;
+    const body = `${lastRun(`${results.toLocaleString('en')} results in one tenant, PostgreSQL, server (as \`npm start\`) and clients on the same cores; uptime before: ${before}; after: ${after}.`)}\n\n${table}\n\n${load}. Targets (issue #24): NDJSON ≥ 50 %, CSV ≥ 80 %, Parquet ≥ 20 %, sync() ≥ 30 % of \`\\copy\`, RSS growth ≤ 64 MiB.`;
     console.log(`\n${body}`);
     writeReadmeSection('exports', '## Streaming exports — `npm run bench:exports` (issue #24)', body);
   } finally {
     await server?.stop();
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
+    if (KEEP || reuse) console.log(`kept database ${dbName} (BENCH_DB=${dbName} reuses it)`);
+    else await admin.unsafe(`drop database if exists ${dbName} with (force)`);
     await admin.end();
   }
 }

@@ -9,7 +9,8 @@
  *    BENCH_TENANTS tenants with generate_series: one tenant holds 91 % of them (BENCH_BIG_SHARE),
  *    the others share the rest; requests are measured on the big tenant. BENCH_DB=<name> reuses a database an earlier
  *    run kept (BENCH_KEEP=1) instead of loading.
- * 2. Starts the real server (a child process, DATABASE_URL mode, rate limit out of the way) and
+ * 2. Starts the real server as `npm start` runs it (compiled dist/main.js with its Node flags, a
+ *    child process, DATABASE_URL mode, rate limit out of the way; the npm script builds first) and
  *    measures with a load generator at 8 connections — wrk when installed (Debian's `wrk`),
  *    else autocannon; BENCH_LOADGEN=autocannon forces it — the first 50-row page, a page 90 %
  *    deep (900,000 rows deep in the 1M run), a filtered page, and /v1/progress.
@@ -280,7 +281,7 @@ const CATEGORIES: [label: string, test: (fn: string, url: string) => boolean][] 
   ['zod (query validation)', (_fn, url) => /node_modules\/zod\//.test(url)],
   ['Node HTTP, sockets, streams', (_fn, url) => /^node:(_http|net|internal\/streams|internal\/stream_base|internal\/http|events|buffer)/.test(url)],
   ['crypto (key digest, cursor HMAC, request id)', (fn, url) => url.startsWith('node:internal/crypto') || url === 'node:crypto' || /Hash|Hmac|digest/.test(fn)],
-  ['this service (src/)', (_fn, url) => url.includes('/src/')],
+  ['this service (src/, compiled to dist/)', (_fn, url) => url.includes('/src/') || url.includes('/dist/')],
   ['other', () => true],
 ];
 
@@ -440,11 +441,11 @@ async function profileFirstPage(path: string, key: string): Promise<string> {
   );
 }
 
-/** Start the server (`node [flags] --import tsx src/main.ts`) on the benchmark's database and PORT; resolves once it listens. */
+/** Start the server (`node [flags] dist/main.js`, as `npm start`) on the benchmark's database and PORT; resolves once it listens. */
 const startServer = (flags: string, env: Record<string, string> = {}) =>
   startBenchServer(
     { DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS, ...env },
-    { port: PORT, nodeFlags: flags.split(' ').filter(Boolean) },
+    { port: PORT, nodeFlags: flags.split(' ').filter(Boolean), compiled: true },
   );
 
 async function main() {

@@ -51,9 +51,18 @@ function jsonObject(t: string, fields: JsonField[]): string {
 }
 
 /**
+ * The JSON text of result `t`'s artifact ids, oldest first (`["a", "b"]`, json_agg's layout; none:
+ * `[]`), from the ids kept on the result (`activity_results.artifact_ids`, maintained by a trigger
+ * on `artifacts` under the result's row lock, in (created_at, id) order: migration 0164) — the one
+ * source of the lists, the single result and the exports.
+ */
+export const artifactIdsText = (t: string) =>
+  `case when cardinality(${t}.artifact_ids) = 0 then '[]' else '["' || array_to_string(${t}.artifact_ids, '", "') || '"]' end`;
+
+/**
  * ActivityResult: id, activity_id, lesson_id, svc_user_id, program_id, unit_id, status, score (0–100
  * or null), completed_at, created_at, updated_at, artifact_ids (the result's artifacts in
- * (created_at, id) order).
+ * (created_at, id) order: `artifactIdsText`).
  */
 const activityResultJson = (t: string) =>
   jsonObject(t, [
@@ -68,13 +77,7 @@ const activityResultJson = (t: string) =>
     'completed_at',
     'created_at',
     'updated_at',
-    [
-      'artifact_ids',
-      `coalesce(
-      (select json_agg(a.id order by a.created_at, a.id) from artifacts a
-        where a.tenant_id = ${t}.tenant_id and a.result_id = ${t}.id),
-      '[]'::json)`,
-    ],
+    ['artifact_ids', `(${artifactIdsText(t)})::json`],
   ]);
 
 /**

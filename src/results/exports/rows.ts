@@ -2,14 +2,14 @@
  * The export SQL: each row's fields read set-based and written as text by PostgreSQL, byte for
  * byte what the list endpoints' `json_build_object` SQL (src/results/queries.ts) gives.
  *
- * Why not the lists' SQL: per row it runs correlated subqueries (the lesson's `unit_id`, a
- * `json_agg` of the result's artifact ids, an activity count for progress) and
+ * Why not the lists' SQL: per row it runs correlated subqueries (the lesson's `unit_id`, an
+ * activity count for progress; a `json_agg` of the result's artifact ids before migration 0164) and
  * `json_build_object`, which looks up each argument's type on every call; measured on 300,000
  * results (bench/README.md "Streaming exports"), that SQL ran ~10× the time of a plain `COPY` of
  * the rows. Here:
  *
  * - a result's artifact ids are read from the result itself (`activity_results.artifact_ids`,
- *   kept by a trigger: migration 0164), not aggregated from `artifacts`;
+ *   kept by a trigger: migration 0164, `artifactIdsText`, as the lists), not aggregated from `artifacts`;
  * - a full export (no `updated_since`, no keyset batch) reads the table once, joins `lessons` and
  *   the activity counts grouped by program, then sorts by (updated_at, id) — the feed order the
  *   docs promise; parallel workers may share the work (migration 0163);
@@ -27,7 +27,7 @@
  * test/results/exports.test.ts compares every export with the lists on both backends.
  */
 import { rfc3339 } from '../../db/sql.ts';
-import { exportSource } from '../queries.ts';
+import { artifactIdsText, exportSource } from '../queries.ts';
 import { COLUMNS, type ColumnKind, type ExportName } from './columns.ts';
 
 /** A SQL string literal (standard_conforming_strings on). Values are validated before; this is defence. */
@@ -71,8 +71,7 @@ const SOURCES: Partial<Record<ExportName, Source>> = {
       completed_at: 't.completed_at',
       created_at: 't.created_at',
       updated_at: 't.updated_at',
-      // The ids kept on the result (migration 0164), in json_agg's layout: ["a", "b"]; none → [].
-      artifact_ids: `case when cardinality(t.artifact_ids) = 0 then '[]' else '["' || array_to_string(t.artifact_ids, '", "') || '"]' end`,
+      artifact_ids: artifactIdsText('t'),
     },
   },
   artifacts: {
