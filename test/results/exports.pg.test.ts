@@ -11,7 +11,12 @@ import { bulkResults } from './exports-fixtures.ts';
 import { get, seedTenant } from './fixtures.ts';
 
 const t = useApp();
-const a = useFixture(() => seedTenant(t, 'alpha'));
+/** Tenant alpha with 40,000 results: an export of it outlasts a socket's buffers, so a test can act mid-export. */
+const a = useFixture(async () => {
+  const alpha = await seedTenant(t, 'alpha');
+  await bulkResults(t.db, alpha.activityIds[1]!, 40_000);
+  return alpha;
+});
 
 const exportBackends = () =>
   t.db.query<{ pid: number; state: string }>(`select pid, state from pg_stat_activity where application_name = 'svc-export' and datname = current_database()`);
@@ -32,7 +37,6 @@ function holdExport(path: string, key: string) {
 
 describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
   it('one snapshot: exactly the rows changed before the watermark, under concurrent writes', async () => {
-    await bulkResults(t.db, a.activityIds[1]!, 40_000);
     const before = await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1`, [a.id]);
     let writing = true;
     let writes = 0;
