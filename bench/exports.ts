@@ -10,9 +10,9 @@
  * 2. The real server as a child process, run as `npm start` runs it (`node <its flags>
  *    dist/main.js`, DATABASE_URL mode; the npm script builds dist/ first).
  * 3. `GET /v1/exports/activity-results` in NDJSON, CSV and Parquet, no compression: read to the
- *    end by curl to /dev/null (a C client, as psql is), then by fetch with the rows counted; the
- *    server's RSS sampled every 50 ms during the first, curl's (growth = peak during the export − RSS
- *    before it).
+ *    end by curl to /dev/null (a C client, as psql is), then by fetch with the rows counted; each
+ *    format on a freshly started server, its RSS sampled every 50 ms during the first export, curl's
+ *    (growth = peak during the export − RSS before it).
  * 4. The client's full `sync('activity-results')` (the export, then the feed's empty page): as
  *    configured by default on a loopback address (uncompressed), then with `compressExports: true`.
  * 5. `psql \copy (select * … the tenant's results in (updated_at, id) order) to stdout` > /dev/null,
@@ -109,7 +109,7 @@ async function main() {
       { results: number },
     ];
     await db.close();
-    server = await startBenchServer({ DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS }, { compiled: true });
+    const start = () => startBenchServer({ DATABASE_URL: dbUrl, SVC_RATE_LIMIT: '1000000000', ...BENCH_SECRETS }, { compiled: true });
 
     // The median of three runs: one run on a shared machine is too noisy to divide by.
     const copyRuns: number[] = [];
@@ -138,25 +138,27 @@ async function main() {
     }
 
     const figures: Record<string, Awaited<ReturnType<typeof readExport>>> = {};
-    // The first export of each format on the fresh server is curl's: the RSS growth is measured there.
+    // Each format on a freshly started server, whose first export is curl's: the RSS growth is measured there.
     const curled: Record<string, Awaited<ReturnType<typeof curlExport>> & { growth: number }> = {};
     for (const format of ['ndjson', 'csv', 'parquet'] as const) {
+      await server?.stop();
+      server = await start();
       curled[format] = await withRss(server, () => curlExport(server!, key, format));
       console.log(format, 'curl', curled[format]);
-      figures[format] = await readExport(server, key, format);
+      figures[format] = await readExport(server!, key, format);
       if (format !== 'parquet' && figures[format]!.rows !== results) throw new Error(`${format}: ${figures[format]!.rows} rows, the database has ${results}`);
       figures[format]!.rows = results;
       console.log(format, figures[format]);
     }
 
-    const client = createResultsClient({ baseUrl: server.url, apiKey: key });
+    const client = createResultsClient({ baseUrl: server!.url, apiKey: key });
     let upserts = 0;
     const syncStart = performance.now();
     for await (const e of client.sync('activity-results')) if (e.type === 'upsert') upserts += 1;
     const syncSeconds = (performance.now() - syncStart) / 1000;
     if (upserts !== results) throw new Error(`sync saw ${upserts}, the database has ${results}`);
     // The same with compression asked for (what a client on another host gets by default).
-    const zipped = createResultsClient({ baseUrl: server.url, apiKey: key, compressExports: true });
+    const zipped = createResultsClient({ baseUrl: server!.url, apiKey: key, compressExports: true });
     let zippedUpserts = 0;
     const zippedStart = performance.now();
     for await (const e of zipped.sync('activity-results')) if (e.type === 'upsert') zippedUpserts += 1;
