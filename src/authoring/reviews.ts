@@ -11,6 +11,8 @@ import { z } from 'zod';
 import type { Queryable } from '../db/index.ts';
 import { applyOverride, listReviews, MAX_REASON_CHARS, resolveReview, ReviewError } from '../embed/index.ts';
 import { NotFound, ToolFailure } from './errors.ts';
+import { decodeCursor, DEFAULT_LIMIT, NEXT_CURSOR, page, pageInput } from './cursor.ts';
+import { PG_TIMESTAMP_RE, UUID_RE } from '../lib/ids.ts';
 import { tenantSlug, uuid } from './records.ts';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { defineTool, READ, type AnyTool } from './tool.ts';
@@ -100,22 +102,26 @@ const listReviewsTool = defineTool({
   title: 'List the review queue',
   description:
     "The review queue of the tenants you author, oldest first: learners' appeals of verdicts and passes held as possible prompt injections. " +
-    'Filter by tenant (slug) and status (default: all). Resolve one with resolve_review.',
+    'Filter by tenant (slug) and status (default: all). Resolve one with resolve_review. ' +
+    'Pages: pass `next_cursor` back as `cursor`; it is null on the last page.',
   input: z.strictObject({
     tenant: tenantSlug('Only this tenant (slug)').optional(),
     status: z.enum(['open', 'upheld', 'overridden']).optional().describe('Only reviews in this status'),
+    ...pageInput(),
   }),
-  output: z.object({ reviews: z.array(reviewOutput) }),
+  output: z.object({ reviews: z.array(reviewOutput).describe('This page of reviews'), ...NEXT_CURSOR }),
   annotations: READ,
-  run: async ({ tenant, status }, tx) => {
+  run: async ({ tenant, status, cursor, limit = DEFAULT_LIMIT }, tx) => {
+    const after = cursor === undefined ? undefined : decodeCursor('list_reviews', cursor, [PG_TIMESTAMP_RE, UUID_RE]);
     let tenantId: string | undefined;
     if (tenant !== undefined) {
       const [row] = await tx.query<{ id: string }>('select id from tenants where slug = $1 and id in (select public.current_author_tenant_ids())', [tenant]);
       if (!row) throw new NotFound(`tenant not found: ${tenant} (or you are not an author of it)`);
       tenantId = row.id;
     }
-    const reviews = await listReviews(tx, { tenantId, status, authorOnly: true });
-    return { structured: { reviews }, summary: `${reviews.length} review(s)` };
+    const rows = await listReviews(tx, { tenantId, status, authorOnly: true, after: after && { createdAt: after[0]!, id: after[1]! } }, limit + 1);
+    const { items, next_cursor } = page(rows, limit, (r) => [r.created_at, r.id]);
+    return { structured: { reviews: items, next_cursor }, summary: `${items.length} review(s)${next_cursor ? ', more on the next page' : ''}` };
   },
 });
 

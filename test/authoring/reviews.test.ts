@@ -235,6 +235,29 @@ describe('only authors of the tenant override or resolve', () => {
     expect(acmeOnly.map((r) => r.message)).not.toContain('Globex appeal.');
     expect(await fails(x.outsider, 'list_reviews', { tenant: 'acme' })).toMatch(/not an author/);
   });
+
+  it('list_reviews pages in (created_at, id) order: every review once, a malformed cursor refused', async () => {
+    for (const sub of ['page-1', 'page-2', 'page-3']) {
+      const g = await graded(sub);
+      expect(
+        (await post(x.w.t, `/v1/embed/results/${g.result_id}/appeal`, { message: `Appeal ${sub}.` }, { authorization: `Bearer ${g.learner}` })).status,
+      ).toBe(201);
+    }
+    const all = ((await ok(x.author, 'list_reviews', { tenant: 'acme', limit: 200 })).reviews as Structured[]).map((r) => r.id);
+    expect(all.length).toBeGreaterThanOrEqual(3);
+    const paged: string[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages <= all.length; pages++) {
+      const out = await ok(x.author, 'list_reviews', { tenant: 'acme', limit: 2, ...(cursor && { cursor }) });
+      paged.push(...(out.reviews as Structured[]).map((r) => r.id as string));
+      cursor = (out.next_cursor as string | null) ?? undefined;
+      if (!cursor) break;
+    }
+    expect(cursor).toBeUndefined();
+    expect(paged).toEqual(all);
+    expect(await fails(x.author, 'list_reviews', { cursor: 'not-a-cursor' })).toMatch(/malformed cursor/);
+    expect(await fails(x.author, 'list_reviews', { limit: 0 })).toMatch(/limit/);
+  });
 });
 
 describe('the review queue', () => {

@@ -67,13 +67,15 @@ const REVIEW_SQL = `
 const clean = (row: Record<string, unknown>): Review => Object.fromEntries(Object.entries(row).filter(([, value]) => value !== null)) as unknown as Review;
 
 /**
- * The reviews the caller may see, oldest first (at most `limit`): of tenant `tenantId` when given,
- * in `status` when given. As an author under RLS that is the tenants they author — `authorOnly`
- * keeps a learner's own appeals (which RLS also shows them) out; as the owner, everything.
+ * The reviews the caller may see, oldest first — (created_at, id) order — at most `limit`: of
+ * tenant `tenantId` when given, in `status` when given, after the review at `after` (keyset: its
+ * `created_at` as RFC 3339 and its id) when given. As an author under RLS that is the tenants they
+ * author — `authorOnly` keeps a learner's own appeals (which RLS also shows them) out; as the
+ * owner, everything.
  */
 export async function listReviews(
   q: Queryable,
-  filter: { tenantId?: string; status?: ReviewStatus; resultId?: string; authorOnly?: boolean },
+  filter: { tenantId?: string; status?: ReviewStatus; resultId?: string; authorOnly?: boolean; after?: { createdAt: string; id: string } },
   limit = 500,
 ): Promise<Review[]> {
   const rows = await q.query<Record<string, unknown>>(
@@ -81,9 +83,18 @@ export async function listReviews(
       where ($1::uuid is null or v.tenant_id = $1::uuid) and ($2::text is null or v.status = $2::text)
         and ($3::uuid is null or v.result_id = $3::uuid)
         and (not $4::boolean or v.tenant_id in (select public.current_author_tenant_ids()))
+        and ($6::timestamptz is null or (v.created_at, v.id) > ($6::timestamptz, $7::uuid))
       order by v.created_at, v.id
       limit $5`,
-    [filter.tenantId ?? null, filter.status ?? null, filter.resultId ?? null, filter.authorOnly ?? false, limit],
+    [
+      filter.tenantId ?? null,
+      filter.status ?? null,
+      filter.resultId ?? null,
+      filter.authorOnly ?? false,
+      limit,
+      filter.after?.createdAt ?? null,
+      filter.after?.id ?? null,
+    ],
   );
   return rows.map(clean);
 }
