@@ -90,17 +90,17 @@ describe('an instructor places an activity from the LMS (Deep Linking)', () => {
     // Keyboard only: Tab to the search box, type, Tab to the one match, pick it, Tab to the button, Enter.
     await frame.locator('body').focus();
     await page.keyboard.press('Tab');
-    expect(await focusShown(frame)).toEqual({ tag: 'input', type: 'search', outline: true });
+    await expect.poll(() => focusShown(frame)).toEqual({ tag: 'input', type: 'search', outline: true });
     await page.keyboard.type('sketch');
     await frame.getByText('1 activity matches.').waitFor();
     expect(await frame.getByLabel('Write a design note').isVisible()).toBe(false);
     await page.keyboard.press('Tab');
-    expect(await focusShown(frame)).toEqual({ tag: 'input', type: 'radio', outline: true });
+    await expect.poll(() => focusShown(frame)).toEqual({ tag: 'input', type: 'radio', outline: true });
     await page.keyboard.press('Space');
     expect(await frame.getByLabel('Sketch the architecture').isChecked()).toBe(true);
     await expectAccessible(page, 'lti-picker-search');
     await page.keyboard.press('Tab');
-    expect(await focusShown(frame)).toEqual({ tag: 'button', type: 'submit', outline: true });
+    await expect.poll(() => focusShown(frame)).toEqual({ tag: 'button', type: 'submit', outline: true });
 
     const at = lms.dl.received.length;
     await page.keyboard.press('Enter');

@@ -130,20 +130,22 @@ describe('the player in a partner page', () => {
     const { page, frame } = await open('margaret');
     const focused = () =>
       frame.evaluate(() => (document.activeElement as HTMLElement | null)?.id || (document.activeElement as HTMLInputElement | null)?.value || '');
+    // The player is a cross-site frame (its own renderer process): focus moving into it, and within
+    // it, is not settled when the key press returns — so each step polls.
     await page.keyboard.press('Tab'); // into the frame: the first choice, "A link"
-    expect(await focused()).toBe('url');
+    await expect.poll(focused).toBe('url');
     await page.keyboard.press('ArrowRight'); // "Pasted text"
-    expect(await focused()).toBe('text');
+    await expect.poll(focused).toBe('text');
     await page.keyboard.press('Tab');
-    expect(await focused()).toBe('f-text');
+    await expect.poll(focused).toBe('f-text');
     await page.keyboard.type('A complete note: the problem, two designs, their trade-offs.');
     await page.keyboard.press('Tab');
-    expect(await focused()).toBe('submit');
+    await expect.poll(focused).toBe('submit');
     const outline = await frame.locator('#submit').evaluate((b) => getComputedStyle(b).outlineStyle);
     expect(outline).toBe('solid'); // visible focus
     await page.keyboard.press('Enter');
     await frame.getByRole('heading', { name: 'Passed' }).waitFor();
-    expect(await focused()).toBe('outcome-h'); // focus moves to the verdict
+    await expect.poll(focused).toBe('outcome-h'); // focus moves to the verdict
     expect((await messages(page)).filter((m) => m.type === 'svc:submitted')).toHaveLength(1);
     await page.context().close();
   });

@@ -45,7 +45,7 @@ async function askWithKeyboard(page: Page, frame: Frame, message: string) {
   await expect.poll(() => frame.evaluate(() => document.activeElement?.id)).toBe('f-appeal');
   await page.keyboard.type(message);
   await page.keyboard.press('Tab');
-  expect(await frame.evaluate(() => document.activeElement?.id)).toBe('appeal-submit');
+  await expect.poll(() => frame.evaluate(() => document.activeElement?.id)).toBe('appeal-submit'); // a cross-site frame: focus settles after the key press
   await page.keyboard.press('Enter');
 }
 
