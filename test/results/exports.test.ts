@@ -76,10 +76,14 @@ describe('GET /v1/exports/*', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
     const text = await res.text();
-    const records: Record<string, string>[] = parse(text, { columns: true, relax_quotes: false });
+    // RFC 4180 §2: every record, the header too, ends with CRLF; no bare LF (no cell here holds one).
+    expect(text.endsWith('\r\n')).toBe(true);
+    expect(text.replaceAll('\r\n', '')).not.toMatch(/[\r\n]/);
+    const records: Record<string, string>[] = parse(text, { columns: true, relax_quotes: false, record_delimiter: '\r\n' });
     expect(Object.keys(records[0]!)).toEqual(COLUMNS['activity-results'].map((c) => c.name));
     const json = (await ndjson('/v1/exports/activity-results', a.key)).rows;
     expect(records.length).toBe(json.length);
+    expect(text.split('\r\n').length).toBe(json.length + 2); // the header, the records, '' after the last CRLF
     for (const r of json) {
       const rec = records.find((x) => x.id === r.id)!;
       expect(rec.status).toBe(r.status);

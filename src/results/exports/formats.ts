@@ -5,7 +5,7 @@
  *   `data` items byte for byte (PostgreSQL writes them, set-based: `./rows.ts`).
  * - `csv` (`text/csv`, RFC 4180): a header row, then one record a row; nested values (arrays,
  *   objects) as JSON text; null as an empty unquoted cell, the empty string as `""`. Records end
- *   with LF (PostgreSQL's COPY; RFC 4180 parsers accept it).
+ *   with CRLF (RFC 4180 §2; PostgreSQL's COPY writes LF, turned into CRLF by `./crlf.ts`).
  * - `parquet` (`application/vnd.apache.parquet`): one file, a row group per fetched batch;
  *   ids as UTF-8 strings, timestamps INT64 TIMESTAMP(MICROS, isAdjustedToUTC), nested values as
  *   JSON-annotated strings (their JSON text), integers INT32, score DOUBLE (hyparquet-writer;
@@ -53,14 +53,14 @@ export function copyStatement(name: ExportName, format: 'ndjson' | 'csv', slice:
 }
 
 /** The CSV header row of `name`. */
-export const csvHeader = (name: ExportName) => `${COLUMNS[name].map((c) => c.name).join(',')}\n`;
+export const csvHeader = (name: ExportName) => `${COLUMNS[name].map((c) => c.name).join(',')}\r\n`;
 
-/** CSV records of rows fetched by `cellsSelect` (cells as text or null), as PostgreSQL's COPY writes them. */
+/** CSV records of rows fetched by `cellsSelect` (cells as text or null), quoted as PostgreSQL's COPY quotes them, ending CRLF. */
 export function csvRecords(name: ExportName, rows: Record<string, string | null>[]): string {
   const names = COLUMNS[name].map((c) => c.name);
   return stringify(
     rows.map((r) => names.map((n) => r[n])),
-    { quoted_match: /^$/, record_delimiter: 'unix' },
+    { quoted_match: /^$/, record_delimiter: 'windows' },
   );
 }
 

@@ -24,6 +24,7 @@ import { ApiError } from '../../http/api-errors.ts';
 import { rfc3339 } from '../../db/sql.ts';
 import { exportSource } from '../queries.ts';
 import { COLUMNS, type ExportName } from './columns.ts';
+import { crlfRecords } from './crlf.ts';
 import { copyStatement, csvHeader, csvRecords, keysetSelect, ParquetEncoder, type ParquetRow, parquetSelect, type Format, type Slice } from './formats.ts';
 
 /** Rows per PGlite keyset batch (NDJSON, CSV). */
@@ -247,13 +248,15 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
       // The body ends only after COMMIT and the advisory unlock: a client that saw the end may
       // start its next export at once.
       const out = new PassThrough();
+      // CSV: COPY ends records with LF; RFC 4180 with CRLF (crlf.ts).
+      const source = req.format === 'csv' ? copy.pipe(crlfRecords()) : copy;
       let newlines = req.format === 'csv' ? -1 : 0;
-      copy.on('data', (chunk: Buffer) => {
+      source.on('data', (chunk: Buffer) => {
         for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) newlines += 1;
         rows = Math.max(0, newlines);
       });
-      copy.pipe(out, { end: false });
-      copy.on('end', () => {
+      source.pipe(out, { end: false });
+      source.on('end', () => {
         client
           .query('commit')
           .then(() => client.query('select pg_advisory_unlock_all()'))
