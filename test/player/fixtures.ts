@@ -12,7 +12,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { beforeAll, expect } from 'vitest';
-import type { Browser, Frame, Page } from 'playwright-core';
+import type { Browser, Frame, Locator, Page } from 'playwright-core';
 import { axeViolations, launchBrowser, screenshot } from '../helpers/browser.ts';
 import { startEmbedWorld, type EmbedWorld } from '../embed/fixtures.ts';
 import type { TestIdp } from '../helpers/test-idp.ts';
@@ -178,6 +178,24 @@ export async function received(page: Page, type: string, fields: Record<string, 
     .poll(async () => (await messages(page)).some((m) => m.type === type && Object.entries(fields).every(([k, v]) => m[k] === v)), { timeout: 20_000 })
     .toBe(true);
   return (await messages(page)).find((m) => m.type === type && Object.entries(fields).every(([k, v]) => m[k] === v))!;
+}
+
+/**
+ * Click `target` until `then` shows. Under load Chromium can route a click meant for a cross-site
+ * frame that has just been resized and scrolled by its host to where the frame was painted before
+ * (the frame's hit-test regions lag its layout), and the click is lost. Only for clicks that do
+ * the same thing when repeated.
+ */
+export async function clickUntil(target: Locator, then: Locator) {
+  await expect
+    .poll(
+      async () => {
+        if ((await then.count()) === 0) await target.click();
+        return then.isVisible();
+      },
+      { timeout: 30_000, intervals: [500, 1000, 2000] },
+    )
+    .toBe(true);
 }
 
 /** The iframe's height follows the player's content. */

@@ -11,7 +11,7 @@ import type { Frame, Page } from 'playwright-core';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { connect, ok, signIn } from '../authoring/helpers.ts';
 import { useServer } from '../helpers/harness.ts';
-import { expectAccessible, messages, openPlayer, received, usePlayerWorld } from './fixtures.ts';
+import { clickUntil, expectAccessible, messages, openPlayer, received, usePlayerWorld } from './fixtures.ts';
 
 const world = usePlayerWorld({ embed: { judgeWaitMs: 2000 } });
 const { w } = world;
@@ -68,8 +68,7 @@ describe('asking for a review in the player', () => {
     await expectAccessible(page, frame, 'review-offered');
 
     // an empty request: an error in words, announced (role alert), nothing sent
-    await frame.getByRole('button', { name: 'Send the request' }).click();
-    await frame.getByRole('alert').waitFor();
+    await clickUntil(frame.getByRole('button', { name: 'Send the request' }), frame.getByRole('alert'));
     expect(await frame.getByRole('alert').innerText()).toContain('Write why you ask for a review first.');
     expect(await box.getAttribute('aria-invalid')).toBe('true');
     await expectAccessible(page, frame, 'review-error');
