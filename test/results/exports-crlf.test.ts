@@ -31,4 +31,13 @@ describe('CSV records end with CRLF (RFC 4180)', () => {
     for (let at = 0; at <= bytes.length; at++) expect(await through([bytes.subarray(0, at), bytes.subarray(at)]), `split at ${at}`).toBe(RFC_CSV);
     expect(await through([...bytes].map((b) => Buffer.from([b])))).toBe(RFC_CSV);
   });
+
+  it('counts the records, the header and each record with line breaks inside once, however split', async () => {
+    const bytes = Buffer.from(COPY_CSV);
+    for (const chunks of [[bytes], [...bytes].map((b) => Buffer.from([b]))]) {
+      let records = 0;
+      await text(Readable.from(chunks).pipe(crlfRecords((n) => (records += n))));
+      expect(records).toBe(4);
+    }
+  });
 });

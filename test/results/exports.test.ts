@@ -57,10 +57,19 @@ describe('GET /v1/exports/*', () => {
     }
   });
 
-  it('counts exports and rows in the metrics', async () => {
-    const text = await registry.metrics();
-    expect(text).toMatch(/svc_exports_total\{export="activity-results",format="ndjson",outcome="completed"\} [1-9]/);
-    expect(text).toMatch(/svc_export_rows_total\{export="activity-results",format="ndjson"\} [1-9]/);
+  it('counts exports and, in every format, exactly the rows sent in the metrics', async () => {
+    const counted = async (format: string) =>
+      Number((await registry.metrics()).match(new RegExp(`svc_export_rows_total\\{export="activity-results",format="${format}"\\} (\\d+)`))?.[1] ?? 0);
+    const rows = (await ndjson('/v1/exports/activity-results', a.key)).rows.length;
+    expect(rows).toBeGreaterThan(1);
+    for (const format of ['ndjson', 'csv', 'parquet']) {
+      const before = await counted(format);
+      const res = await get(t, `/v1/exports/activity-results?format=${format}`, a.key);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      await expect.poll(async () => (await counted(format)) - before, { message: format }).toBe(rows);
+    }
+    expect(await registry.metrics()).toMatch(/svc_exports_total\{export="activity-results",format="ndjson",outcome="completed"\} [1-9]/);
   });
 
   it('RLS: another tenant’s rows never appear', async () => {

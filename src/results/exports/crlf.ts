@@ -16,8 +16,12 @@ const QUOTE = 0x22;
 const LF = 0x0a;
 const CR = 0x0d;
 
-/** A Transform from COPY's CSV bytes (records ending LF) to the same records ending CRLF. */
-export function crlfRecords(): Transform {
+/**
+ * A Transform from COPY's CSV bytes (records ending LF) to the same records ending CRLF.
+ * `onRecords(n)` is told, chunk by chunk, how many records ended in it (the header row counts
+ * as one; a record with line breaks inside quoted fields counts once).
+ */
+export function crlfRecords(onRecords: (n: number) => void = () => {}): Transform {
   let inField = false;
   const ends: number[] = [];
   return new Transform({
@@ -29,6 +33,7 @@ export function crlfRecords(): Transform {
         if (!inField) ends.push(lf);
       }
       for (; quote !== -1; quote = chunk.indexOf(QUOTE, quote + 1)) inField = !inField;
+      onRecords(ends.length);
       if (ends.length === 0) return done(null, chunk);
       const out = Buffer.allocUnsafe(chunk.length + ends.length);
       let from = 0;

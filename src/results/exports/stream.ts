@@ -249,12 +249,15 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
       // start its next export at once.
       const out = new PassThrough();
       // CSV: COPY ends records with LF; RFC 4180 with CRLF (crlf.ts).
-      const source = req.format === 'csv' ? copy.pipe(crlfRecords()) : copy;
-      let newlines = req.format === 'csv' ? -1 : 0;
-      source.on('data', (chunk: Buffer) => {
-        for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) newlines += 1;
-        rows = Math.max(0, newlines);
-      });
+      // Rows sent: CSV records less the header, counted by crlfRecords; NDJSON lines (JSON text
+      // holds no raw LF).
+      let records = 0;
+      const source = req.format === 'csv' ? copy.pipe(crlfRecords((n) => (rows = Math.max(0, (records += n) - 1)))) : copy;
+      if (req.format === 'ndjson') {
+        source.on('data', (chunk: Buffer) => {
+          for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) rows += 1;
+        });
+      }
       source.pipe(out, { end: false });
       source.on('end', () => {
         client
