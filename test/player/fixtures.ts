@@ -193,7 +193,7 @@ export async function clickUntil(target: Locator, then: Locator) {
         if ((await then.count()) === 0) await target.click();
         return then.isVisible();
       },
-      { timeout: 30_000, intervals: [500, 1000, 2000] },
+      { timeout: 30_000, interval: 1000 },
     )
     .toBe(true);
 }

@@ -1,13 +1,14 @@
 /**
  * Exports on PostgreSQL only (skipped on PGlite): one snapshot under concurrent inserts, updates
- * and deletions (exactly once, nothing after the watermark); a client that disconnects ends the
+ * and deletions (exactly once, nothing after the watermark; NDJSON and Parquet); a client that disconnects ends the
  * server's query at once (pg_stat_activity); a failure after the first byte aborts the transfer
  * for every format (no clean truncated file).
  */
 import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { backend, useApp, useFixture } from '../helpers/harness.ts';
-import { bulkResults } from './exports-fixtures.ts';
+import { parquetReadObjects } from 'hyparquet';
+import { arrayBufferOf, bulkResults, bytes, parquetCompressors } from './exports-fixtures.ts';
 import { get, seedTenant } from './fixtures.ts';
 
 const t = useApp();
@@ -17,6 +18,9 @@ const a = useFixture(async () => {
   await bulkResults(t.db, alpha.activityIds[1]!, 40_000);
   return alpha;
 });
+
+/** An RFC 3339 UTC time with microseconds, as µs since the epoch. */
+const micros = (rfc3339: string) => Date.parse(rfc3339) * 1000 + Number(rfc3339.match(/\.\d{3}(\d{3})/)?.[1] ?? 0);
 
 const exportBackends = () =>
   t.db.query<{ pid: number; state: string }>(`select pid, state from pg_stat_activity where application_name = 'svc-export' and datname = current_database()`);
@@ -36,7 +40,7 @@ function holdExport(path: string, key: string) {
 }
 
 describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
-  it('one snapshot: exactly the rows changed before the watermark, under concurrent writes', async () => {
+  it('one snapshot: exactly the rows changed before the watermark, under concurrent writes (NDJSON and Parquet)', async () => {
     const before = await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1`, [a.id]);
     let writing = true;
     let writes = 0;
@@ -56,31 +60,42 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
       }
     };
     const writers = Promise.all([writer(), writer(), writer()]);
-    const res = await get(t, '/v1/exports/activity-results', a.key);
-    const watermark = res.headers.get('svc-consistent-through')!;
-    const rows = (await res.text())
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
+    const exported: { format: string; watermark: string; ids: string[]; updated: number[] }[] = [];
+    for (const format of ['ndjson', 'parquet']) {
+      const res = await get(t, `/v1/exports/activity-results?format=${format}`, a.key);
+      expect(res.status).toBe(200);
+      const watermark = res.headers.get('svc-consistent-through')!;
+      if (format === 'ndjson') {
+        const rows = (await res.text())
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l));
+        exported.push({ format, watermark, ids: rows.map((r) => r.id), updated: rows.map((r) => micros(r.updated_at)) });
+      } else {
+        const rows = await parquetReadObjects({ file: arrayBufferOf(await bytes(res)), compressors: parquetCompressors, utf8: true } as any);
+        exported.push({ format, watermark, ids: rows.map((r: any) => r.id), updated: rows.map((r: any) => Number(r.updated_at.getTime()) * 1000) });
+      }
+    }
     writing = false;
     await writers;
     expect(writes).toBeGreaterThan(0);
-    const ids = rows.map((r) => r.id);
-    expect(new Set(ids).size).toBe(ids.length); // each once
-    for (const r of rows) expect(r.updated_at < watermark).toBe(true); // nothing after the watermark
-    // What the database holds now, rewound to the watermark: rows updated before it, plus rows
-    // that were deleted or updated after it (then they existed at the watermark).
-    const now = await t.db.query<{ id: string }>(
-      `select id from activity_results where tenant_id = $1 and updated_at < $2
-       union select id from deletions where tenant_id = $1 and resource = 'activity_result' and deleted_at >= $2`,
-      [a.id, watermark],
-    );
-    const changedAfter = new Set(
-      (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and updated_at >= $2`, [a.id, watermark])).map((r) => r.id),
-    );
-    const expected = new Set([...now.map((r) => r.id), ...before.map((r) => r.id).filter((id) => changedAfter.has(id))]);
-    // Rows updated after the watermark existed before it (they were in `before`) unless inserted after it.
-    expect(new Set(ids)).toEqual(expected);
+    for (const { format, watermark, ids, updated } of exported) {
+      expect(new Set(ids).size, format).toBe(ids.length); // each once
+      for (const u of updated) expect(u, format).toBeLessThan(micros(watermark)); // nothing after the watermark
+      // What the database holds now, rewound to the watermark: rows updated before it, plus rows
+      // that were deleted or updated after it (then they existed at the watermark).
+      const now = await t.db.query<{ id: string }>(
+        `select id from activity_results where tenant_id = $1 and updated_at < $2
+         union select id from deletions where tenant_id = $1 and resource = 'activity_result' and deleted_at >= $2`,
+        [a.id, watermark],
+      );
+      const changedAfter = new Set(
+        (await t.db.query<{ id: string }>(`select id from activity_results where tenant_id = $1 and updated_at >= $2`, [a.id, watermark])).map((r) => r.id),
+      );
+      const expected = new Set([...now.map((r) => r.id), ...before.map((r) => r.id).filter((id) => changedAfter.has(id))]);
+      // Rows updated after the watermark existed before it (they were in `before`) unless inserted after it.
+      expect(new Set(ids), format).toEqual(expected);
+    }
   });
 
   it('RLS holds in parallel workers: a parallel plan as the key’s tenant returns its rows and no other’s (migration 0163)', async () => {
