@@ -100,9 +100,11 @@ export async function buildApp(given: Deps): Promise<FastifyInstance> {
     scores = startScoreSender(deps, app.log.child({ surface: 'lti' }), jobs);
   });
   app.addHook('onClose', async () => scores?.stop());
-  app.addHook('onSend', async (req, reply) => {
+  // A callback hook, not async: no promise on every answer of the hot paths.
+  app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);
     if (app.readiness.shuttingDown) reply.header('connection', 'close');
+    done(null, payload);
   });
   await app.register(probeRoutes);
   await app.register(identityRoutes, { prefix: '/auth/v1', ...deps });
