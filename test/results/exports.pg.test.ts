@@ -5,7 +5,7 @@
  * for every format (no clean truncated file).
  */
 import { request } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { backend, useApp, useFixture } from '../helpers/harness.ts';
 import { parquetReadObjects } from 'hyparquet';
 import { arrayBufferOf, bulkResults, bytes, parquetCompressors } from './exports-fixtures.ts';
@@ -25,16 +25,24 @@ const micros = (rfc3339: string) => Date.parse(rfc3339) * 1000 + Number(rfc3339.
 const exportBackends = () =>
   t.db.query<{ pid: number; state: string }>(`select pid, state from pg_stat_activity where application_name = 'svc-export' and datname = current_database()`);
 
+/** The requests `holdExport` opened: a test that fails midway leaves none running (the key's next export would be refused). */
+const opened: import('node:http').ClientRequest[] = [];
+afterEach(() => {
+  for (const req of opened.splice(0)) req.destroy();
+});
+
 /** Open an export and pause after its first chunk; resolves with the request (destroy to disconnect). */
 function holdExport(path: string, key: string) {
   return new Promise<import('node:http').ClientRequest>((resolve, reject) => {
     const req = request(`${t.url}${path}`, { headers: { authorization: `Bearer ${key}` } }, (res) => {
+      if (res.statusCode !== 200) reject(new Error(`${path}: HTTP ${res.statusCode}`));
       res.once('data', () => {
         res.pause();
         resolve(req);
       });
     });
     req.on('error', reject);
+    opened.push(req);
     req.end();
   });
 }
