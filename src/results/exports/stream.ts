@@ -252,7 +252,11 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
       // Rows sent: CSV records less the header, counted by crlfRecords; NDJSON lines (JSON text
       // holds no raw LF).
       let records = 0;
-      const source = req.format === 'csv' ? copy.pipe(crlfRecords((n) => (rows = Math.max(0, (records += n) - 1)))) : copy;
+      const counted = (n: number) => {
+        records += n;
+        rows = Math.max(0, records - 1);
+      };
+      const source = req.format === 'csv' ? copy.pipe(crlfRecords(counted)) : copy;
       if (req.format === 'ndjson') {
         source.on('data', (chunk: Buffer) => {
           for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) rows += 1;
