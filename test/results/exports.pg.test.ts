@@ -1,13 +1,16 @@
 /**
  * Exports on PostgreSQL only (skipped on PGlite): one snapshot under concurrent inserts, updates
- * and deletions (exactly once, nothing after the watermark; NDJSON and Parquet); a client that disconnects ends the
+ * and deletions (exactly once, nothing after the watermark; NDJSON and Parquet); an export paused
+ * longer than the lists' statement timeout ends whole; a client that disconnects ends the
  * server's query at once (pg_stat_activity); a failure after the first byte aborts the transfer
  * for every format (no clean truncated file).
  */
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { backend, useApp, useFixture } from '../helpers/harness.ts';
-import { parquetReadObjects } from 'hyparquet';
+import { parse } from 'csv-parse/sync';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { openDb } from '../../src/db/index.ts';
+import { backend, startApp, useApp, useFixture } from '../helpers/harness.ts';
 import { arrayBufferOf, bulkResults, bytes, parquetCompressors } from './exports-fixtures.ts';
 import { get, seedTenant } from './fixtures.ts';
 
@@ -32,13 +35,13 @@ afterEach(() => {
 });
 
 /** Open an export and pause after its first chunk; resolves with the request (destroy to disconnect). */
-function holdExport(path: string, key: string) {
-  return new Promise<import('node:http').ClientRequest>((resolve, reject) => {
-    const req = request(`${t.url}${path}`, { headers: { authorization: `Bearer ${key}` } }, (res) => {
+function holdExport(path: string, key: string, base = t.url) {
+  return new Promise<import('node:http').ClientRequest & { first: Buffer }>((resolve, reject) => {
+    const req = request(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } }, (res) => {
       if (res.statusCode !== 200) reject(new Error(`${path}: HTTP ${res.statusCode}`));
-      res.once('data', () => {
+      res.once('data', (first: Buffer) => {
         res.pause();
-        resolve(req);
+        resolve(Object.assign(req, { first }));
       });
     });
     req.on('error', reject);
@@ -128,6 +131,40 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
     expect(seen.n).toBe(mine);
     expect(seen.n).toBeGreaterThanOrEqual(2_000);
     expect(seen.others).toBe(0);
+  });
+
+  it('is not cut by the statement timeout of the lists: a paused export resumes and ends whole, in every format', async () => {
+    // A second app on the same database whose pool cuts statements after 20 ms (its client reads
+    // time out 1 s later): an export that ran on the pool's connections would fail.
+    const db = await openDb({ databaseUrl: t.dbUrl!, dbStatementTimeoutMs: 20 });
+    const strict = await startApp({}, { db });
+    try {
+      await expect(db.query('select pg_sleep(0.2)')).rejects.toThrow(); // the pool's statements are cut
+      const [{ n }] = (await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id])) as [{ n: number }];
+      for (const format of ['ndjson', 'csv', 'parquet']) {
+        const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key, strict.url);
+        const res = (held as unknown as { res: import('node:http').IncomingMessage }).res;
+        await new Promise((r) => setTimeout(r, 1500)); // paused: COPY / the cursor wait on the socket
+        const chunks: Buffer[] = [held.first];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        await new Promise<void>((resolve, reject) => {
+          res.on('end', resolve);
+          res.on('aborted', () => reject(new Error(`${format}: aborted`)));
+          res.resume();
+        });
+        const body = Buffer.concat(chunks);
+        const rows =
+          format === 'ndjson'
+            ? body.toString().trimEnd().split('\n').length
+            : format === 'csv'
+              ? parse(body, { columns: true }).length
+              : Number(parquetMetadata(arrayBufferOf(body)).num_rows);
+        expect(rows, format).toBe(n);
+      }
+    } finally {
+      await strict.close();
+      await db.close();
+    }
   });
 
   it('a client that disconnects ends the server’s query at once (pg_stat_activity)', async () => {
