@@ -181,10 +181,10 @@ export async function received(page: Page, type: string, fields: Record<string, 
 }
 
 /**
- * Click `target` until `then` shows. Under load Chromium can route a click meant for a cross-site
- * frame that has just been resized and scrolled by its host to where the frame was painted before
- * (the frame's hit-test regions lag its layout), and the click is lost. Only for clicks that do
- * the same thing when repeated.
+ * Click `target` until `then` shows. Once in CI (under load) a click in the cross-site player
+ * frame, just resized by its host, had no effect, and never does when run alone: most likely the
+ * browser routed it by the frame's previous hit-test regions. Only for clicks that do the same
+ * thing when repeated; the poll still fails if `then` never shows.
  */
 export async function clickUntil(target: Locator, then: Locator) {
   await expect
