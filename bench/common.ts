@@ -74,6 +74,38 @@ export async function benchDatabase(
   };
 }
 
+/**
+ * The PostgreSQL database of a benchmark whose load is worth keeping: the one named by BENCH_DB
+ * (kept by an earlier run: `reused`, not created or loaded again), else a new `<prefix>_<time>`.
+ * `create()` makes a new one (nothing when reused); `release()` drops it at the end unless it was
+ * reused or BENCH_KEEP=1, and then says how to reuse it.
+ */
+export function keptDatabase(prefix: string) {
+  const reused = process.env.BENCH_DB !== undefined;
+  const name = process.env.BENCH_DB ?? `${prefix}_${Date.now().toString(36)}`;
+  const keep = reused || process.env.BENCH_KEEP === '1';
+  const admin = async (sql: string) => {
+    const conn = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
+    try {
+      await conn.unsafe(sql);
+    } finally {
+      await conn.end();
+    }
+  };
+  return {
+    name,
+    url: `${BENCH_PG}/${name}`,
+    reused,
+    create: async () => {
+      if (!reused) await admin(`create database ${name}`);
+    },
+    release: async () => {
+      if (keep) console.log(`kept database ${name} (BENCH_DB=${name} reuses it)`);
+      else await admin(`drop database if exists ${name} with (force)`);
+    },
+  };
+}
+
 /** The backends of BENCH_BACKENDS (default both), each benchmarked in turn by `bench`. */
 export async function eachBackend<T>(bench: (backend: 'postgres' | 'pglite') => Promise<T>): Promise<T[]> {
   const results: T[] = [];

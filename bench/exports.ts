@@ -25,20 +25,17 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import postgres from 'postgres';
 import { createResultsClient } from '../clients/js/src/index.ts';
 import { migrate, openDb } from '../src/db/index.ts';
 import { copyStatement } from '../src/results/exports/formats.ts';
 import { createApiKey } from '../src/results/index.ts';
 import { loadResults } from '../test/helpers/results-load.ts';
-import { BENCH_PG, BENCH_SECRETS, lastRun, markdownTable, median, startBenchServer, writeReadmeSection, type BenchServer } from './common.ts';
+import { BENCH_SECRETS, keptDatabase, lastRun, markdownTable, median, startBenchServer, writeReadmeSection, type BenchServer } from './common.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
-const KEEP = process.env.BENCH_KEEP === '1';
 const run = promisify(execFile);
-const reuse = process.env.BENCH_DB !== undefined;
-const dbName = process.env.BENCH_DB ?? `svc_bench_exports_${Date.now().toString(36)}`;
-const dbUrl = `${BENCH_PG}/${dbName}`;
+const database = keptDatabase('svc_bench_exports');
+const { name: dbName, url: dbUrl, reused: reuse } = database;
 const uptime = async () => (await run('uptime')).stdout.trim().replace(/^.*load average:\s*/, '');
 
 /** Run `fn` while sampling the server's RSS every 50 ms: its result and the growth (peak − RSS before), MiB. */
@@ -94,8 +91,7 @@ async function curlExport(server: BenchServer, key: string, format: 'ndjson' | '
 
 async function main() {
   const before = await uptime();
-  const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
-  if (!reuse) await admin.unsafe(`create database ${dbName}`);
+  await database.create();
   let server: BenchServer | undefined;
   try {
     const db = await openDb({ databaseUrl: dbUrl, dbStatementTimeoutMs: 0 });
@@ -231,15 +227,13 @@ async function main() {
       ],
     ];
     const table = markdownTable(['what', 'rows', 's', 'rows / s', '÷ \\copy', 'bytes', 'server RSS growth'], rowsOut);
-    const load = reuse ? `the rows loaded by an earlier run (BENCH_DB)` : `Load of the rows: ${loadSeconds.toFixed(0)} s`;
+    const load = reuse ? `Rows loaded by an earlier run (BENCH_DB)` : `Load of the rows: ${loadSeconds.toFixed(0)} s`;
     const body = `${lastRun(`${results.toLocaleString('en')} results in one tenant, PostgreSQL, server (as \`npm start\`) and clients on the same cores; uptime before: ${before}; after: ${after}.`)}\n\n${table}\n\n${load}. Targets (issue #24): NDJSON ≥ 50 %, CSV ≥ 80 %, Parquet ≥ 20 %, sync() ≥ 30 % of \`\\copy\`, RSS growth ≤ 64 MiB.`;
     console.log(`\n${body}`);
     writeReadmeSection('exports', '## Streaming exports — `npm run bench:exports` (issue #24)', body);
   } finally {
     await server?.stop();
-    if (KEEP || reuse) console.log(`kept database ${dbName} (BENCH_DB=${dbName} reuses it)`);
-    else await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-    await admin.end();
+    await database.release();
   }
 }
 

@@ -35,7 +35,6 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
-import postgres from 'postgres';
 import { migrate, openDb } from '../src/db/index.ts';
 import { DEFAULT_POOL_SIZE } from '../src/config/db-defaults.ts';
 import { arrayLiteral } from '../test/helpers/plans.ts';
@@ -50,12 +49,11 @@ import {
   type PageStatement,
   type Position,
 } from '../src/results/index.ts';
-import { BENCH_PG, BENCH_SECRETS, markdownTable, START_FLAGS, startBenchServer } from './common.ts';
+import { BENCH_SECRETS, keptDatabase, markdownTable, START_FLAGS, startBenchServer, writeReadmeSection } from './common.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 10);
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
-const KEEP = process.env.BENCH_KEEP === '1';
 const CONNECTIONS = 8;
 /** Node flags of the measured server (BENCH_NODE_FLAGS overrides; default: those of `npm start`). */
 const NODE_FLAGS = process.env.BENCH_NODE_FLAGS ?? START_FLAGS.join(' ');
@@ -78,9 +76,8 @@ const ACTIVITIES_PER_TENANT = 20;
 /** Share of all rows held by the one big tenant the requests are measured on. */
 const BIG_SHARE = Number(process.env.BENCH_BIG_SHARE ?? 0.91);
 const run = promisify(execFile);
-const dbName = process.env.BENCH_DB ?? `svc_bench_${Date.now().toString(36)}`;
-const reuse = process.env.BENCH_DB !== undefined;
-const dbUrl = `${BENCH_PG}/${dbName}`;
+const database = keptDatabase('svc_bench');
+const { url: dbUrl, reused: reuse } = database;
 const hasWrk = spawnSync('wrk', ['--version']).error === undefined;
 const loadgen = process.env.BENCH_LOADGEN ?? (hasWrk ? 'wrk' : 'autocannon');
 
@@ -93,9 +90,7 @@ interface Seed {
 }
 
 async function load(): Promise<void> {
-  const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${dbName}`);
-  await admin.end();
+  await database.create();
   const db = await openDb({ databaseUrl: dbUrl, dbStatementTimeoutMs: 0 }); // loading a million rows is one long statement
   await migrate(db);
   const started = Date.now();
@@ -533,20 +528,12 @@ async function main() {
     const when = new Date().toISOString().slice(0, 16);
     const load2 = loadavg()[0]!;
     const profiled = profile ? `\n\n${profile}` : '';
-    const section = `<!-- results-api:start -->\nLast run: ${when}Z, ${ROWS.toLocaleString('en')} results over ${TENANTS} tenants (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}, after: ${load2.toFixed(2)}.\n\n${table}\n\n${summary}${profiled}\n<!-- results-api:end -->`;
+    const body = `Last run: ${when}Z, ${ROWS.toLocaleString('en')} results over ${TENANTS} tenants (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}, after: ${load2.toFixed(2)}.\n\n${table}\n\n${summary}${profiled}`;
     console.log(`\n${table}\n\n${summary}${profiled}`);
-    const readmePath = new URL('./README.md', import.meta.url);
-    const readme = readFileSync(readmePath, 'utf8');
-    writeFileSync(readmePath, readme.replace(/<!-- results-api:start -->[\s\S]*<!-- results-api:end -->/, section));
+    writeReadmeSection('results-api', '## Results API — `npm run bench:results`', body);
   } finally {
     await server.stop();
-    if (!KEEP && !reuse) {
-      const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
-      await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-      await admin.end();
-    } else {
-      console.log(`kept database ${dbName} (BENCH_DB=${dbName} reuses it)`);
-    }
+    await database.release();
   }
 }
 
