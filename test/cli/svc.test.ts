@@ -47,8 +47,8 @@ describe.runIf(backend === 'pglite')('svc with the embedded database', { timeout
       cwd: root,
       stdio: ['ignore', 'ignore', 'inherit'],
     });
-    const info = join(dir, 'server.json');
-    for (let i = 0; i < 300 && !existsSync(info) && server.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+    const info = join(dir, 'server.json'); // written once it listens: up to 90 s
+    for (let i = 0; i < 900 && !existsSync(info) && server.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
     const { url } = JSON.parse(readFileSync(info, 'utf8'));
 
     expect((await svc(env, 'user', 'create', '--email', 'Grace@Example.com', '--password', 'hopper1906')).code).toBe(0);
@@ -73,7 +73,7 @@ describe.runIf(backend === 'pglite')('svc with the embedded database', { timeout
     server = undefined;
     const tenants = json(await svc(env, 'tenant', 'list', '--json'));
     expect(tenants.map((t: { slug: string }) => t.slug)).toEqual(['acme']);
-  });
+  }, 180_000); // a server from the sources (tsx) and five CLI processes: over a minute on a loaded runner
 });
 
 describe.runIf(backend === 'postgres')('svc with DATABASE_URL', { timeout: 240_000 }, () => {

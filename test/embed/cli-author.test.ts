@@ -23,5 +23,5 @@ describe('svc author … --subject', () => {
     const both = await svc('author', 'grant', 'acme', 'a@acme.test', '--subject', 'x');
     expect(both.code).not.toBe(0);
     expect(both.out).toMatch(/an email or --subject, not both/);
-  }, 60_000);
+  }, 180_000);
 });

@@ -37,7 +37,8 @@
  * `setScript(undefined)` removes it.
  * `failNext(n, mode)` answers the next `n` requests in `mode` (default `fail-500`), then goes
  * back to the current mode (bounded-retry tests). `delayMs` (option or `setDelay`) delays every
- * answer. `received` counts requests (`requests.length`); `artifacts()` lists the artifact
+ * answer; `hold()` keeps every answer (also those already waiting) until the function it returns
+ * is called — for a test that must see a grade pending, however slow the machine. `received` counts requests (`requests.length`); `artifacts()` lists the artifact
  * section text of every request, in order.
  */
 import { createServer, type ServerResponse } from 'node:http';
@@ -54,6 +55,8 @@ export interface TestModel {
   /** Answer the next `count` requests in `mode` (default `fail-500`). */
   failNext(count: number, mode?: TestModelMode): void;
   setDelay(ms: number): void;
+  /** Keep every answer until the returned function is called. */
+  hold(): () => void;
   /** The `retry-after` header (seconds) of `rate-limit` answers. */
   setRetryAfter(seconds: number): void;
   /** The artifact section text of every request received, in order. */
@@ -129,6 +132,7 @@ const sendJson = (res: ServerResponse, status: number, body: unknown) =>
 export async function startTestModel(options: { mode?: TestModelMode; port?: number; delayMs?: number } = {}): Promise<TestModel> {
   let mode: TestModelMode = options.mode ?? 'grade';
   let delayMs = options.delayMs ?? 0;
+  let gate: Promise<void> = Promise.resolve();
   let retryAfter = 0;
   const requests: unknown[] = [];
   const images: string[] = [];
@@ -159,11 +163,12 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
       images.push(...imageUrls(body));
       sections.push(artifactText(body) ?? '');
       const current = queued.shift() ?? mode;
+      const held = gate;
       if (delayMs > 0 && current !== 'slow') {
-        setTimeout(() => answer(res, body, current, raw.length), delayMs);
+        setTimeout(() => void held.then(() => answer(res, body, current, raw.length)), delayMs);
         return;
       }
-      answer(res, body, current, raw.length);
+      void held.then(() => answer(res, body, current, raw.length));
     });
   });
 
@@ -243,6 +248,13 @@ export async function startTestModel(options: { mode?: TestModelMode; port?: num
     },
     setDelay(ms) {
       delayMs = ms;
+    },
+    hold() {
+      let release!: () => void;
+      gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      return release;
     },
     setRetryAfter(seconds) {
       retryAfter = seconds;

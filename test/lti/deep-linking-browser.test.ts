@@ -97,7 +97,7 @@ describe('an instructor places an activity from the LMS (Deep Linking)', () => {
     await page.keyboard.press('Tab');
     await expect.poll(() => focusShown(frame)).toEqual({ tag: 'input', type: 'radio', outline: true });
     await page.keyboard.press('Space');
-    expect(await frame.getByLabel('Sketch the architecture').isChecked()).toBe(true);
+    await expect.poll(() => frame.getByLabel('Sketch the architecture').isChecked()).toBe(true);
     await expectAccessible(page, 'lti-picker-search');
     await page.keyboard.press('Tab');
     await expect.poll(() => focusShown(frame)).toEqual({ tag: 'button', type: 'submit', outline: true });

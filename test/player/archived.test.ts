@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { useFixture } from '../helpers/harness.ts';
 import { countRows, seedActivity } from '../embed/fixtures.ts';
-import { expectAccessible, expectNotShown, newPage, playerFrame, received, usePlayerWorld } from './fixtures.ts';
+import { clickSettled, expectAccessible, expectNotShown, newPage, playerFrame, received, usePlayerWorld } from './fixtures.ts';
 
 const { w, browser, partner } = usePlayerWorld();
 const retired = useFixture(() => seedActivity(w.t, 'acme', { title: 'Write a retired note' }));
@@ -24,7 +24,7 @@ describe('an activity archived while the learner has it open', () => {
 
     await frame.getByLabel('Pasted text').check();
     await frame.getByLabel('Your text (Markdown welcome)').fill('A note written just too late.');
-    await frame.getByRole('button', { name: /Submit/ }).click();
+    await clickSettled(frame, frame.getByRole('button', { name: /Submit/ }));
     await frame.getByRole('alert').waitFor();
     expect(await frame.getByRole('alert').innerText()).toMatch(/This activity has been retired and no longer accepts submissions/);
     await received(page, 'svc:error', { code: 'archived' });

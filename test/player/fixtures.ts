@@ -198,6 +198,16 @@ export async function clickUntil(target: Locator, then: Locator) {
     .toBe(true);
 }
 
+/**
+ * Click `target` in the player `frame` once its host has resized the frame to the content (a
+ * click just after a resize was once lost: see `clickUntil`) — for clicks that must happen once,
+ * such as a submission.
+ */
+export async function clickSettled(frame: Frame, target: Locator) {
+  await expectHeightFollows(frame.page(), frame);
+  await target.click();
+}
+
 /** The iframe's height follows the player's content. */
 export async function expectHeightFollows(page: Page, frame: Frame) {
   await expect

@@ -10,7 +10,18 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Frame } from 'playwright-core';
 import { countRows } from '../embed/fixtures.ts';
-import { asLocalhost, expectAccessible, expectHeightFollows, messages, newPage, openPlayer, playerFrame, received, usePlayerWorld } from './fixtures.ts';
+import {
+  asLocalhost,
+  clickSettled,
+  expectAccessible,
+  expectHeightFollows,
+  messages,
+  newPage,
+  openPlayer,
+  playerFrame,
+  received,
+  usePlayerWorld,
+} from './fixtures.ts';
 
 const world = usePlayerWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 }, config: { accessTokenTtl: 66 } });
 const { w, browser, partner } = world;
@@ -25,7 +36,7 @@ beforeAll(async () => {
 async function submitText(frame: Frame, text: string) {
   await frame.getByLabel('Pasted text').check();
   await frame.getByLabel('Your text (Markdown welcome)').fill(text);
-  await frame.getByRole('button', { name: /Submit/ }).click();
+  await clickSettled(frame, frame.getByRole('button', { name: /Submit/ }));
 }
 
 /** Submit `text`, wait for the verdict headed `heading`, and expect the verdict to say each of `says`. */
@@ -106,7 +117,7 @@ describe('the player in a partner page', () => {
   });
 
   it('a pending grade keeps polling, also after the learner leaves and comes back', async () => {
-    w.model.setDelay(10_000); // long enough to leave and come back before the verdict
+    const release = w.model.hold(); // no verdict until the learner has left and come back
     try {
       const { page, frame } = await open('linus');
       await submitText(frame, 'A design note without gaps.');
@@ -117,12 +128,13 @@ describe('the player in a partner page', () => {
 
       const back = await open('linus');
       await back.frame.getByText('Grading…').waitFor();
+      release();
       await back.frame.getByRole('heading', { name: 'Passed' }).waitFor({ timeout: 30_000 });
       await received(back.page, 'svc:verdict', { status: 'passed' });
       expect(await back.frame.locator('#history').innerText()).toContain('passed, score 100');
       await back.page.context().close();
     } finally {
-      w.model.setDelay(0);
+      release();
     }
   });
 

@@ -11,7 +11,7 @@ import type { Frame, Page } from 'playwright-core';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { connect, ok, signIn } from '../authoring/helpers.ts';
 import { useServer } from '../helpers/harness.ts';
-import { clickUntil, expectAccessible, messages, openPlayer, received, usePlayerWorld } from './fixtures.ts';
+import { clickSettled, clickUntil, expectAccessible, messages, openPlayer, received, usePlayerWorld } from './fixtures.ts';
 
 const world = usePlayerWorld({ embed: { judgeWaitMs: 2000 } });
 const { w } = world;
@@ -25,7 +25,7 @@ const author = useServer<Client>(async () => {
 async function failOnce(frame: Frame) {
   await frame.getByLabel('Pasted text').check();
   await frame.getByLabel('Your text (Markdown welcome)').fill('TODO: the trade-offs are in my notebook');
-  await frame.getByRole('button', { name: /Submit/ }).click();
+  await clickSettled(frame, frame.getByRole('button', { name: /Submit/ }));
   await frame.getByRole('heading', { name: 'Not passed yet' }).waitFor();
 }
 
@@ -41,6 +41,7 @@ async function storeCalibration(resultId: string, calibration: Record<string, un
 /** Ask for a review with the keyboard alone: the button, the text box, the submit. */
 async function askWithKeyboard(page: Page, frame: Frame, message: string) {
   await frame.locator('#appeal-open').focus();
+  await expect.poll(() => frame.evaluate(() => document.activeElement?.id)).toBe('appeal-open');
   await page.keyboard.press('Enter');
   await expect.poll(() => frame.evaluate(() => document.activeElement?.id)).toBe('f-appeal');
   await page.keyboard.type(message);
@@ -60,8 +61,9 @@ describe('asking for a review in the player', () => {
     const openButton = frame.getByRole('button', { name: 'Ask for a review' });
     expect(await openButton.getAttribute('aria-expanded')).toBe('false');
     await openButton.focus();
+    await expect.poll(() => frame.evaluate(() => document.activeElement?.id)).toBe('appeal-open');
     await page.keyboard.press('Enter');
-    expect(await openButton.getAttribute('aria-expanded')).toBe('true');
+    await expect.poll(() => openButton.getAttribute('aria-expanded')).toBe('true'); // a cross-site frame: settled after the key press
     const box = frame.getByLabel('Why should your instructor review this verdict?');
     expect(await box.getAttribute('maxlength')).toBe('1000');
     expect(await frame.locator('#f-appeal-count').innerText()).toBe('0 of 1,000 characters');

@@ -134,12 +134,13 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
   });
 
   it('is not cut by the statement timeout of the lists: a paused export resumes and ends whole, in every format', async () => {
-    // A second app on the same database whose pool cuts statements after 20 ms (its client reads
-    // time out 1 s later): an export that ran on the pool's connections would fail.
-    const db = await openDb({ databaseUrl: t.dbUrl!, dbStatementTimeoutMs: 20 });
+    // A second app on the same database whose pool cuts statements after 300 ms (its client reads
+    // time out 1 s later; not less: the app's own start and key lookups run on that pool, and a
+    // loaded runner stalls for tens of ms): an export paused 1.5 s on the pool's connections would fail.
+    const db = await openDb({ databaseUrl: t.dbUrl!, dbStatementTimeoutMs: 300 });
     const strict = await startApp({}, { db });
     try {
-      await expect(db.query('select pg_sleep(0.2)')).rejects.toThrow(); // the pool's statements are cut
+      await expect(db.query('select pg_sleep(1)')).rejects.toThrow(); // the pool's statements are cut
       const [{ n }] = (await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id])) as [{ n: number }];
       for (const format of ['ndjson', 'csv', 'parquet']) {
         const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key, strict.url);

@@ -44,7 +44,10 @@ describe.skipIf(backend !== 'postgres')('revocation across server processes (Pos
     }, 90_000),
   );
 
-  /** Revoke with `revoke`, then poll both servers; returns each one's ms until its first 401. */
+  /**
+   * Revoke with `revoke`, then poll both servers; returns for each the ms from the revocation to
+   * the sending of its first request answered 401 (a starved child's slow answer is not counted).
+   */
   async function revokeAndMeasure(key: string, revoke: () => Promise<unknown>): Promise<number[]> {
     for (const server of servers) for (let i = 0; i < 5; i++) expect(await status(server, key)).toBe(200); // warm caches
     await revoke();
@@ -52,7 +55,8 @@ describe.skipIf(backend !== 'postgres')('revocation across server processes (Pos
     return Promise.all(
       servers.map(async (server) => {
         for (;;) {
-          if ((await status(server, key)) === 401) return Date.now() - revokedAt;
+          const sent = Date.now();
+          if ((await status(server, key)) === 401) return sent - revokedAt;
           if (Date.now() - revokedAt > 5000) return Infinity;
           await new Promise((r) => setTimeout(r, 10));
         }
