@@ -7,6 +7,7 @@ import { expect, it } from 'vitest';
 import { authorClient, ok } from '../authoring/helpers.ts';
 import { startApp, testJudge, useApp, useFixture, useServer } from '../helpers/harness.ts';
 import { startTestModel } from '../helpers/test-model.ts';
+import { clearOfHourBoundary } from '../helpers/wait.ts';
 import { countRows, embedSettings, seedActivity } from './fixtures.ts';
 
 let offsetMs = 0;
@@ -23,6 +24,7 @@ const t = useApp(() =>
 const a = useFixture(async () => (await authorClient(t, 'acme')).client);
 
 it('waits when the budget is spent mid-run, then resumes and reports on every example', async () => {
+  await clearOfHourBoundary(); // the budget is per UTC hour
   const s = await seedActivity(t, 'acme');
   for (let i = 0; i < 5; i++) {
     await ok(a, 'add_calibration_example', {
@@ -51,4 +53,4 @@ it('waits when the budget is spent mid-run, then resumes and reports on every ex
     cost: { calls: 5 },
     waiting: null,
   });
-});
+}, 120_000);

@@ -9,7 +9,7 @@ import { startApp, testJudge, useApp, useFixture, useServer, type TestApp } from
 import { startTestIdp } from '../helpers/test-idp.ts';
 import { startTestModel } from '../helpers/test-model.ts';
 import { countRows, embedSettings, expectError, post, seedActivity, verificationOf, type SeededActivity } from './fixtures.ts';
-import { eventually } from '../helpers/wait.ts';
+import { clearOfHourBoundary, eventually } from '../helpers/wait.ts';
 
 const idp = useServer(() => startTestIdp());
 const model = useServer(() => startTestModel());
@@ -83,6 +83,7 @@ describe('per-tenant model budget', () => {
   const docs = useFixture(() => seedTenants(t, ['acme', 'globex']));
 
   it('makes exactly the budgeted calls; the rest wait, with the reason in the response and in verification', async () => {
+    await clearOfHourBoundary(); // the budget is per UTC hour
     model.setMode('grade');
     const results = [];
     for (let i = 0; i < 5; i++) results.push(await submit(t, docs.acme!, 'acme', `budget-${i}`, `budget-call ${i} complete`));
@@ -106,7 +107,7 @@ describe('per-tenant model budget', () => {
       await eventually(async () => (await verificationOf(t, r.body.artifact_id)).status === 'passed', 15_000, 'the held submission to be graded');
     }
     expect(callsFor('budget-call')).toBe(5);
-  });
+  }, 120_000);
 
   it('counts budgets per UTC hour and day (svc.reserve_model_call)', async () => {
     const [artifact] = await t.db.query<{ id: string; tenant_id: string }>('select id, tenant_id from artifacts where tenant_id = $1 limit 1', [
@@ -139,6 +140,7 @@ describe('per-tenant model budget', () => {
     const app = await startJudgeApp({ tenantBudget: { callsPerHour: 1000, callsPerDay: 1000, tokensPerHour: 100, tokensPerDay: 1e9 } });
     const d = await seedTenants(app);
     try {
+      await clearOfHourBoundary(); // the budget is per UTC hour
       const first = await submit(app, d.acme!, 'acme', 'tokens-1', 'token-budget complete');
       expect(first.body.status).toBe('passed'); // nothing spent yet: allowed, and it spends > 100 tokens
       const second = await submit(app, d.acme!, 'acme', 'tokens-2', 'token-budget complete');
@@ -148,5 +150,5 @@ describe('per-tenant model budget', () => {
     } finally {
       await app.close();
     }
-  });
+  }, 120_000);
 });

@@ -19,3 +19,12 @@ export function eventually<T>(probe: () => Promise<T | undefined | null | false>
     { timeout: ms, interval },
   );
 }
+
+/**
+ * When fewer than `seconds` remain before the next UTC hour, wait until just past it (else return
+ * at once) — for tests of per-hour budgets, whose window would otherwise start over midway.
+ */
+export async function clearOfHourBoundary(seconds = 45): Promise<void> {
+  const left = 3_600_000 - (Date.now() % 3_600_000);
+  if (left < seconds * 1000) await new Promise((resolve) => setTimeout(resolve, left + 1000));
+}

@@ -26,7 +26,7 @@ describe('probes of a server process whose Redis does not answer', () => {
   it('/readyz answers 503 naming redis, within the bound', async () => {
     const started = Date.now();
     const { status, cacheControl, body } = await probe(`${server.url}/readyz`);
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started).toBeLessThan(4000); // each check is bounded at 1 s; room for a loaded runner, far below a hang
     expect({ status, cacheControl }).toEqual({ status: 503, cacheControl: 'no-store' });
     expect(body).toEqual({
       status: 'unavailable',
@@ -62,7 +62,7 @@ describe('readiness when the database does not answer', () => {
 
       const started = Date.now();
       const { status, body } = await probe(`${t.url}/readyz`);
-      expect(Date.now() - started).toBeLessThan(2000);
+      expect(Date.now() - started).toBeLessThan(4000); // each check is bounded at 1 s; room for a loaded runner, far below a hang
       expect(status).toBe(503);
       expect(body).toMatchObject({ status: 'unavailable', failing: ['database'], checks: { database: 'timed out', queue: 'ok' } });
       expect((await probe(`${t.url}/livez`)).status).toBe(200);

@@ -175,7 +175,7 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
       held.destroy();
       const started = Date.now();
       while ((await exportBackends()).length > 0) {
-        expect(Date.now() - started, format).toBeLessThan(2000);
+        expect(Date.now() - started, format).toBeLessThan(5000); // at once, with room for a loaded runner; a query left running stays blocked on its socket
         await new Promise((r) => setTimeout(r, 20));
       }
     }
