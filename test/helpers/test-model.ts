@@ -38,8 +38,9 @@
  * `failNext(n, mode)` answers the next `n` requests in `mode` (default `fail-500`), then goes
  * back to the current mode (bounded-retry tests). `delayMs` (option or `setDelay`) delays every
  * answer; `hold()` keeps every answer (also those already waiting) until the function it returns
- * is called — for a test that must see a grade pending, however slow the machine. `received` counts requests (`requests.length`); `artifacts()` lists the artifact
- * section text of every request, in order.
+ * is called — for a test that must see a grade pending, however slow the machine. `received`
+ * counts requests (`requests.length`); `artifacts()` lists the artifact section text of every
+ * request, in order.
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
