@@ -37,8 +37,8 @@
  * `setScript(undefined)` removes it.
  * `failNext(n, mode)` answers the next `n` requests in `mode` (default `fail-500`), then goes
  * back to the current mode (bounded-retry tests). `delayMs` (option or `setDelay`) delays every
- * answer; `hold()` keeps every answer (also those already waiting) until the function it returns
- * is called — for a test that must see a grade pending, however slow the machine. `received`
+ * answer; `hold()` keeps the answers to requests received from then on until the function it
+ * returns is called — for a test that must see a grade pending, however slow the machine. `received`
  * counts requests (`requests.length`); `artifacts()` lists the artifact section text of every
  * request, in order.
  */
@@ -56,7 +56,7 @@ export interface TestModel {
   /** Answer the next `count` requests in `mode` (default `fail-500`). */
   failNext(count: number, mode?: TestModelMode): void;
   setDelay(ms: number): void;
-  /** Keep every answer until the returned function is called. */
+  /** Keep the answers to the requests received from now on until the returned function is called. */
   hold(): () => void;
   /** The `retry-after` header (seconds) of `rate-limit` answers. */
   setRetryAfter(seconds: number): void;
