@@ -59,8 +59,7 @@ export async function benchDatabase(
     };
   }
   const name = `svc_bench_${prefix}_${Date.now().toString(36)}`;
-  const admin = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
+  await adminSql(`create database ${name}`);
   const url = `${BENCH_PG}/${name}`;
   const db = await openDb({ databaseUrl: url });
   return {
@@ -68,10 +67,19 @@ export async function benchDatabase(
     env: { DATABASE_URL: url },
     drop: async () => {
       await db.close();
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
+      await adminSql(`drop database if exists ${name} with (force)`);
     },
   };
+}
+
+/** Run `sql` (create or drop a database) on the bench server's `postgres` database, on a connection of its own. */
+async function adminSql(sql: string): Promise<void> {
+  const conn = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
+  try {
+    await conn.unsafe(sql);
+  } finally {
+    await conn.end();
+  }
 }
 
 /**
@@ -84,24 +92,16 @@ export function keptDatabase(prefix: string) {
   const reused = process.env.BENCH_DB !== undefined;
   const name = process.env.BENCH_DB ?? `${prefix}_${Date.now().toString(36)}`;
   const keep = reused || process.env.BENCH_KEEP === '1';
-  const admin = async (sql: string) => {
-    const conn = postgres(`${BENCH_PG}/postgres`, { max: 1, onnotice: () => {} });
-    try {
-      await conn.unsafe(sql);
-    } finally {
-      await conn.end();
-    }
-  };
   return {
     name,
     url: `${BENCH_PG}/${name}`,
     reused,
     create: async () => {
-      if (!reused) await admin(`create database ${name}`);
+      if (!reused) await adminSql(`create database ${name}`);
     },
     release: async () => {
       if (keep) console.log(`kept database ${name} (BENCH_DB=${name} reuses it)`);
-      else await admin(`drop database if exists ${name} with (force)`);
+      else await adminSql(`drop database if exists ${name} with (force)`);
     },
   };
 }

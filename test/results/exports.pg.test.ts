@@ -5,7 +5,7 @@
  * server's query at once (pg_stat_activity); a failure after the first byte aborts the transfer
  * for every format (no clean truncated file).
  */
-import { request } from 'node:http';
+import { type IncomingMessage, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
@@ -34,14 +34,14 @@ afterEach(() => {
   for (const req of opened.splice(0)) req.destroy();
 });
 
-/** Open an export and pause after its first chunk; resolves with the request (destroy to disconnect). */
+/** Open an export and pause after its first chunk; resolves with the request (destroy to disconnect), its response and that chunk. */
 function holdExport(path: string, key: string, base = t.url) {
-  return new Promise<import('node:http').ClientRequest & { first: Buffer }>((resolve, reject) => {
+  return new Promise<import('node:http').ClientRequest & { res: IncomingMessage; first: Buffer }>((resolve, reject) => {
     const req = request(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } }, (res) => {
       if (res.statusCode !== 200) reject(new Error(`${path}: HTTP ${res.statusCode}`));
       res.once('data', (first: Buffer) => {
         res.pause();
-        resolve(Object.assign(req, { first }));
+        resolve(Object.assign(req, { res, first }));
       });
     });
     req.on('error', reject);
@@ -144,7 +144,7 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
       const [{ n }] = (await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id])) as [{ n: number }];
       for (const format of ['ndjson', 'csv', 'parquet']) {
         const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key, strict.url);
-        const res = (held as unknown as { res: import('node:http').IncomingMessage }).res;
+        const { res } = held;
         await new Promise((r) => setTimeout(r, 1500)); // paused: COPY / the cursor wait on the socket
         const chunks: Buffer[] = [held.first];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -189,7 +189,7 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
         held.once('error', (e) => resolve(`error ${e.message}`));
         held.on('close', () => resolve('close'));
       });
-      const res = (held as unknown as { res: import('node:http').IncomingMessage }).res;
+      const { res } = held;
       const ended = new Promise<string>((resolve) => {
         res.on('aborted', () => resolve('aborted'));
         res.on('error', () => resolve('aborted'));
