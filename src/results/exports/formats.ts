@@ -2,10 +2,12 @@
  * Formats of an export and the SQL that feeds them.
  *
  * - `ndjson` (`application/x-ndjson`, the default): one JSON object a line, the list endpoints'
- *   `data` items byte for byte (PostgreSQL writes them, set-based: `./rows.ts`).
+ *   `data` items byte for byte (on PostgreSQL written from a binary COPY by `./binary-copy.ts`;
+ *   on PGlite, and for learners, PostgreSQL writes them: `./rows.ts`).
  * - `csv` (`text/csv`, RFC 4180): a header row, then one record a row; nested values (arrays,
  *   objects) as JSON text; null as an empty unquoted cell, the empty string as `""`. Records end
- *   with CRLF (RFC 4180 §2; PostgreSQL's COPY writes LF, turned into CRLF by `./crlf.ts`).
+ *   with CRLF (RFC 4180 §2). On PostgreSQL the cells come from a binary COPY and are written by
+ *   `./binary-copy.ts`; on PGlite by csv-stringify (`csvRecords`).
  * - `parquet` (`application/vnd.apache.parquet`): one file, a row group per fetched batch;
  *   ids as UTF-8 strings, timestamps INT64 TIMESTAMP(MICROS, isAdjustedToUTC), nested values as
  *   JSON-annotated strings (their JSON text), integers INT32, score DOUBLE (hyparquet-writer;
@@ -15,6 +17,8 @@
 import { stringify } from 'csv-stringify/sync';
 import zlib from 'node:zlib';
 import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
+import type { Transform } from 'node:stream';
+import { type BinaryKind, csvFromBinaryCopy, ndjsonFromBinaryCopy } from './binary-copy.ts';
 import { COLUMNS, type Column, type ExportName } from './columns.ts';
 import { cellsSelect, lineSelect, parquetSelect, type Slice } from './rows.ts';
 
@@ -41,15 +45,39 @@ export { parquetSelect } from './rows.ts';
 
 /**
  * `COPY … TO STDOUT` of the format (PostgreSQL), in the feed's order (updated_at, id), as
- * `/v1/…?updated_since=` lists them: NDJSON a JSON object a line (`lineSelect`), CSV the cells
- * (`cellsSelect`; SQL in `./rows.ts`). COPY takes no parameters, so the (validated) values are
- * literals. NDJSON rides CSV mode with delimiter and quote
- * characters JSON text never contains raw (0x02, 0x01): each line is the JSON unchanged (text mode
- * would double its backslashes).
+ * `/v1/…?updated_since=` lists them. Binary (`usesBinaryCopy`): the cells of `cellsSelect`
+ * (SQL in `./rows.ts`), uuids and timestamps as their raw values, written as records by
+ * `binaryRecords`. Learners' NDJSON: their JSON objects as PostgreSQL writes them
+ * (`lineSelect`), riding CSV mode with delimiter and quote characters JSON text never contains
+ * raw (0x02, 0x01): each line is the JSON unchanged (text mode would double its backslashes).
+ * COPY takes no parameters, so the (validated) values are literals.
  */
 export function copyStatement(name: ExportName, format: 'ndjson' | 'csv', slice: Slice): string {
-  if (format === 'ndjson') return `copy (${lineSelect(name, slice)}) to stdout with (format csv, delimiter e'\\x02', quote e'\\x01')`;
-  return `copy (${cellsSelect(name, slice)}) to stdout with (format csv, header true)`;
+  if (!usesBinaryCopy(name, format)) return `copy (${lineSelect(name, slice)}) to stdout with (format csv, delimiter e'\\x02', quote e'\\x01')`;
+  return `copy (${cellsSelect(name, slice, 'all', true)}) to stdout with (format binary)`;
+}
+
+/** True when `copyStatement` is a binary COPY: every CSV, and NDJSON but the learners' (their objects come whole from svc.results_learner_json). */
+export const usesBinaryCopy = (name: ExportName, format: 'ndjson' | 'csv') => format === 'csv' || name !== 'learners';
+
+/**
+ * The Transform from the binary COPY of `copyStatement` to the format's records (CSV with its
+ * header row, or NDJSON lines), telling `onRecords` how many rows it wrote, chunk by chunk.
+ * Columns arrive as `cellsSelect(…, binary)` sends them: uuids and timestamps raw, strings as text,
+ * the rest as their text (numbers, JSON); learners all as text (read from their JSON object).
+ */
+export function binaryRecords(name: ExportName, format: 'ndjson' | 'csv', onRecords: (n: number) => void): Transform {
+  const columns = COLUMNS[name].map((c) => ({
+    name: c.name,
+    kind: (c.kind === 'uuid' || c.kind === 'timestamp' || c.kind === 'string') && name !== 'learners' ? c.kind : ('raw' as BinaryKind),
+  }));
+  return format === 'csv'
+    ? csvFromBinaryCopy(
+        columns.map((c) => c.kind),
+        csvHeader(name),
+        onRecords,
+      )
+    : ndjsonFromBinaryCopy(columns, onRecords);
 }
 
 /** The CSV header row of `name`. */

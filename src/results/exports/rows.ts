@@ -19,7 +19,9 @@
  *   ids and timestamps quoted as is (their text never needs escaping), strings through
  *   `to_json`, numbers by their output function, nested values as their json/jsonb text, SQL
  *   null as `null`;
- * - CSV cells are the same values as text directly (no JSON round trip).
+ * - CSV cells are the same values as text directly (no JSON round trip); for PostgreSQL's binary
+ *   COPY (`cellsSelect(…, binary)`) uuids and timestamps stay raw, and `./binary-copy.ts` writes
+ *   the CSV records and the NDJSON lines from them (learners' NDJSON and PGlite use the SQL text).
  *
  * Learners stay on `svc.results_learner_json` (migration 0100: only it may read the identity
  * tables), CSV parsing its object with `json_to_record`.
@@ -139,9 +141,9 @@ function jsonValue(v: string, kind: ColumnKind): string {
  * the casts cost ~0.3 s of the CSV's ~3.8 s), timestamps RFC 3339, the rest as text (the drivers
  * of the keyset batches would parse numbers and JSON).
  */
-function csvValue(name: string, kind: ColumnKind): string {
+function csvValue(name: string, kind: ColumnKind, binary: boolean): string {
   const v = `s."${name}"`;
-  if (kind === 'timestamp') return rfc3339(v);
+  if (kind === 'timestamp') return binary ? v : rfc3339(v);
   return kind === 'string' || kind === 'uuid' ? v : `${v}::text`;
 }
 
@@ -224,14 +226,14 @@ export function lineSelect(name: ExportName, slice: Slice, mode: Mode = 'all'): 
 }
 
 /** The CSV cells of each row as text (null: an empty cell), in COLUMNS order. With `keyset`, as `lineSelect`. */
-export function cellsSelect(name: ExportName, slice: Slice, mode: Mode = 'all'): string {
+export function cellsSelect(name: ExportName, slice: Slice, mode: Mode = 'all', binary = false): string {
   const source = SOURCES[name];
   const pos = mode === 'keyset' ? POSITION : '';
   if (!source) {
     const record = COLUMNS[name].map((c) => `"${c.name}" ${c.kind === 'json' ? 'json' : 'text'}`).join(', ');
     return `select x.*${pos} from (${learnerRows(slice, mode)}) s, json_to_record(s.obj) as x(${record}) order by s.svc_k_ts, s.svc_k_id`;
   }
-  const cells = COLUMNS[name].map((c) => `${csvValue(c.name, c.kind)} as "${c.name}"`);
+  const cells = COLUMNS[name].map((c) => `${csvValue(c.name, c.kind, binary)} as "${c.name}"`);
   return `select ${cells.join(', ')}${pos} from (${rowsSelect(name, source, slice, mode)}) s order by s.svc_k_ts, s.svc_k_id`;
 }
 

@@ -24,8 +24,19 @@ import { ApiError } from '../../http/api-errors.ts';
 import { rfc3339 } from '../../db/sql.ts';
 import { exportSource } from '../queries.ts';
 import { COLUMNS, type ExportName } from './columns.ts';
-import { crlfRecords } from './crlf.ts';
-import { copyStatement, csvHeader, csvRecords, keysetSelect, ParquetEncoder, type ParquetRow, parquetSelect, type Format, type Slice } from './formats.ts';
+import {
+  binaryRecords,
+  copyStatement,
+  csvHeader,
+  csvRecords,
+  keysetSelect,
+  ParquetEncoder,
+  type ParquetRow,
+  parquetSelect,
+  type Format,
+  type Slice,
+  usesBinaryCopy,
+} from './formats.ts';
 
 /** Rows per PGlite keyset batch (NDJSON, CSV). */
 export const BATCH_ROWS = 10_000;
@@ -248,16 +259,12 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
       // The body ends only after COMMIT and the advisory unlock: a client that saw the end may
       // start its next export at once.
       const out = new PassThrough();
-      // CSV: COPY ends records with LF; RFC 4180 with CRLF (crlf.ts).
-      // Rows sent: CSV records less the header, counted by crlfRecords; NDJSON lines (JSON text
-      // holds no raw LF).
-      let records = 0;
-      const counted = (n: number) => {
-        records += n;
-        rows = Math.max(0, records - 1);
-      };
-      const source = req.format === 'csv' ? copy.pipe(crlfRecords(counted)) : copy;
-      if (req.format === 'ndjson') {
+      // A binary COPY's rows written as CSV records or NDJSON lines (binary-copy.ts), counted as
+      // written; learners' NDJSON lines counted (JSON text holds no raw LF).
+      const binary = usesBinaryCopy(req.name, req.format);
+      const source = binary ? copy.pipe(binaryRecords(req.name, req.format, (n) => (rows += n))) : copy;
+      if (binary) source.on('error', (err) => out.destroy(err));
+      else {
         source.on('data', (chunk: Buffer) => {
           for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) rows += 1;
         });
