@@ -181,6 +181,32 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
     }
   });
 
+  it('a failure before the first byte is an error answer without the export’s headers (no gzip-marked JSON, no attachment)', async () => {
+    // The COPY of activity results joins lessons: with lessons locked it waits after the snapshot
+    // is taken (the export has started) and before its first row, and is then cancelled.
+    const locker = await t.db.dedicatedClient!('svc-test-locker');
+    try {
+      await locker.query('begin; lock table lessons in access exclusive mode');
+      const answer = get(t, '/v1/exports/activity-results?format=csv', a.key, 'bearer', { 'accept-encoding': 'gzip' });
+      const waiting = `select count(*)::int as n from pg_stat_activity where application_name = 'svc-export' and wait_event_type = 'Lock' and query ilike 'copy%'`;
+      await expect.poll(async () => (await t.db.query<{ n: number }>(waiting))[0]!.n).toBe(1);
+      await t.db.query(`select pg_cancel_backend(pid) from pg_stat_activity where application_name = 'svc-export' and datname = current_database()`);
+      const res = await answer;
+      expect(res.status).toBeGreaterThanOrEqual(500);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect([res.headers.get('content-encoding'), res.headers.get('content-disposition'), res.headers.get('svc-consistent-through')]).toEqual([
+        null,
+        null,
+        null,
+      ]);
+      expect(await res.json()).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } });
+    } finally {
+      await locker.query('rollback').catch(() => {});
+      await locker.end();
+    }
+    await expect.poll(async () => (await exportBackends()).length).toBe(0);
+  });
+
   it('a failure after the first byte aborts the transfer in every format (no clean truncated file)', async () => {
     for (const format of ['ndjson', 'csv', 'parquet']) {
       const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key);

@@ -192,6 +192,15 @@ describe('GET /v1/exports/*', () => {
     await expectError(await get(t, '/v1/exports/progress?limit=5', a.key), 400, 'invalid_request');
     await expectError(await get(t, '/v1/exports/progress', a.key, 'bearer', { accept: 'application/json' }), 406, 'not_acceptable');
     await expectError(await get(t, '/v1/exports/progress?format=csv', a.key, 'bearer', { accept: 'image/png' }), 406, 'not_acceptable');
+    // `format` picks among what Accept allows: a format Accept refuses is 406, one it allows is served.
+    const refused = await get(t, '/v1/exports/progress?format=csv', a.key, 'bearer', { accept: 'application/x-ndjson' });
+    expect(refused.headers.get('vary')).toBe('Accept, Accept-Encoding');
+    await expectError(refused, 406, 'not_acceptable');
+    const allowed = await get(t, '/v1/exports/progress?format=csv', a.key, 'bearer', { accept: 'application/x-ndjson, text/*;q=0.1' });
+    expect([allowed.status, allowed.headers.get('content-type')]).toEqual([200, expect.stringMatching(/^text\/csv/)]);
+    await allowed.arrayBuffer();
+    // Identity refused and no coding we write accepted.
+    await expectError(await get(t, '/v1/exports/progress', a.key, 'bearer', { 'accept-encoding': 'br, identity;q=0' }), 406, 'not_acceptable');
     await expectError(await get(t, '/v1/exports/progress'), 401, 'unauthorized');
     // HEAD runs no export (no watermark taken).
     const head = await fetch(`${t.url}/v1/exports/progress?format=csv`, { method: 'HEAD', headers: { authorization: `Bearer ${a.key}` } });
@@ -207,9 +216,26 @@ describe('GET /v1/exports/*', () => {
     expect(negotiateFormat('text/csv;q=0.5, application/vnd.apache.parquet')).toBe('parquet');
     expect(negotiateFormat('application/x-ndjson;q=0, text/csv;q=0.1')).toBe('csv');
     expect(negotiateFormat('application/json')).toBeUndefined();
+    // The most specific range gives a format its q (RFC 9110 §12.5.1): a refusal beats a wildcard.
+    expect(negotiateFormat('application/x-ndjson;q=0, */*')).toBe('csv');
+    expect(negotiateFormat('application/x-ndjson;q=0, application/*')).toBe('parquet');
+    expect(negotiateFormat('text/csv;q=0, text/*')).toBeUndefined();
+    expect(negotiateFormat('application/x-ndjson;q=0.1, */*')).toBe('csv');
+    expect(negotiateFormat('text/csv; charset=utf-8')).toBe('csv');
+    // With `format`: that format unless Accept refuses it.
+    expect(negotiateFormat(undefined, 'parquet')).toBe('parquet');
+    expect(negotiateFormat('*/*', 'csv')).toBe('csv');
+    expect(negotiateFormat('application/x-ndjson', 'csv')).toBeUndefined();
+    expect(negotiateEncoding(undefined)).toBe('identity');
     expect(negotiateEncoding('gzip, deflate, br, zstd')).toBe('zstd');
     expect(negotiateEncoding('gzip, zstd;q=0')).toBe('gzip');
-    expect(negotiateEncoding('identity')).toBeUndefined();
+    expect(negotiateEncoding('zstd;q=0, *')).toBe('gzip');
+    expect(negotiateEncoding('gzip;q=1, zstd;q=0.1')).toBe('gzip');
+    expect(negotiateEncoding('x-gzip')).toBe('gzip');
+    expect(negotiateEncoding('gzip;q=0.5, identity')).toBe('identity');
+    expect(negotiateEncoding('identity')).toBe('identity');
+    expect(negotiateEncoding('br, identity;q=0')).toBeUndefined();
+    expect(negotiateEncoding('*;q=0')).toBeUndefined();
   });
 
   it('gzip and zstd round-trip to the same bytes', async () => {

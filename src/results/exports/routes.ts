@@ -5,12 +5,13 @@
  *
  * Registered by src/results/routes.ts inside the API-key context: the same key check, rate limit
  * (the request counts once), error body and RLS as the list endpoints. Query: `format`
- * (`ndjson` | `csv` | `parquet`; else the `Accept` header decides, NDJSON by default) and
+ * (`ndjson` | `csv` | `parquet`, which `Accept` may still refuse: 406; else the `Accept` header
+ * decides, NDJSON by default) and
  * `updated_since` (RFC 3339: only rows changed at or after it — give the previous export's
- * watermark). `Accept-Encoding`: zstd, else gzip, else identity.
+ * watermark). `Accept-Encoding`: as the client prefers, ties zstd, gzip, identity.
  *
  * Errors before the first row are the /v1 error body: 400 (unknown parameter, malformed
- * `updated_since` or `format`), 404 (unknown export), 406 (`Accept` names nothing we serve),
+ * `updated_since` or `format`), 404 (unknown export), 406 (`Accept` names nothing we serve, or refuses `format`; `Accept-Encoding` refuses every coding),
  * 429 with `Retry-After` (an export of this key is already running), 503. An error after the
  * first byte aborts the connection (no terminating chunk): every reader sees a failed transfer,
  * never a clean truncated file. Not bound by the list statement timeout (its own connection).
@@ -19,6 +20,7 @@ import { pipeline, type Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import client from '@prometheus-io/client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import Negotiator from 'negotiator';
 import { z } from 'zod';
 import type { Deps } from '../../deps.ts';
 import { ApiError } from '../../http/api-errors.ts';
@@ -66,51 +68,62 @@ const NDJSON_BODY = doc(z.string(), 'One JSON object a line: the list endpoint�
 const CSV_BODY = doc(z.string(), 'RFC 4180: a header row, nested values as JSON text, null as an empty cell.');
 const PARQUET_BODY = doc(z.string(), 'A Parquet file (timestamps INT64 TIMESTAMP(MICROS, UTC)).', { contentMediaType: 'application/vnd.apache.parquet' });
 
-/** Media type → format, and the ranges that allow each. */
+/** Media type → format. */
 const BY_TYPE = new Map(Object.entries(FORMATS).map(([f, t]) => [t, f as Format]));
 
 /**
- * The format an `Accept` header asks for (RFC 9110 §12.5.1): the acceptable type with the highest
- * q (ties: the order of FORMATS, NDJSON first); `*\/*` and `application/*` allow NDJSON, `text/*`
- * CSV. Undefined when nothing we serve is acceptable.
+ * The format an `Accept` header asks for (RFC 9110 §12.5.1, by negotiator: each format's q comes
+ * from the most specific range that matches it; the highest q wins, ties by the order of FORMATS,
+ * NDJSON first). No header: NDJSON. With `wanted` (the `format` query parameter): that format,
+ * unless `Accept` refuses it. Undefined when nothing acceptable is served (406).
  */
-export function negotiateFormat(accept: string | undefined): Format | undefined {
-  if (!accept?.trim()) return 'ndjson';
-  let best: { format: Format; q: number; rank: number } | undefined;
-  const order = Object.keys(FORMATS) as Format[];
-  for (const part of accept.split(',')) {
-    const [range, ...params] = part
-      .trim()
-      .toLowerCase()
-      .split(';')
-      .map((s) => s.trim());
-    if (!range) continue;
-    const qParam = params.find((p) => p.startsWith('q='));
-    const q = qParam ? Number(qParam.slice(2)) : 1;
-    if (!(q > 0)) continue;
-    const format = range === '*/*' || range === 'application/*' ? 'ndjson' : range === 'text/*' ? 'csv' : BY_TYPE.get(range as (typeof FORMATS)[Format]);
-    if (!format) continue;
-    const rank = order.indexOf(format);
-    if (!best || q > best.q || (q === best.q && rank < best.rank)) best = { format, q, rank };
-  }
-  return best?.format;
+export function negotiateFormat(accept: string | undefined, wanted?: Format): Format | undefined {
+  if (!accept?.trim()) return wanted ?? 'ndjson';
+  // Media-type parameters other than q are dropped: `text/csv; charset=utf-8` asks for our CSV
+  // (negotiator would require our type to carry the same parameters).
+  const ranges = accept
+    .split(',')
+    .map((range) => {
+      const [type, ...params] = range.split(';');
+      return [type, ...params.filter((p) => /^\s*q\s*=/i.test(p))].join(';');
+    })
+    .join(',');
+  const types = new Negotiator({ headers: { accept: ranges } }).mediaTypes(wanted ? [FORMATS[wanted]] : Object.values(FORMATS));
+  return types[0] === undefined ? undefined : BY_TYPE.get(types[0] as (typeof FORMATS)[Format]);
 }
 
-/** The coding to use for an `Accept-Encoding` header: zstd, else gzip, else none (q=0 refuses). */
-export function negotiateEncoding(header: string | undefined): 'zstd' | 'gzip' | undefined {
-  if (!header) return undefined;
-  const ok = new Set<string>();
-  for (const part of header.toLowerCase().split(',')) {
-    const [coding, ...params] = part
-      .trim()
-      .split(';')
-      .map((s) => s.trim());
-    const q = params.find((p) => p.startsWith('q='));
-    if (coding && !(q && !(Number(q.slice(2)) > 0))) ok.add(coding);
-  }
-  if ((ok.has('zstd') || ok.has('*')) && typeof zlib.createZstdCompress === 'function') return 'zstd';
-  if (ok.has('gzip') || ok.has('*')) return 'gzip';
-  return undefined;
+/** The codings we can write, in our order of preference for ties. */
+const CODINGS = typeof zlib.createZstdCompress === 'function' ? ['zstd', 'gzip', 'identity'] : ['gzip', 'identity'];
+
+/**
+ * The coding for an `Accept-Encoding` header (RFC 9110 §12.5.3, by negotiator: an explicit entry's
+ * q, else `*`'s; q=0 refuses; identity is acceptable unless refused): the highest q, ties zstd,
+ * gzip, identity. No header: identity. `'identity'` for no coding; undefined when identity is
+ * refused and nothing else is acceptable (406).
+ */
+export function negotiateEncoding(header: string | undefined): 'zstd' | 'gzip' | 'identity' | undefined {
+  if (!header?.trim()) return 'identity';
+  const [best] = new Negotiator({ headers: { 'accept-encoding': header.replace(/\bx-gzip\b/gi, 'gzip') } }).encodings(CODINGS, { preferred: CODINGS });
+  return best as 'zstd' | 'gzip' | 'identity' | undefined;
+}
+
+/**
+ * Resolves once `body` has its first bytes to send (or has ended), rejects with its error if it
+ * fails before: a failure before the first row is then an error answer with the API's error body
+ * and none of the export's headers (a compressor would otherwise hold the first bytes back and the
+ * error would go out as `Content-Encoding: gzip`).
+ */
+function started(body: Readable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const settle = (err?: Error) => {
+      body.off('readable', ok).off('error', settle).off('close', closed);
+      if (err) reject(err);
+      else resolve();
+    };
+    const ok = () => settle();
+    const closed = () => settle(new Error('export: the body closed before its first bytes'));
+    body.on('readable', ok).on('error', settle).on('close', closed);
+  });
 }
 
 const DOCS: Record<ExportName, string> = {
@@ -127,11 +140,18 @@ const errorJson = (description: string) => ({ description, content: { 'applicati
 export async function registerExports(api: FastifyInstance, deps: Deps, errors: Record<number, unknown>): Promise<void> {
   const handler = (name: ExportName) => async (req: FastifyRequest, reply: FastifyReply) => {
     const query = req.query as z.output<typeof EXPORT_QUERY>;
-    const format = query.format ?? negotiateFormat(req.headers.accept);
-    if (!format) throw new ApiError('not_acceptable', 'Accept: exports are application/x-ndjson, text/csv or application/vnd.apache.parquet');
-    if (query.format && req.headers.accept && negotiateFormat(req.headers.accept) === undefined) {
-      throw new ApiError('not_acceptable', `Accept does not allow ${FORMATS[query.format]} (format=${query.format})`);
+    reply.header('vary', 'Accept, Accept-Encoding');
+    const format = negotiateFormat(req.headers.accept, query.format);
+    if (!format) {
+      throw new ApiError(
+        'not_acceptable',
+        query.format
+          ? `Accept does not allow ${FORMATS[query.format]} (format=${query.format})`
+          : 'Accept: exports are application/x-ndjson, text/csv or application/vnd.apache.parquet',
+      );
     }
+    const coding = negotiateEncoding(req.headers['accept-encoding']);
+    if (!coding) throw new ApiError('not_acceptable', 'Accept-Encoding: exports are sent as zstd, gzip or identity, and all three are refused');
     // HEAD: the headers of the format, without running an export (no watermark: none was taken).
     if (req.method === 'HEAD') return reply.type(FORMATS[format]).header('cache-control', 'private, no-store').send('');
     const key = keyOf(req);
@@ -145,9 +165,21 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
       }
       throw err;
     }
-    const coding = negotiateEncoding(req.headers['accept-encoding']);
+    let failed = false;
+    reply.raw.once('close', () => {
+      const outcome = reply.raw.writableFinished && !failed ? 'completed' : 'aborted';
+      exportsTotal.inc({ export: name, format, outcome });
+      exportRows.inc({ export: name, format }, running.rows());
+      if (outcome === 'aborted') running.body.destroy();
+    });
+    try {
+      await started(running.body);
+    } catch (err) {
+      failed = true;
+      throw err;
+    }
     let body: Readable = running.body;
-    if (coding) {
+    if (coding !== 'identity') {
       // The fastest levels: at the defaults (zstd 3, gzip 6) compressing 1M NDJSON rows took ~5 s
       // of CPU, more than PostgreSQL writing them (bench/README.md "Streaming exports").
       const compress =
@@ -157,16 +189,9 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
       body = pipeline(running.body, compress, () => {});
       reply.header('content-encoding', coding);
     }
-    reply.raw.once('close', () => {
-      const outcome = reply.raw.writableFinished ? 'completed' : 'aborted';
-      exportsTotal.inc({ export: name, format, outcome });
-      exportRows.inc({ export: name, format }, running.rows());
-      if (outcome === 'aborted') running.body.destroy();
-    });
     const ext = format === 'ndjson' ? 'ndjson' : format;
     return reply
       .type(FORMATS[format])
-      .header('vary', 'Accept, Accept-Encoding')
       .header('cache-control', 'private, no-store')
       .header('svc-consistent-through', running.watermark)
       .header('content-disposition', `attachment; filename="${name}.${ext}"`)

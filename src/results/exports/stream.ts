@@ -70,7 +70,8 @@ export interface RunningExport {
 const HORIZON_SQL = `select case when isfinite(h) then ${rfc3339('h')} end as horizon
 from (select svc.results_sync_horizon() as h) x`;
 
-const noHorizon = () => new ApiError('unavailable', 'a transaction that hides its start is writing: no consistent watermark can be given now; retry shortly');
+const noHorizon = () =>
+  new ApiError('unavailable', 'a transaction that hides its start is writing: no consistent watermark can be given now; retry shortly', undefined, 1);
 
 /** Snapshots taken, at most, to find one that is exact (see `openSnapshot`), a pause of up to 5 ms between. */
 const SNAPSHOT_TRIES = 50;
@@ -102,7 +103,9 @@ async function openSnapshot(client: import('pg').Client, req: ExportRequest): Pr
     const horizon = (await client.query<{ horizon: string | null }>(HORIZON_SQL)).rows[0]?.horizon;
     if (!horizon) throw noHorizon();
     await client.query('begin isolation level repeatable read, read only');
-    await client.query(`set local statement_timeout = 0`);
+    // Neither the lists' statement timeout nor an operator's idle-in-transaction timeout applies:
+    // a Parquet export is idle in its transaction between fetches while the client reads.
+    await client.query('set local statement_timeout = 0; set local idle_in_transaction_session_timeout = 0');
     await client.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
     const [o] = (await client.query<{ overlap: boolean }>(overlapSql(req.name), [req.tenantId, horizon])).rows;
     if (!o?.overlap || attempt === SNAPSHOT_TRIES) return horizon;
@@ -221,14 +224,14 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
   client.on('error', () => {});
   let rows = 0;
   let ended = false;
-  const pid = (client as unknown as { processID: number }).processID;
+  // The backend's own pid (behind a pooler, the protocol's BackendKeyData pid is the pooler's).
+  let pid: number | undefined;
   /** Cancel the backend's query (from the pool) and drop the connection: the client left or failed. */
   const abort = () => {
     if (ended) return;
     ended = true;
     release();
-    void db
-      .query('select pg_cancel_backend($1)', [pid])
+    void (pid === undefined ? Promise.resolve() : db.query('select pg_cancel_backend($1)', [pid]))
       .catch(() => {})
       .finally(() => void client.end().catch(() => {}));
   };
@@ -239,7 +242,12 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
     void client.end().catch(() => {});
   };
   try {
-    const [lock] = (await client.query<{ ok: boolean }>(`select pg_try_advisory_lock(hashtextextended('svc-export:' || $1, 0)) as ok`, [req.keyId])).rows;
+    const [lock] = (
+      await client.query<{ ok: boolean; pid: number }>(`select pg_try_advisory_lock(hashtextextended('svc-export:' || $1, 0)) as ok, pg_backend_pid() as pid`, [
+        req.keyId,
+      ])
+    ).rows;
+    pid = lock?.pid;
     if (!lock?.ok) throw busy();
     const horizon = await openSnapshot(client, req);
     const slice: Slice = { tenantId: req.tenantId, horizon, since: req.since };
