@@ -113,6 +113,11 @@ export interface ResultsConfig {
   keyCacheTtlMs: number;
   /** Milliseconds between writes of the keys' `last_used_at` (one batched UPDATE, not one per request). */
   keyUsageFlushMs: number;
+  /**
+   * Exports running at once in this process, across all keys (each holds a database connection of
+   * its own outside the pool on PostgreSQL); one more is refused with 503 and `Retry-After`.
+   */
+  exportsMax: number;
 }
 
 /**
@@ -259,6 +264,7 @@ export function resultsSection(e: Env): ResultsConfig {
     rateLimit: { max: e.SVC_RATE_LIMIT, windowMs: e.SVC_RATE_LIMIT_WINDOW * 1000 },
     keyCacheTtlMs: e.SVC_API_KEY_CACHE_TTL_MS,
     keyUsageFlushMs: e.SVC_API_KEY_USAGE_FLUSH_MS,
+    exportsMax: e.SVC_EXPORTS_MAX,
   };
 }
 

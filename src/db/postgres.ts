@@ -183,7 +183,12 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Db {
     listen: (channel, onNotify, onListen) => listen(connection, channel, onNotify, onListen),
     async dedicatedClient(applicationName: string) {
       const { statement_timeout: _s, query_timeout: _q, ...rest } = connection;
-      const client = new pg.Client({ ...rest, application_name: applicationName });
+      // As the pool's: a server that does not answer fails the connect within the acquire bound.
+      const client = new pg.Client({
+        ...rest,
+        application_name: applicationName,
+        connectionTimeoutMillis: options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
+      });
       try {
         await client.connect();
       } catch (err) {

@@ -48,7 +48,7 @@ const HEADERS = {
   'RateLimit-Reset': header('Seconds until the window resets.', { type: 'integer' }),
   'Retry-After': header('Seconds to wait before retrying.', { type: 'integer' }),
   Link: header('`<url>; rel="next"` when another page follows.', { type: 'string' }),
-  'Svc-Consistent-Through': header('On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body.', {
+  'Svc-Consistent-Through': header('On feed pages (`updated_since`, and /v1/deletions), as `consistent_through` in the body, and on exports: the watermark.', {
     type: 'string',
     format: 'date-time',
   }),
@@ -130,6 +130,11 @@ progress are held back until it commits, so none is skipped. Feed pages carry a 
 header \`Svc-Consistent-Through\`): every change committed at or before it has been returned or comes at a later
 cursor; start the next sync there. The created order is a listing, not a feed: sync with \`updated_since\`.
 
+**Exports**: \`GET /v1/exports/{activity-results|artifacts|progress|learners|deletions}\` streams every row of the
+tenant in one answer (NDJSON, CSV or Parquet by \`format\` or \`Accept\`; zstd or gzip by \`Accept-Encoding\`) from
+one snapshot whose watermark is the \`Svc-Consistent-Through\` header: pass it as \`updated_since\` next time. One
+export at a time per key (429 with \`Retry-After\`).
+
 **Deletions**: \`GET /v1/deletions\` lists tombstones (\`{resource, id, deleted_at}\`) of results, artifacts, progress
 rows, learners and content removed from the tenant; a sync consumer drops what it lists.
 
@@ -151,7 +156,10 @@ export async function registerOpenApi(app: FastifyInstance, deps: Deps): Promise
         description: DESCRIPTION,
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
-      tags: [{ name: 'results', description: 'Results, progress, artifacts, learners, content outlines and tombstones of one tenant' }],
+      tags: [
+        { name: 'results', description: 'Results, progress, artifacts, learners, content outlines and tombstones of one tenant' },
+        { name: 'exports', description: 'Every row of one tenant in one streamed answer, from one snapshot' },
+      ],
       components: {
         securitySchemes: {
           bearerKey: { type: 'http', scheme: 'bearer', description: 'The API key: `Authorization: Bearer svc_…`' },

@@ -99,9 +99,12 @@ const ERRORS = {
   400: json('`invalid_request`: a parameter is unknown, repeated or malformed (the message names it), or the cursor is not ours.', ErrorBody),
   401: json('`unauthorized`: no API key, or a malformed, unknown or revoked one.', ErrorBody),
   404: json('`not_found`: no such object in the key’s tenant (also for another tenant’s id), or no such path.', ErrorBody),
-  429: json('`rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds.', ErrorBody),
+  429: json('`rate_limited`: the key’s rate limit is spent, or (exports) an export of this key is running; retry after `Retry-After` seconds.', ErrorBody),
   500: json('`internal_error`: something failed on our side; quote `request_id`.', ErrorBody),
-  503: json('`unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds.', ErrorBody),
+  503: json(
+    '`unavailable`: the service cannot reach its database right now (or, exports, runs its most at once); retry after `Retry-After` seconds.',
+    ErrorBody,
+  ),
 };
 const SECURITY: { [scheme: string]: string[] }[] = [{ bearerKey: [] }, { headerKey: [] }];
 

@@ -3,7 +3,10 @@
  * statements (one round trip each once prepared, no re-parsing), and values come and go as the
  * embedded backend's do (src/db/types.ts).
  */
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { DbUnavailableError } from '../../src/db/errors.ts';
+import { openPostgres } from '../../src/db/postgres.ts';
 import { backend, useFreshDb } from '../helpers/harness.ts';
 
 describe.skipIf(backend !== 'postgres')('postgres.js backend', () => {
@@ -34,5 +37,21 @@ describe.skipIf(backend !== 'postgres')('postgres.js backend', () => {
       return tx.query<{ n: number }>('select count(*)::int as n from t_exec');
     });
     expect(n).toEqual([{ n: 2 }]);
+  });
+
+  it('a dedicated connection (an export’s) to a server that never answers fails within the acquire bound', async () => {
+    // A peer that accepts the TCP connection and says nothing: a frozen host, a half-open proxy.
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const db = openPostgres(`postgres://svc@127.0.0.1:${(silent.address() as AddressInfo).port}/svc`, { acquireTimeoutMs: 300 });
+    try {
+      // Without the bound it would wait for an answer forever (this test's timeout fails it).
+      await expect(db.dedicatedClient!('svc-export')).rejects.toBeInstanceOf(DbUnavailableError);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+      await db.close();
+    }
   });
 });

@@ -2,11 +2,15 @@
  * The typed client and the CLI on the exports (issue #24): `exportStream()` yields the list's
  * typed rows and the watermark; `sync()` without a checkpoint pulls through one export, then
  * follows the feed from its watermark (one request for the full pull, exactly the database's rows
- * after later changes); `svc-results export` writes ndjson, csv and parquet from the stream; a
- * failure mid-stream is an error, not a short file.
+ * after later changes); `svc-results export` writes ndjson, csv and parquet from the stream, the
+ * tombstones too, and `--resume` does not write a finished export again; a failure mid-stream is
+ * an error, not a short file (the CLI leaves no file at `--out`).
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -144,7 +148,44 @@ describe('sync()', () => {
 });
 
 describe('svc-results export (stream)', () => {
-  const run = (args: string[]) => promisify(execFile)(process.execPath, [CLI, ...args], { env: { ...process.env, SVC_BASE_URL: t.url, SVC_API_KEY: a.key } });
+  const run = (args: string[], baseUrl = t.url) =>
+    promisify(execFile)(process.execPath, [CLI, ...args], { env: { ...process.env, SVC_BASE_URL: baseUrl, SVC_API_KEY: a.key } });
+
+  it('--resume after a finished stream writes nothing again and gives the next --updated-since', async () => {
+    const out = join(tmp, 'again.ndjson');
+    await run(['export', 'progress', '--format', 'ndjson', '--out', out]);
+    const first = await readFile(out);
+    const { stderr } = await run(['export', 'progress', '--format', 'ndjson', '--out', out, '--resume']);
+    expect(stderr).toMatch(/already complete .* --updated-since \S+Z/);
+    expect(await readFile(out)).toEqual(first);
+    // The watermark it printed gives the tombstones since, from the stream.
+    const since = stderr.match(/--updated-since (\S+Z)/)![1]!;
+    const gone = join(tmp, 'deletions.ndjson');
+    await run(['export', 'deletions', '--format', 'ndjson', '--updated-since', since, '--out', gone]);
+    expect(await readFile(gone, 'utf8')).toBe('');
+  });
+
+  it('a stream cut mid-way exits 1 and leaves no file at --out (nor a .partial)', async () => {
+    // A peer that answers like the service, then drops the connection mid-body (a network failure).
+    const cutter = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'svc-consistent-through': '2026-11-27T00:00:00.000000Z' });
+      res.write('{"id" : "1"}\n{"id" : "2"}\n');
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    await new Promise<void>((resolve) => cutter.listen(0, '127.0.0.1', resolve));
+    try {
+      const out = join(tmp, 'cut.ndjson');
+      const failed = await run(
+        ['export', 'activity-results', '--format', 'ndjson', '--out', out],
+        `http://127.0.0.1:${(cutter.address() as AddressInfo).port}`,
+      ).catch((e: { code: number; stderr: string }) => e);
+      expect((failed as { code: number }).code).toBe(1);
+      expect([existsSync(out), existsSync(`${out}.partial`)]).toEqual([false, false]);
+    } finally {
+      cutter.closeAllConnections();
+      await new Promise((resolve) => cutter.close(resolve));
+    }
+  });
 
   it('writes ndjson, csv and parquet from the stream', async () => {
     const ids = await dbIds(a.id);

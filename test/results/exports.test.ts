@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { COLUMNS, EXPORTS } from '../../src/results/exports/columns.ts';
 import { registry } from '../../src/telemetry/metrics.ts';
 import { negotiateEncoding, negotiateFormat } from '../../src/results/exports/routes.ts';
-import { useApp, useFixture } from '../helpers/harness.ts';
+import { startApp, testConfig, useApp, useFixture } from '../helpers/harness.ts';
 import { arrayBufferOf, bulkResults, bytes, parquetCompressors } from './exports-fixtures.ts';
 import { expectError, get, getJson, newResult, newUser, seedTenant } from './fixtures.ts';
 
@@ -207,6 +207,12 @@ describe('GET /v1/exports/*', () => {
     expect(head.status).toBe(200);
     expect(head.headers.get('content-type')).toMatch(/^text\/csv/);
     expect(head.headers.get('svc-consistent-through')).toBeNull();
+    // The GET's headers but the watermark; no Content-Length (the GET's is unknown, not 0).
+    expect([head.headers.get('content-length'), head.headers.get('content-disposition'), head.headers.get('vary')]).toEqual([
+      null,
+      'attachment; filename="progress.csv"',
+      'Accept, Accept-Encoding',
+    ]);
   });
 
   it('negotiation: Accept q-values and wildcards; Accept-Encoding zstd, gzip, q=0', () => {
@@ -300,6 +306,41 @@ describe('GET /v1/exports/*', () => {
     const [{ n }] = await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id]);
     expect(all.rows.length).toBe(n);
     expect(new Set(all.rows.map((r) => r.id)).size).toBe(n);
+  });
+
+  it('at most SVC_EXPORTS_MAX exports at once in a process, all keys together: one more is 503 with Retry-After', async () => {
+    const [{ n }] = await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id]);
+    if (n < 30_000) await bulkResults(t.db, a.activityIds[2]!, 30_000);
+    const capped = await startApp({ results: { ...testConfig().results, exportsMax: 1 } }, { db: t.db });
+    const other = await t.op('key.create', { tenant: a.slug, name: 'capped' });
+    const { request } = await import('node:http');
+    let held: import('node:http').ClientRequest | undefined;
+    try {
+      held = await new Promise<import('node:http').ClientRequest>((resolve, reject) => {
+        const req = request(`${capped.url}/v1/exports/activity-results`, { headers: { authorization: `Bearer ${a.key}` } }, (res) => {
+          res.once('data', () => {
+            res.pause();
+            resolve(req);
+          });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      const refused = await get(capped, '/v1/exports/progress', other.key);
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      await expectError(refused, 503, 'unavailable');
+      held.destroy();
+      await expect
+        .poll(async () => {
+          const res = await get(capped, '/v1/exports/progress', other.key);
+          await res.arrayBuffer();
+          return res.status;
+        })
+        .toBe(200);
+    } finally {
+      held?.destroy();
+      await capped.close();
+    }
   });
 
   it('writes during an export: each row at most once, none after the watermark, and the next pull has every change', async () => {

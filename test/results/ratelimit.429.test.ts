@@ -5,7 +5,7 @@
  * 127.0.0.1:6379 here; the Redis part is skipped, with a message, when it is not reachable).
  */
 import { describe, expect, it } from 'vitest';
-import { startApp, useApp, useFixture } from '../helpers/harness.ts';
+import { startApp, testConfig, useApp, useFixture } from '../helpers/harness.ts';
 import { expectError, get, getJson, seedTenant } from './fixtures.ts';
 import { REDIS_URL, redisReachable } from '../helpers/redis.ts';
 
@@ -13,7 +13,9 @@ const redisUp = await redisReachable();
 if (!redisUp) console.warn(`ratelimit.429: Redis is not reachable at ${REDIS_URL}; the cross-process tests are skipped`);
 
 const LIMIT = 3;
-const t = useApp(() => startApp({ results: { rateLimit: { max: LIMIT, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 } }));
+const t = useApp(() =>
+  startApp({ results: { ...testConfig().results, rateLimit: { max: LIMIT, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 } }),
+);
 const a = useFixture(() => seedTenant(t, 'alpha'));
 
 const headers = (res: Response) => ({
@@ -78,7 +80,7 @@ describe('per-key limit (in memory)', () => {
 
 describe.skipIf(!redisUp)('shared through Redis (REDIS_URL)', () => {
   // Two app instances on one database and one Redis, like two processes behind a load balancer.
-  const results = { rateLimit: { max: 4, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 };
+  const results = { ...testConfig().results, rateLimit: { max: 4, windowMs: 60_000 }, keyCacheTtlMs: 1000, keyUsageFlushMs: 5000 };
   const one = useApp(() => startApp({ redisUrl: REDIS_URL, results }, { db: t.db }));
   const other = useApp(() => startApp({ redisUrl: REDIS_URL, results }, { db: t.db }));
 

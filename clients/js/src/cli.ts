@@ -1,7 +1,7 @@
 /**
  * `svc-results`, the analysts' command of the Results API client (commander):
  *
- *   svc-results export <activity-results|progress|artifacts|learners> --format csv|ndjson|jsonl|parquet
+ *   svc-results export <activity-results|progress|artifacts|learners|deletions> --format csv|ndjson|jsonl|parquet
  *               [--updated-since <RFC 3339>] [--out <file>] [--resume] [--base-url <url>] [--limit <n>]
  *
  * The API key comes from `SVC_API_KEY`, the service's address from `--base-url` or `SVC_BASE_URL`.
@@ -11,19 +11,21 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { createResultsClient, ResultsApiError } from './index.ts';
 import { runExport, type ExportFormat } from './export.ts';
 
-const RESOURCES = ['activity-results', 'progress', 'artifacts', 'learners'] as const;
+const RESOURCES = ['activity-results', 'progress', 'artifacts', 'learners', 'deletions'] as const;
 // Without --limit the rows come from one streamed export (/v1/exports/*); with it, page by page.
 
 const program = new Command('svc-results').description('Export data of the learning-content service’s Results API').showHelpAfterError();
 
 program
   .command('export')
-  .description('write every row of a list (or those changed since an instant) as CSV or JSON Lines')
-  .addArgument(program.createArgument('<resource>', 'what to export').choices(RESOURCES))
-  .addOption(new Option('--format <format>', 'output format (jsonl = ndjson)').choices(['csv', 'ndjson', 'jsonl', 'parquet']).makeOptionMandatory())
+  .description('write every row of a list (or those changed since an instant) as CSV, JSON Lines or Parquet')
+  .addArgument(program.createArgument('<resource>', 'what to export (deletions: the tombstones, with --updated-since)').choices(RESOURCES))
+  .addOption(
+    new Option('--format <format>', 'output format (jsonl = ndjson; parquet needs --out)').choices(['csv', 'ndjson', 'jsonl', 'parquet']).makeOptionMandatory(),
+  )
   .option('--updated-since <instant>', 'only rows created or changed at or after this RFC 3339 instant')
-  .option('--out <file>', 'write to this file (default: stdout)')
-  .option('--resume', 'continue an interrupted export into --out')
+  .option('--out <file>', 'write to this file, once whole (default: stdout)')
+  .option('--resume', 'continue an interrupted paged (--limit) export into --out; an interrupted stream starts over')
   .option('--base-url <url>', 'the service’s address (default: SVC_BASE_URL)')
   .option('--limit <n>', 'read the paged feed, n rows per request (1–200) instead of the stream', (v: string) => {
     if (!/^[1-9]\d*$/.test(v) || Number(v) > 200) throw new InvalidArgumentError('an integer from 1 to 200');

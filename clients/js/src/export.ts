@@ -1,26 +1,34 @@
 /**
  * `svc-results export <resource>`: write every row of a results list changed since an instant
- * (default: all of them) to a file or stdout as CSV or JSON Lines, through the client's `sync()`.
+ * (default: all of them) to a file or stdout as CSV, JSON Lines or Parquet.
  *
- * Rows are taken from the `updated_since` feed, so an export ends at the service's watermark,
- * printed on stderr as the `--updated-since` of the next incremental export. CSV: one column per
- * field of the API object in its order, arrays and objects as JSON text, null as an empty cell
- * (csv-stringify quotes as RFC 4180 wants).
+ * By default the bytes come from one streamed export (`/v1/exports/{resource}`: the service's own
+ * CSV, NDJSON or Parquet, one snapshot), written to `<out>.partial` and renamed to `--out` only
+ * when the whole answer arrived: a failed export never leaves a file that looks complete. The
+ * watermark is printed on stderr as the `--updated-since` of the next incremental export.
  *
- * Resuming (`--resume`, needs `--out`): after each page the output is flushed and
- * `<out>.checkpoint.json` records the sync checkpoint and the output's byte length. A resumed
- * export truncates the output to that length (dropping a page half-written when it was killed),
- * then continues from the checkpoint: no row is lost or written twice.
+ * With `--limit` the rows are read page by page from the `updated_since` feed (client `sync()`),
+ * and written as the service writes them: CSV one column per field of the API object in its
+ * order, arrays and objects as JSON text, null as an empty cell and the empty string as `""`,
+ * records ending CRLF (RFC 4180); JSON Lines one object a line.
+ *
+ * Resuming (`--resume`, needs `--out`): a paged export is continued — after each page the output
+ * is flushed and `<out>.checkpoint.json` records the sync checkpoint and the output's byte length;
+ * a resumed export truncates the output to that length (dropping a page half-written when it was
+ * killed), then continues from the checkpoint: no row is lost or written twice. A streamed export
+ * has no positions: an interrupted one starts over; a finished one is not written again (the
+ * command says so and gives the `--updated-since` for the rows changed since).
  */
 import { stringify } from 'csv-stringify/sync';
-import { open, readFile, rename, writeFile, type FileHandle } from 'node:fs/promises';
-import type { ResultsClient, SyncCheckpoint, SyncResource } from './index.ts';
+import { open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import type { ExportResource, ResultsClient, SyncCheckpoint, SyncResource } from './index.ts';
 
 /** `jsonl` is `ndjson` (the same bytes). */
 export type ExportFormat = 'csv' | 'jsonl' | 'ndjson' | 'parquet';
 
 export interface ExportOptions {
-  resource: SyncResource;
+  /** `deletions` (the tombstones) comes from the stream only. */
+  resource: ExportResource;
   format: ExportFormat;
   /** RFC 3339; rows changed at or after it (default: every row). */
   updatedSince?: string;
@@ -36,13 +44,18 @@ export interface ExportOptions {
 interface ExportState {
   /** True while a streamed export is under way (it restarts on --resume). */
   stream?: boolean;
+  /** True once a streamed export ended whole (`checkpoint` then holds its watermark). */
+  done?: boolean;
   checkpoint: SyncCheckpoint;
   bytes: number;
   rows: number;
   columns: string[] | null;
 }
 
-const cell = (value: unknown) => (value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : value);
+/** A CSV cell as the service writes it: null stays null (an empty cell), arrays and objects as JSON text. */
+const cell = (value: unknown) => (value === null || value === undefined ? null : typeof value === 'object' ? JSON.stringify(value) : value);
+/** csv-stringify as the service's CSV: the empty string quoted (null is an empty cell), records ending CRLF. */
+const csv = (rows: unknown[][]) => stringify(rows, { quoted_match: /^$/, record_delimiter: 'windows' });
 
 /** Run one export; resolves with the rows written and the watermark to start the next one at. */
 export async function runExport(client: ResultsClient, options: ExportOptions): Promise<{ rows: number; consistentThrough: string | null }> {
@@ -58,15 +71,26 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
       state = undefined; // nothing to resume: start afresh
     }
   }
+  if (state?.done) {
+    const since = state.checkpoint.rows.since;
+    progress(
+      `svc-results: ${options.resource}: ${options.out} is already complete (${state.rows} rows, consistent through ${since})` +
+        ` — for the rows changed since: --updated-since ${since} into another file`,
+    );
+    return { rows: state.rows, consistentThrough: since };
+  }
+  // An interrupted stream has no positions: it starts over (as a stream, or page by page with --limit).
+  if (state?.stream) state = undefined;
   // A page-by-page export under way (or asked for with --limit) continues page by page; else the
-  // stream of /v1/exports (an interrupted stream is started over by --resume: it has no positions).
-  if (!(state && !state.stream) && options.limit === undefined) {
+  // stream of /v1/exports.
+  if (!state && options.limit === undefined) {
     if (options.format === 'parquet' && !options.out) throw new Error('parquet needs --out (a binary file)');
     return streamExport(client, options, progress, stateFile);
   }
   if (options.format === 'parquet') throw new Error('parquet comes from the stream only: drop --limit');
+  if (options.resource === 'deletions') throw new Error('deletions come from the stream only: drop --limit');
   const initial: SyncCheckpoint = {
-    resource: options.resource,
+    resource: options.resource as SyncResource,
     deletions: { since: null, cursor: null },
     rows: { since: options.updatedSince ?? null, cursor: null },
   };
@@ -95,7 +119,7 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
   let lastReport = 0;
   try {
     let chunk = '';
-    for await (const event of client.sync(options.resource, { checkpoint: state.checkpoint, limit: options.limit, tombstones: false })) {
+    for await (const event of client.sync(options.resource as SyncResource, { checkpoint: state.checkpoint, limit: options.limit, tombstones: false })) {
       if (event.type === 'upsert') {
         const row = event.row as Record<string, unknown>;
         if (options.format !== 'csv') {
@@ -103,9 +127,9 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
         } else {
           if (!state.columns) {
             state.columns = Object.keys(row);
-            chunk += stringify([state.columns]);
+            chunk += csv([state.columns]);
           }
-          chunk += stringify([state.columns.map((c) => cell(row[c]))]);
+          chunk += csv([state.columns.map((c) => cell(row[c]))]);
         }
         state.rows += 1;
       } else if (event.type === 'checkpoint') {
@@ -143,10 +167,12 @@ async function streamExport(
   const format = options.format === 'jsonl' ? 'ndjson' : options.format;
   const { watermark, body } = await client.exportRaw(options.resource, { format, updatedSince: options.updatedSince });
   if (stateFile) await writeFile(stateFile, JSON.stringify({ stream: true, checkpoint: null, bytes: 0, rows: 0, columns: null }));
-  const file = options.out ? await open(options.out, 'w') : undefined;
+  const partial = options.out ? `${options.out}.partial` : undefined;
+  const file = partial ? await open(partial, 'w') : undefined;
   let lines = 0;
   let bytes = 0;
   let lastReport = Date.now();
+  let whole = false;
   try {
     for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
       if (file) await file.write(chunk);
@@ -159,12 +185,19 @@ async function streamExport(
       }
     }
     await file?.sync();
+    whole = true;
   } finally {
     await file?.close();
+    if (partial && !whole) await rm(partial, { force: true });
   }
+  if (partial) await rename(partial, options.out!);
   const rows = format === 'csv' ? Math.max(0, lines - 1) : format === 'ndjson' ? lines : 0;
   if (stateFile) {
-    const rowsState: SyncCheckpoint = { resource: options.resource, deletions: { since: watermark, cursor: null }, rows: { since: watermark, cursor: null } };
+    const rowsState: SyncCheckpoint = {
+      resource: options.resource as SyncResource,
+      deletions: { since: watermark, cursor: null },
+      rows: { since: watermark, cursor: null },
+    };
     await writeFile(`${stateFile}.tmp`, JSON.stringify({ stream: false, done: true, checkpoint: rowsState, bytes, rows, columns: null }));
     await rename(`${stateFile}.tmp`, stateFile);
   }

@@ -138,6 +138,8 @@ export type ExportFormat = 'ndjson' | 'csv' | 'parquet';
 export interface ExportStream<R extends ExportResource> extends AsyncIterable<ExportRow<R>> {
   /** Continue with `updatedSince: watermark` (null while a writer hides its start). */
   readonly watermark: string | null;
+  /** Stop without reading the rows (the service ends its query and frees the key's export). */
+  cancel(): Promise<void>;
 }
 
 const RETRYABLE = new Set([429, 503]);
@@ -287,6 +289,7 @@ export class ResultsClient {
     const { watermark, body } = await this.exportRaw(resource, { ...options, format: 'ndjson' });
     return {
       watermark,
+      cancel: () => body.cancel(),
       async *[Symbol.asyncIterator]() {
         const decoder = new TextDecoder();
         let rest = '';
@@ -328,6 +331,8 @@ export class ResultsClient {
         cp.rows = { since: stream.watermark, cursor: null };
         cp.deletions = { since: stream.watermark, cursor: null };
         yield { type: 'checkpoint', checkpoint: structuredClone(cp) };
+      } else {
+        await stream?.cancel(); // no watermark to continue from (a proxy dropped it?): the feed instead
       }
     }
     // 1. Tombstones: a row deleted and then re-created (a progress row) must be re-created after.

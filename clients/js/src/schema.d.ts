@@ -655,7 +655,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `rate_limited`: the key’s rate limit is spent; retry after `Retry-After` seconds. */
+        /** @description `rate_limited`: the key’s rate limit is spent, or (exports) an export of this key is running; retry after `Retry-After` seconds. */
         RateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -682,7 +682,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `unavailable`: the service cannot reach its database right now; retry after `Retry-After` seconds. */
+        /** @description `unavailable`: the service cannot reach its database right now (or, exports, runs its most at once); retry after `Retry-After` seconds. */
         Unavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -712,7 +712,7 @@ export interface components {
         "Retry-After": number;
         /** @description `<url>; rel="next"` when another page follows. */
         Link: string;
-        /** @description On feed pages (`updated_since`, and /v1/deletions): the watermark, as `consistent_through` in the body. */
+        /** @description On feed pages (`updated_since`, and /v1/deletions), as `consistent_through` in the body, and on exports: the watermark. */
         "Svc-Consistent-Through": string;
     };
     pathItems: never;

@@ -16,7 +16,7 @@
  * first byte aborts the connection (no terminating chunk): every reader sees a failed transfer,
  * never a clean truncated file. Not bound by the list statement timeout (its own connection).
  */
-import { pipeline, type Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import client from '@prometheus-io/client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -30,10 +30,7 @@ import { doc, ErrorBody } from '../schemas.ts';
 import { normalizeTimestamp } from '../timestamps.ts';
 import { EXPORTS, type ExportName } from './columns.ts';
 import { FORMATS, type Format } from './formats.ts';
-import { startExport } from './stream.ts';
-
-/** Seconds a second export of the same key is told to wait. */
-export const BUSY_RETRY_AFTER_SECONDS = 5;
+import { ExportRefused, startExport } from './stream.ts';
 
 const exportsTotal = new client.Counter<'export' | 'format' | 'outcome'>({
   name: 'svc_exports_total',
@@ -152,17 +149,27 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
     }
     const coding = negotiateEncoding(req.headers['accept-encoding']);
     if (!coding) throw new ApiError('not_acceptable', 'Accept-Encoding: exports are sent as zstd, gzip or identity, and all three are refused');
+    const representation = () =>
+      reply.type(FORMATS[format]).header('cache-control', 'private, no-store').header('content-disposition', `attachment; filename="${name}.${format}"`);
     // HEAD: the headers of the format, without running an export (no watermark: none was taken).
-    if (req.method === 'HEAD') return reply.type(FORMATS[format]).header('cache-control', 'private, no-store').send('');
+    // An empty stream, not '': the GET's length is unknown (chunked), so no Content-Length: 0.
+    if (req.method === 'HEAD') {
+      if (coding !== 'identity') reply.header('content-encoding', coding);
+      return representation().send(Readable.from([]));
+    }
     const key = keyOf(req);
     let running: Awaited<ReturnType<typeof startExport>>;
     try {
-      running = await startExport(deps.db, { name, format, tenantId: key.tenantId, keyId: key.id, since: query.updated_since });
+      running = await startExport(deps.db, {
+        name,
+        format,
+        tenantId: key.tenantId,
+        keyId: key.id,
+        since: query.updated_since,
+        max: deps.config.results.exportsMax,
+      });
     } catch (err) {
-      if (err instanceof ApiError && err.code === 'rate_limited') {
-        exportsTotal.inc({ export: name, format, outcome: 'refused' });
-        reply.header('retry-after', String(BUSY_RETRY_AFTER_SECONDS));
-      }
+      if (err instanceof ExportRefused) exportsTotal.inc({ export: name, format, outcome: 'refused' });
       throw err;
     }
     let failed = false;
@@ -189,13 +196,7 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
       body = pipeline(running.body, compress, () => {});
       reply.header('content-encoding', coding);
     }
-    const ext = format === 'ndjson' ? 'ndjson' : format;
-    return reply
-      .type(FORMATS[format])
-      .header('cache-control', 'private, no-store')
-      .header('svc-consistent-through', running.watermark)
-      .header('content-disposition', `attachment; filename="${name}.${ext}"`)
-      .send(body);
+    return representation().header('svc-consistent-through', running.watermark).send(body);
   };
 
   for (const name of EXPORTS) {

@@ -55,6 +55,8 @@ export interface ExportRequest {
   tenantId: string;
   keyId: string;
   since?: string;
+  /** Exports running at once in this process, all keys together (`SVC_EXPORTS_MAX`). */
+  max: number;
 }
 
 export interface RunningExport {
@@ -117,10 +119,15 @@ async function openSnapshot(client: import('pg').Client, req: ExportRequest): Pr
 /** Keys with an export running in this process. */
 const running = new Set<string>();
 
-/** Refuse a second export of one key (429 with Retry-After). */
-function busy(): ApiError {
-  return new ApiError('rate_limited', 'an export is already running for this API key: one at a time per key');
-}
+/** Seconds an export refused for either limit is told to wait. */
+const BUSY_RETRY_AFTER_SECONDS = 5;
+
+/** An export refused before it started, with Retry-After: a second of one key (429) or one over the process's limit (503). */
+export class ExportRefused extends ApiError {}
+
+/** Refuse a second export of one key. */
+const busy = () =>
+  new ExportRefused('rate_limited', 'an export is already running for this API key: one at a time per key', undefined, BUSY_RETRY_AFTER_SECONDS);
 
 /**
  * A readable fed by `produce(write)`: `write(chunk)` resolves once the consumer wants more
@@ -200,11 +207,15 @@ async function writeRows(
 }
 
 /**
- * Start an export: checks the one-per-key rule, takes the watermark and the snapshot, and
- * returns once the first byte can be sent. Throws an ApiError (429, 503) before any row.
+ * Start an export: checks the one-per-key rule (429) and the process's limit (503), takes the
+ * watermark and the snapshot, and returns once the first byte can be sent. Throws an ApiError
+ * (429, 503, both with Retry-After) before any row.
  */
 export async function startExport(db: Db, req: ExportRequest): Promise<RunningExport> {
   if (running.has(req.keyId)) throw busy();
+  if (running.size >= req.max) {
+    throw new ExportRefused('unavailable', `${running.size} exports are running on this server, its limit: retry shortly`, undefined, BUSY_RETRY_AFTER_SECONDS);
+  }
   running.add(req.keyId);
   let released = false;
   const release = () => {
