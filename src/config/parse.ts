@@ -101,6 +101,7 @@ const env = z.object({
   SVC_API_KEY_CACHE_TTL_MS: int(0, 1000, 1000),
   SVC_API_KEY_USAGE_FLUSH_MS: int(100, 3_600_000, 5000),
   SVC_EXPORTS_MAX: int(1, 1000, 8),
+  SVC_EXPORT_IDLE_TIMEOUT: seconds(1, 86_400).default(300),
   SVC_SHUTDOWN_DELAY: z.coerce.number({ error: 'must be a number of seconds' }).min(0, 'must not be negative').max(300).default(5),
   SVC_SHUTDOWN_TIMEOUT: z.coerce.number({ error: 'must be a number of seconds' }).min(1, 'must be at least 1 second').max(600).default(20),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

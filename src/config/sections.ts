@@ -118,6 +118,12 @@ export interface ResultsConfig {
    * its own outside the pool on PostgreSQL); one more is refused with 503 and `Retry-After`.
    */
   exportsMax: number;
+  /**
+   * Milliseconds an export may go without sending a byte (a client that stopped reading, or a
+   * query that long without a row) before it is ended: it holds a snapshot (vacuum waits for it),
+   * a connection and its key's export.
+   */
+  exportIdleTimeoutMs: number;
 }
 
 /**
@@ -265,6 +271,7 @@ export function resultsSection(e: Env): ResultsConfig {
     keyCacheTtlMs: e.SVC_API_KEY_CACHE_TTL_MS,
     keyUsageFlushMs: e.SVC_API_KEY_USAGE_FLUSH_MS,
     exportsMax: e.SVC_EXPORTS_MAX,
+    exportIdleTimeoutMs: Math.round(e.SVC_EXPORT_IDLE_TIMEOUT * 1000),
   };
 }
 

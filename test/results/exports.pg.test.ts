@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { openDb } from '../../src/db/index.ts';
-import { backend, startApp, useApp, useFixture } from '../helpers/harness.ts';
+import { backend, startApp, testConfig, useApp, useFixture } from '../helpers/harness.ts';
 import { arrayBufferOf, bulkResults, bytes, parquetCompressors } from './exports-fixtures.ts';
 import { get, seedTenant } from './fixtures.ts';
 
@@ -165,6 +165,28 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
     } finally {
       await strict.close();
       await db.close();
+    }
+  });
+
+  it('a client that stops reading is ended after the idle timeout: its snapshot, connection and key’s export are freed', async () => {
+    const idle = await startApp({ results: { ...testConfig().results, exportIdleTimeoutMs: 1000 } }, { db: t.db });
+    try {
+      const held = await holdExport('/v1/exports/activity-results', a.key, idle.url);
+      const ended = new Promise<string>((resolve) => {
+        held.res.on('aborted', () => resolve('aborted'));
+        held.res.on('error', () => resolve('aborted'));
+        held.res.on('end', () => resolve('complete'));
+      });
+      await expect.poll(async () => (await exportBackends()).length).toBe(1);
+      // Not reading at all: the server's writes stall, and after 1 s without a byte sent it ends.
+      await expect.poll(async () => (await exportBackends()).length).toBe(0);
+      held.res.resume();
+      expect(await ended).toBe('aborted');
+      const again = await get(idle, '/v1/exports/progress', a.key);
+      expect(again.status).toBe(200);
+      await again.arrayBuffer();
+    } finally {
+      await idle.close();
     }
   });
 

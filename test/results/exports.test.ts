@@ -343,6 +343,34 @@ describe('GET /v1/exports/*', () => {
     }
   });
 
+  it('an export whose key is revoked stops within seconds (the transfer fails), as the key’s other requests do', async () => {
+    const [{ n }] = await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id]);
+    if (n < 30_000) await bulkResults(t.db, a.activityIds[2]!, 30_000);
+    const { key, prefix } = await t.op('key.create', { tenant: a.slug, name: 'revoked mid-export' });
+    const { request } = await import('node:http');
+    const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const req = request(`${t.url}/v1/exports/activity-results`, { headers: { authorization: `Bearer ${key}` } }, (r) => {
+        r.once('data', () => {
+          r.pause();
+          resolve(r);
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    const ended = new Promise<string>((resolve) => {
+      res.on('aborted', () => resolve('aborted'));
+      res.on('error', () => resolve('aborted'));
+      res.on('end', () => resolve('complete'));
+    });
+    await t.op('key.revoke', { prefix });
+    // Read slowly: a whole export would still arrive if nothing stopped it.
+    await new Promise((r) => setTimeout(r, 2_500));
+    res.resume();
+    expect(await ended).toBe('aborted');
+    await expectError(await get(t, '/v1/exports/progress', key), 401, 'unauthorized');
+  });
+
   it('writes during an export: each row at most once, none after the watermark, and the next pull has every change', async () => {
     // (Runs after the 30,000-row test.) Open an export and hold it after its first chunk.
     const { request } = await import('node:http');

@@ -104,6 +104,31 @@ export function negotiateEncoding(header: string | undefined): 'zstd' | 'gzip' |
   return best as 'zstd' | 'gzip' | 'identity' | undefined;
 }
 
+/** Milliseconds between checks that a running export's key is still live (revocation reaches the lists within a second too). */
+const KEY_CHECK_MS = 1000;
+
+/**
+ * Check every KEY_CHECK_MS that the key `keyId` is still live (not revoked, not deleted) and call
+ * `onRevoked` once when it is not: an export that lasts minutes stops within a second of the
+ * key's revocation, as every other request of that key does. A failed check (the database
+ * unreachable) is left to the export's own failure. Returns the timer (clear it at the end).
+ */
+function watchKey(deps: Deps, keyId: string, onRevoked: () => void): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    deps.db
+      .query<{ live: boolean }>('select exists (select 1 from api_keys where id = $1 and revoked_at is null) as live', [keyId])
+      .then(([row]) => {
+        if (row && !row.live) {
+          clearInterval(timer);
+          onRevoked();
+        }
+      })
+      .catch(() => {});
+  }, KEY_CHECK_MS);
+  timer.unref();
+  return timer;
+}
+
 /**
  * Resolves once `body` has its first bytes to send (or has ended), rejects with its error if it
  * fails before: a failure before the first row is then an error answer with the API's error body
@@ -173,7 +198,15 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
       throw err;
     }
     let failed = false;
+    const watch = watchKey(deps, key.id, () => running.body.destroy(new Error('export: the API key was revoked')));
+    // A client that stops reading (or a query that long without a row) ends the export after the
+    // idle timeout: it holds a snapshot, a connection and the key's export.
+    const socket = req.raw.socket;
+    const idle = () => socket.destroy();
+    socket.setTimeout(deps.config.results.exportIdleTimeoutMs, idle);
     reply.raw.once('close', () => {
+      clearInterval(watch);
+      socket.off('timeout', idle); // the value is Node's again once the answer ends (keep-alive)
       const outcome = reply.raw.writableFinished && !failed ? 'completed' : 'aborted';
       exportsTotal.inc({ export: name, format, outcome });
       exportRows.inc({ export: name, format }, running.rows());
