@@ -128,6 +128,14 @@ describe.skipIf(backend !== 'postgres')('CSV from a binary COPY', () => {
       ),
     ).toBe(expected);
     expect(records).toBe(whole);
+    // Tuples longer than the bytes joined from the next chunk (16 KiB), split anywhere.
+    const long = await copy(`select id, ts, repeat('x", ', 9000) || note from cells ${where} order by ts, id`, 'format binary');
+    const longExpected = await convert([long], ['uuid', 'timestamp', 'string']);
+    expect(longExpected.length).toBeGreaterThan(whole * 40_000);
+    for (let at = 0; at <= long.length; at += 997) {
+      const chunks = [long.subarray(0, at), long.subarray(at, at + 20_000), long.subarray(at + 20_000)];
+      expect(await convert(chunks, ['uuid', 'timestamp', 'string']), `split at ${at}`).toBe(longExpected);
+    }
   });
 
   it('fails on malformed input instead of writing a short file', async () => {

@@ -311,25 +311,57 @@ function ndjsonWriter(codes: Uint8Array, dates: DateCache[], names: readonly str
 
 /** Output buffered before it is pushed: a few socket writes' worth. */
 const OUT_BYTES = 256 * 1024;
+/** Bytes of the next chunk joined to a tuple split across chunks (more only for a longer tuple). */
+const JOIN_BYTES = 16 * 1024;
 
 /**
  * A Transform from the bytes of a binary COPY to `writer`'s records, after `header`;
  * `onRecords(n)` is told, chunk by chunk, how many were written. Output is pushed in chunks of
- * the bytes written (copied out of one reused buffer: a chunk holds no slack).
+ * the bytes written (copied out of one reused buffer: a chunk holds no slack). A tuple split
+ * across chunks is completed from the head of the next one; the chunks themselves are not joined
+ * (each export would otherwise copy all its input once more).
  */
 function fromBinaryCopy(width: number, writer: RecordWriter, header: string, onRecords: (n: number) => void): Transform {
   let rest: Buffer | null = null;
   let started = false;
   let ended = false;
   let out = Buffer.allocUnsafeSlow(OUT_BYTES);
+  let o = 0;
+  let records = 0;
+
+  /**
+   * Write the tuple (or read the trailer) at `p` of `b`; returns the position after it, or -1
+   * when it is not all in `b`. Pushes the output buffered so far when the tuple may not fit.
+   */
+  const step = (stream: Transform, b: Buffer, p: number): number => {
+    if (p + 2 > b.length) return -1;
+    const count = (b[p]! << 8) | b[p + 1]!;
+    if (count === 0xffff) {
+      ended = true;
+      return p + 2;
+    }
+    if (count !== width) throw new Error(`export: a tuple of ${count} fields, ${width} expected`);
+    const end = tupleEnd(b, p, width);
+    if (end === -1) return -1;
+    const need = writer.bound(end - p);
+    if (o + need > out.length) {
+      if (o > 0) stream.push(Buffer.from(out.subarray(0, o)));
+      o = 0;
+      if (need > out.length) out = Buffer.allocUnsafeSlow(need);
+    }
+    o = writer.row(b, p + 2, out, o);
+    records += 1;
+    return end;
+  };
 
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       try {
-        const b = rest ? Buffer.concat([rest, chunk]) : chunk;
-        rest = null;
+        let b = chunk;
         let p = 0;
         if (!started) {
+          b = rest ? Buffer.concat([rest, chunk]) : chunk;
+          rest = null;
           if (b.length >= 11 && !b.subarray(0, 11).equals(SIGNATURE)) throw new Error('export: not a binary COPY stream');
           if (b.length < 19 || b.length < 19 + int32(b, 15)) {
             rest = b;
@@ -338,32 +370,29 @@ function fromBinaryCopy(width: number, writer: RecordWriter, header: string, onR
           p = 19 + int32(b, 15);
           started = true;
           if (header) this.push(header);
-        }
-        let o = 0;
-        let records = 0;
-        while (!ended && p + 2 <= b.length) {
-          const count = (b[p]! << 8) | b[p + 1]!;
-          if (count === 0xffff) {
-            ended = true;
-            p += 2;
-            break;
+        } else if (rest) {
+          // The tuple split across chunks: its start (rest) and the head of this chunk. (rest is
+          // only ever a tuple's start, or the trailer's: nothing follows the trailer.)
+          const head = Buffer.concat([rest, chunk.subarray(0, JOIN_BYTES)]);
+          const end = step(this, head, 0);
+          if (end !== -1) {
+            p = end - rest.length;
+          } else if (chunk.length <= JOIN_BYTES) {
+            rest = head; // still not whole: wait for the next chunk
+            return done();
+          } else {
+            b = Buffer.concat([rest, chunk]); // a tuple longer than JOIN_BYTES
           }
-          if (count !== width) throw new Error(`export: a tuple of ${count} fields, ${width} expected`);
-          const end = tupleEnd(b, p, width);
-          if (end === -1) break;
-          const need = writer.bound(end - p);
-          if (o + need > out.length) {
-            if (o > 0) this.push(Buffer.from(out.subarray(0, o)));
-            o = 0;
-            if (need > out.length) out = Buffer.allocUnsafeSlow(need);
-          }
-          o = writer.row(b, p + 2, out, o);
-          records += 1;
-          p = end;
+          rest = null;
         }
+        let q = p;
+        while (!ended && (q = step(this, b, p)) !== -1) p = q;
         if (p < b.length && !ended) rest = b.subarray(p);
         if (records > 0) onRecords(records);
-        done(null, o > 0 ? Buffer.from(out.subarray(0, o)) : undefined);
+        records = 0;
+        const written = o > 0 ? Buffer.from(out.subarray(0, o)) : undefined;
+        o = 0;
+        done(null, written);
       } catch (err) {
         done(err as Error);
       }
