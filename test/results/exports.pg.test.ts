@@ -34,11 +34,31 @@ afterEach(() => {
   for (const req of opened.splice(0)) req.destroy();
 });
 
-/** Open an export and pause after its first chunk; resolves with the request (destroy to disconnect), its response and that chunk. */
-function holdExport(path: string, key: string, base = t.url) {
+/**
+ * Open an export and pause after its first chunk; resolves with the request (destroy to
+ * disconnect), its response and that chunk. A 429 (the key's previous export, which the test
+ * ended, not yet released by the server: that happens just after the client sees its end) is
+ * retried for up to 5 s.
+ */
+async function holdExport(path: string, key: string, base = t.url) {
+  for (let waited = 0; ; waited += 50) {
+    try {
+      return await holdOnce(path, key, base);
+    } catch (err) {
+      if (!String(err).endsWith('HTTP 429') || waited >= 5000) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+function holdOnce(path: string, key: string, base: string) {
   return new Promise<import('node:http').ClientRequest & { res: IncomingMessage; first: Buffer }>((resolve, reject) => {
     const req = request(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } }, (res) => {
-      if (res.statusCode !== 200) reject(new Error(`${path}: HTTP ${res.statusCode}`));
+      if (res.statusCode !== 200) {
+        res.resume();
+        reject(new Error(`${path}: HTTP ${res.statusCode}`));
+        return;
+      }
       res.once('data', (first: Buffer) => {
         res.pause();
         resolve(Object.assign(req, { res, first }));

@@ -102,7 +102,7 @@ function timestamp(b: Buffer, p: number, out: Buffer, o: number, cache: DateCach
     d = Math.floor(us / US_PER_DAY);
     t = us - d * US_PER_DAY;
   } else {
-    // Beyond ±2^53 µs (years before 283 BC or after 287,000 AD): exact in bigint.
+    // Beyond ±2^53 µs of 2000-01-01 (before the year 1715 or after 2285): exact in bigint.
     const v = (BigInt(hi) << 32n) | BigInt(lo);
     const day = BigInt(US_PER_DAY);
     const r = ((v % day) + day) % day;
