@@ -385,8 +385,11 @@ function fromBinaryCopy(width: number, writer: RecordWriter, header: string, onR
           }
           rest = null;
         }
-        let q = p;
-        while (!ended && (q = step(this, b, p)) !== -1) p = q;
+        while (!ended) {
+          const q = step(this, b, p);
+          if (q === -1) break;
+          p = q;
+        }
         if (p < b.length && !ended) rest = b.subarray(p);
         if (records > 0) onRecords(records);
         records = 0;
