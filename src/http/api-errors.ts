@@ -72,7 +72,17 @@ export function errorBody(code: ApiErrorCode, message: string, requestId?: strin
 }
 
 /** Send an ApiError: status from the map, the fixed body with the request id, `WWW-Authenticate` on 401. */
+/**
+ * Headers that describe a body other than the error's: staged for a streamed answer (an export)
+ * that failed before its first byte, they must not go out with the error's JSON.
+ */
+const REPRESENTATION_HEADERS = ['content-encoding', 'content-disposition', 'svc-consistent-through'];
+
 export function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
+  for (const name of REPRESENTATION_HEADERS) {
+    reply.removeHeader(name);
+    if (!reply.raw.headersSent) reply.raw.removeHeader(name);
+  }
   if (err.code === 'unauthorized') reply.header('www-authenticate', 'Bearer');
   if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(err.retryAfterSeconds))));
   return reply

@@ -12,7 +12,7 @@ import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { openDb } from '../../src/db/index.ts';
 import { backend, startApp, testConfig, useApp, useFixture } from '../helpers/harness.ts';
 import { arrayBufferOf, bulkResults, bytes, parquetCompressors } from './exports-fixtures.ts';
-import { get, seedTenant } from './fixtures.ts';
+import { expectError, get, seedTenant } from './fixtures.ts';
 
 const t = useApp();
 /** Tenant alpha with 40,000 results: an export of it outlasts a socket's buffers, so a test can act mid-export. */
@@ -242,6 +242,25 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
         null,
       ]);
       expect(await res.json()).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } });
+    } finally {
+      await locker.query('rollback').catch(() => {});
+      await locker.end();
+    }
+    await expect.poll(async () => (await exportBackends()).length).toBe(0);
+  });
+
+  it('a key revoked while its export waits for the first row is answered 401, and the export ends', async () => {
+    const { key, prefix } = await t.op('key.create', { tenant: a.slug, name: 'revoked before the first row' });
+    const locker = await t.db.dedicatedClient!('svc-test-locker');
+    try {
+      await locker.query('begin; lock table lessons in access exclusive mode');
+      const answer = get(t, '/v1/exports/activity-results?format=csv', key, 'bearer', { 'accept-encoding': 'zstd' });
+      const waiting = `select count(*)::int as n from pg_stat_activity where application_name = 'svc-export' and wait_event_type = 'Lock' and query ilike 'copy%'`;
+      await expect.poll(async () => (await t.db.query<{ n: number }>(waiting))[0]!.n).toBe(1);
+      await t.op('key.revoke', { prefix });
+      const res = await answer;
+      expect(res.headers.get('content-encoding')).toBeNull();
+      await expectError(res, 401, 'unauthorized');
     } finally {
       await locker.query('rollback').catch(() => {});
       await locker.end();

@@ -24,7 +24,7 @@ program
     new Option('--format <format>', 'output format (jsonl = ndjson; parquet needs --out)').choices(['csv', 'ndjson', 'jsonl', 'parquet']).makeOptionMandatory(),
   )
   .option('--updated-since <instant>', 'only rows created or changed at or after this RFC 3339 instant')
-  .option('--out <file>', 'write to this file, once whole (default: stdout)')
+  .option('--out <file>', 'write to this file (a streamed export only once whole; default: stdout)')
   .option('--resume', 'continue an interrupted paged (--limit) export into --out; an interrupted stream starts over')
   .option('--base-url <url>', 'the service’s address (default: SVC_BASE_URL)')
   .option('--limit <n>', 'read the paged feed, n rows per request (1–200) instead of the stream', (v: string) => {

@@ -138,7 +138,7 @@ export type ExportFormat = 'ndjson' | 'csv' | 'parquet';
 export interface ExportStream<R extends ExportResource> extends AsyncIterable<ExportRow<R>> {
   /** Continue with `updatedSince: watermark` (null while a writer hides its start). */
   readonly watermark: string | null;
-  /** Stop without reading the rows (the service ends its query and frees the key's export). */
+  /** Stop without reading the rows, before iterating (the service ends its query and frees the key's export); while iterating, `break` does it. */
   cancel(): Promise<void>;
 }
 
@@ -289,7 +289,7 @@ export class ResultsClient {
     const { watermark, body } = await this.exportRaw(resource, { ...options, format: 'ndjson' });
     return {
       watermark,
-      cancel: () => body.cancel(),
+      cancel: () => (body.locked ? Promise.resolve() : body.cancel()),
       async *[Symbol.asyncIterator]() {
         const decoder = new TextDecoder();
         let rest = '';

@@ -1233,7 +1233,7 @@ export interface operations {
     export_activity_results: {
         parameters: {
             query?: {
-                /** @description The format; overrides `Accept`. Default: by `Accept`, else ndjson. */
+                /** @description The format (406 if `Accept` refuses it). Default: by `Accept`, else ndjson. */
                 format?: "ndjson" | "csv" | "parquet";
                 /** @description Incremental pull: only rows changed at or after this RFC 3339 instant — the `Svc-Consistent-Through` of the previous export. */
                 updated_since?: string;
@@ -1263,7 +1263,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description `not_acceptable`: `Accept` names no format an export has. */
+            /** @description `not_acceptable`: `Accept` allows no format an export has, or refuses `format`; or `Accept-Encoding` refuses every coding. */
             406: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1284,7 +1284,7 @@ export interface operations {
     export_artifacts: {
         parameters: {
             query?: {
-                /** @description The format; overrides `Accept`. Default: by `Accept`, else ndjson. */
+                /** @description The format (406 if `Accept` refuses it). Default: by `Accept`, else ndjson. */
                 format?: "ndjson" | "csv" | "parquet";
                 /** @description Incremental pull: only rows changed at or after this RFC 3339 instant — the `Svc-Consistent-Through` of the previous export. */
                 updated_since?: string;
@@ -1314,7 +1314,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description `not_acceptable`: `Accept` names no format an export has. */
+            /** @description `not_acceptable`: `Accept` allows no format an export has, or refuses `format`; or `Accept-Encoding` refuses every coding. */
             406: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1335,7 +1335,7 @@ export interface operations {
     export_progress: {
         parameters: {
             query?: {
-                /** @description The format; overrides `Accept`. Default: by `Accept`, else ndjson. */
+                /** @description The format (406 if `Accept` refuses it). Default: by `Accept`, else ndjson. */
                 format?: "ndjson" | "csv" | "parquet";
                 /** @description Incremental pull: only rows changed at or after this RFC 3339 instant — the `Svc-Consistent-Through` of the previous export. */
                 updated_since?: string;
@@ -1365,7 +1365,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description `not_acceptable`: `Accept` names no format an export has. */
+            /** @description `not_acceptable`: `Accept` allows no format an export has, or refuses `format`; or `Accept-Encoding` refuses every coding. */
             406: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1386,7 +1386,7 @@ export interface operations {
     export_learners: {
         parameters: {
             query?: {
-                /** @description The format; overrides `Accept`. Default: by `Accept`, else ndjson. */
+                /** @description The format (406 if `Accept` refuses it). Default: by `Accept`, else ndjson. */
                 format?: "ndjson" | "csv" | "parquet";
                 /** @description Incremental pull: only rows changed at or after this RFC 3339 instant — the `Svc-Consistent-Through` of the previous export. */
                 updated_since?: string;
@@ -1416,7 +1416,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description `not_acceptable`: `Accept` names no format an export has. */
+            /** @description `not_acceptable`: `Accept` allows no format an export has, or refuses `format`; or `Accept-Encoding` refuses every coding. */
             406: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1437,7 +1437,7 @@ export interface operations {
     export_deletions: {
         parameters: {
             query?: {
-                /** @description The format; overrides `Accept`. Default: by `Accept`, else ndjson. */
+                /** @description The format (406 if `Accept` refuses it). Default: by `Accept`, else ndjson. */
                 format?: "ndjson" | "csv" | "parquet";
                 /** @description Incremental pull: only rows changed at or after this RFC 3339 instant — the `Svc-Consistent-Through` of the previous export. */
                 updated_since?: string;
@@ -1467,7 +1467,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            /** @description `not_acceptable`: `Accept` names no format an export has. */
+            /** @description `not_acceptable`: `Accept` allows no format an export has, or refuses `format`; or `Accept-Encoding` refuses every coding. */
             406: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

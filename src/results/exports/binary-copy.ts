@@ -233,7 +233,7 @@ interface RecordWriter {
 function csvWriter(codes: Uint8Array, dates: DateCache[]): RecordWriter {
   const width = codes.length;
   return {
-    // A 12-byte timestamp field → ≤ 28 bytes (a comma, ≤ 27 of text); a 20-byte uuid field → 37;
+    // A 12-byte timestamp field → ≤ 30 bytes (a comma, ≤ 29 of text: years up to 294276); a 20-byte uuid field → 37;
     // a text field of n + 4 bytes → ≤ 2n + 3; the tuple's 2-byte count → CRLF.
     bound: (n) => 3 * n,
     row(b, p, out, o) {
@@ -264,7 +264,7 @@ function ndjsonWriter(codes: Uint8Array, dates: DateCache[], names: readonly str
   const keys = names.map((name, i) => Buffer.from(`${i === 0 ? '{' : ', '}${JSON.stringify(name)} : `));
   const keyBytes = keys.reduce((sum, k) => sum + k.length, 0);
   return {
-    // Keys, `}` LF; per value at most 6 bytes a byte of text (\u00XX), 2 + 27 for a timestamp,
+    // Keys, `}` LF; per value at most 6 bytes a byte of text (\u00XX), 2 + 29 for a timestamp,
     // 38 for a uuid, 4 for null.
     bound: (n) => keyBytes + 2 + 6 * n,
     row(b, p, out, o) {

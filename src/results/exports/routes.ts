@@ -16,7 +16,7 @@
  * first byte aborts the connection (no terminating chunk): every reader sees a failed transfer,
  * never a clean truncated file. Not bound by the list statement timeout (its own connection).
  */
-import { pipeline, Readable } from 'node:stream';
+import { finished, pipeline, Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import client from '@prometheus-io/client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -46,7 +46,7 @@ const exportRows = new client.Counter<'export' | 'format'>({
 });
 
 const EXPORT_QUERY = z.strictObject({
-  format: doc(z.enum(['ndjson', 'csv', 'parquet']), 'The format; overrides `Accept`. Default: by `Accept`, else ndjson.').optional(),
+  format: doc(z.enum(['ndjson', 'csv', 'parquet']), 'The format (406 if `Accept` refuses it). Default: by `Accept`, else ndjson.').optional(),
   updated_since: doc(
     z.string().transform((s, ctx) => {
       const normalized = normalizeTimestamp(s);
@@ -114,7 +114,10 @@ const KEY_CHECK_MS = 1000;
  * unreachable) is left to the export's own failure. Returns the timer (clear it at the end).
  */
 function watchKey(deps: Deps, keyId: string, onRevoked: () => void): NodeJS.Timeout {
+  let checking = false; // one check at a time: a slow database does not pile them up
   const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
     deps.db
       .query<{ live: boolean }>('select exists (select 1 from api_keys where id = $1 and revoked_at is null) as live', [keyId])
       .then(([row]) => {
@@ -123,7 +126,8 @@ function watchKey(deps: Deps, keyId: string, onRevoked: () => void): NodeJS.Time
           onRevoked();
         }
       })
-      .catch(() => {});
+      .catch(() => {})
+      .finally(() => (checking = false));
   }, KEY_CHECK_MS);
   timer.unref();
   return timer;
@@ -198,13 +202,15 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
       throw err;
     }
     let failed = false;
-    const watch = watchKey(deps, key.id, () => running.body.destroy(new Error('export: the API key was revoked')));
+    const watch = watchKey(deps, key.id, () => running.body.destroy(new ApiError('unauthorized', 'the API key was revoked during the export')));
     // A client that stops reading (or a query that long without a row) ends the export after the
     // idle timeout: it holds a snapshot, a connection and the key's export.
     const socket = req.raw.socket;
     const idle = () => socket.destroy();
     socket.setTimeout(deps.config.results.exportIdleTimeoutMs, idle);
-    reply.raw.once('close', () => {
+    // finished(), not a 'close' listener: it also runs for an answer whose client left while the
+    // export was starting (its 'close' already fired).
+    finished(reply.raw, () => {
       clearInterval(watch);
       socket.off('timeout', idle); // the value is Node's again once the answer ends (keep-alive)
       const outcome = reply.raw.writableFinished && !failed ? 'completed' : 'aborted';
@@ -216,6 +222,7 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
       await started(running.body);
     } catch (err) {
       failed = true;
+      if (req.raw.socket.destroyed) return reply.hijack(); // the client left: no one to answer
       throw err;
     }
     let body: Readable = running.body;
@@ -255,7 +262,7 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
               },
             },
             ...errors,
-            406: errorJson('`not_acceptable`: `Accept` names no format an export has.'),
+            406: errorJson('`not_acceptable`: `Accept` allows no format an export has, or refuses `format`; or `Accept-Encoding` refuses every coding.'),
           },
         },
       },

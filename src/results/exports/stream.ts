@@ -10,7 +10,8 @@
  * the watermark: `?updated_since=H` later returns exactly what changed since.
  *
  * PostgreSQL: a connection of its own (outside the pool, none of the pool's statement timeouts);
- * NDJSON and CSV are `COPY … TO STDOUT` (pg-copy-streams) piped as they come, Parquet reads a
+ * NDJSON and CSV are a binary `COPY … TO STDOUT` (pg-copy-streams) whose tuples binary-copy.ts
+ * writes as records as they come (learners' NDJSON: a text COPY piped as it is), Parquet reads a
  * server-side cursor batch by batch. A client that goes away cancels the backend's query
  * (pg_cancel_backend from the pool) and closes the connection at once. One export per API key
  * across processes: a session advisory lock on that connection (and an in-process set).
@@ -238,19 +239,23 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
   // The backend's own pid (behind a pooler, the protocol's BackendKeyData pid is the pooler's).
   let pid: number | undefined;
   /** Cancel the backend's query (from the pool) and drop the connection: the client left or failed. */
+  // The key's slot (and a place under SVC_EXPORTS_MAX) is released only once the connection is
+  // closed: until then it still counts against the database's connections.
+  const close = () =>
+    client
+      .end()
+      .catch(() => {})
+      .finally(release);
   const abort = () => {
     if (ended) return;
     ended = true;
-    release();
-    void (pid === undefined ? Promise.resolve() : db.query('select pg_cancel_backend($1)', [pid]))
-      .catch(() => {})
-      .finally(() => void client.end().catch(() => {}));
+    void (pid === undefined ? Promise.resolve() : db.query('select pg_cancel_backend($1)', [pid])).catch(() => {}).finally(close);
   };
-  const finish = () => {
+  /** Close the connection after COMMIT and the advisory unlock; resolves once the slot is released. */
+  const finish = async () => {
     if (ended) return;
     ended = true;
-    release();
-    void client.end().catch(() => {});
+    await close();
   };
   try {
     const [lock] = (
@@ -271,7 +276,7 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
         await writeParquet(fetchCells, req.name, write, (n) => (rows += n));
         await client.query('commit');
         await client.query('select pg_advisory_unlock_all()');
-        finish();
+        await finish();
       }, abort);
     } else {
       const copy = client.query(copyTo(copyStatement(req.name, req.format, slice)));
@@ -293,11 +298,9 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
         client
           .query('commit')
           .then(() => client.query('select pg_advisory_unlock_all()'))
+          .then(finish)
           .then(
-            () => {
-              finish();
-              out.end();
-            },
+            () => out.end(),
             (err: Error) => out.destroy(err),
           );
       });
