@@ -5,13 +5,12 @@
  * server's query at once (pg_stat_activity); a failure after the first byte aborts the transfer
  * for every format (no clean truncated file).
  */
-import { type IncomingMessage, request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { openDb } from '../../src/db/index.ts';
 import { backend, startApp, testConfig, useApp, useFixture } from '../helpers/harness.ts';
-import { arrayBufferOf, bulkResults, bytes, parquetCompressors } from './exports-fixtures.ts';
+import { arrayBufferOf, bulkResults, bytes, holdExport, parquetCompressors, transferEnd } from './exports-fixtures.ts';
 import { expectError, get, seedTenant } from './fixtures.ts';
 
 const t = useApp();
@@ -34,41 +33,8 @@ afterEach(() => {
   for (const req of opened.splice(0)) req.destroy();
 });
 
-/**
- * Open an export and pause after its first chunk; resolves with the request (destroy to
- * disconnect), its response and that chunk. A 429 (the key's previous export, which the test
- * ended, not yet released by the server: that happens just after the client sees its end) is
- * retried for up to 5 s.
- */
-async function holdExport(path: string, key: string, base = t.url) {
-  for (let waited = 0; ; waited += 50) {
-    try {
-      return await holdOnce(path, key, base);
-    } catch (err) {
-      if (!String(err).endsWith('HTTP 429') || waited >= 5000) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
-function holdOnce(path: string, key: string, base: string) {
-  return new Promise<import('node:http').ClientRequest & { res: IncomingMessage; first: Buffer }>((resolve, reject) => {
-    const req = request(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        reject(new Error(`${path}: HTTP ${res.statusCode}`));
-        return;
-      }
-      res.once('data', (first: Buffer) => {
-        res.pause();
-        resolve(Object.assign(req, { res, first }));
-      });
-    });
-    req.on('error', reject);
-    opened.push(req);
-    req.end();
-  });
-}
+/** `holdExport` of `path` on `base`, its requests remembered in `opened`. */
+const hold = (path: string, key: string, base = t.url) => holdExport(`${base}${path}`, key, (req) => opened.push(req));
 
 describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
   it('one snapshot: exactly the rows changed before the watermark, under concurrent writes (NDJSON and Parquet)', async () => {
@@ -163,7 +129,7 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
       await expect(db.query('select pg_sleep(1)')).rejects.toThrow(); // the pool's statements are cut
       const [{ n }] = (await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id])) as [{ n: number }];
       for (const format of ['ndjson', 'csv', 'parquet']) {
-        const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key, strict.url);
+        const held = await hold(`/v1/exports/activity-results?format=${format}`, a.key, strict.url);
         const { res } = held;
         await new Promise((r) => setTimeout(r, 1500)); // paused: COPY / the cursor wait on the socket
         const chunks: Buffer[] = [held.first];
@@ -191,12 +157,8 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
   it('a client that stops reading is ended after the idle timeout: its snapshot, connection and key’s export are freed', async () => {
     const idle = await startApp({ results: { ...testConfig().results, exportIdleTimeoutMs: 1000 } }, { db: t.db });
     try {
-      const held = await holdExport('/v1/exports/activity-results', a.key, idle.url);
-      const ended = new Promise<string>((resolve) => {
-        held.res.on('aborted', () => resolve('aborted'));
-        held.res.on('error', () => resolve('aborted'));
-        held.res.on('end', () => resolve('complete'));
-      });
+      const held = await hold('/v1/exports/activity-results', a.key, idle.url);
+      const ended = transferEnd(held.res);
       await expect.poll(async () => (await exportBackends()).length).toBe(1);
       // Not reading at all: the server's writes stall, and after 1 s without a byte sent it ends.
       await expect.poll(async () => (await exportBackends()).length).toBe(0);
@@ -212,7 +174,7 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
 
   it('a client that disconnects ends the server’s query at once (pg_stat_activity)', async () => {
     for (const format of ['ndjson', 'csv', 'parquet']) {
-      const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key);
+      const held = await hold(`/v1/exports/activity-results?format=${format}`, a.key);
       expect((await exportBackends()).length, format).toBe(1);
       held.destroy();
       const started = Date.now();
@@ -270,18 +232,14 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
 
   it('a failure after the first byte aborts the transfer in every format (no clean truncated file)', async () => {
     for (const format of ['ndjson', 'csv', 'parquet']) {
-      const held = await holdExport(`/v1/exports/activity-results?format=${format}`, a.key);
+      const held = await hold(`/v1/exports/activity-results?format=${format}`, a.key);
       const outcome = new Promise<string>((resolve) => {
         held.on('response', () => {});
         held.once('error', (e) => resolve(`error ${e.message}`));
         held.on('close', () => resolve('close'));
       });
       const { res } = held;
-      const ended = new Promise<string>((resolve) => {
-        res.on('aborted', () => resolve('aborted'));
-        res.on('error', () => resolve('aborted'));
-        res.on('end', () => resolve('complete'));
-      });
+      const ended = transferEnd(res);
       await t.db.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'svc-export' and datname = current_database()`);
       res.resume();
       expect(await ended, format).toBe('aborted');

@@ -12,11 +12,19 @@ import { COLUMNS, EXPORTS } from '../../src/results/exports/columns.ts';
 import { registry } from '../../src/telemetry/metrics.ts';
 import { negotiateEncoding, negotiateFormat } from '../../src/results/exports/routes.ts';
 import { startApp, testConfig, useApp, useFixture } from '../helpers/harness.ts';
-import { arrayBufferOf, bulkResults, bytes, parquetCompressors } from './exports-fixtures.ts';
+import { arrayBufferOf, bulkResults, bytes, type HeldExport, holdExport, parquetCompressors, transferEnd } from './exports-fixtures.ts';
 import { expectError, get, getJson, newResult, newUser, seedTenant } from './fixtures.ts';
 
 const t = useApp();
 const a = useFixture(() => seedTenant(t, 'alpha'));
+
+/** Top alpha up to at least `n` results (an export of them outlasts a socket's buffers), whichever test runs first. */
+async function atLeastBulk(n: number) {
+  const [{ count }] = (await t.db.query<{ count: number }>('select count(*)::int as count from activity_results where tenant_id = $1', [a.id])) as [
+    { count: number },
+  ];
+  if (count < n) await bulkResults(t.db, a.activityIds[2]!, n);
+}
 const b = useFixture(() => seedTenant(t, 'beta'));
 
 /** Every item of a list endpoint (all pages). */
@@ -269,18 +277,7 @@ describe('GET /v1/exports/*', () => {
     await bulkResults(t.db, a.activityIds[2]!, 30_000);
     const other = await t.op('key.create', { tenant: a.slug, name: 'warehouse' });
     // Hold the first one open: a raw request that reads one chunk, then pauses (backpressure).
-    const { request } = await import('node:http');
-    const held = await new Promise<import('node:http').ClientRequest>((resolve, reject) => {
-      const req = request(`${t.url}/v1/exports/activity-results`, { headers: { authorization: `Bearer ${a.key}` } }, (res) => {
-        expect(res.statusCode).toBe(200);
-        res.once('data', () => {
-          res.pause();
-          resolve(req);
-        });
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    const held = await holdExport(`${t.url}/v1/exports/activity-results`, a.key);
     const second = await get(t, '/v1/exports/progress', a.key);
     expect(second.headers.get('retry-after')).toMatch(/^\d+$/);
     await expectError(second, 429, 'rate_limited');
@@ -309,23 +306,12 @@ describe('GET /v1/exports/*', () => {
   });
 
   it('at most SVC_EXPORTS_MAX exports at once in a process, all keys together: one more is 503 with Retry-After', async () => {
-    const [{ n }] = await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id]);
-    if (n < 30_000) await bulkResults(t.db, a.activityIds[2]!, 30_000);
+    await atLeastBulk(30_000);
     const capped = await startApp({ results: { ...testConfig().results, exportsMax: 1 } }, { db: t.db });
     const other = await t.op('key.create', { tenant: a.slug, name: 'capped' });
-    const { request } = await import('node:http');
-    let held: import('node:http').ClientRequest | undefined;
+    let held: HeldExport | undefined;
     try {
-      held = await new Promise<import('node:http').ClientRequest>((resolve, reject) => {
-        const req = request(`${capped.url}/v1/exports/activity-results`, { headers: { authorization: `Bearer ${a.key}` } }, (res) => {
-          res.once('data', () => {
-            res.pause();
-            resolve(req);
-          });
-        });
-        req.on('error', reject);
-        req.end();
-      });
+      held = await holdExport(`${capped.url}/v1/exports/activity-results`, a.key);
       const refused = await get(capped, '/v1/exports/progress', other.key);
       expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
       await expectError(refused, 503, 'unavailable');
@@ -344,25 +330,10 @@ describe('GET /v1/exports/*', () => {
   });
 
   it('an export whose key is revoked stops within seconds (the transfer fails), as the key’s other requests do', async () => {
-    const [{ n }] = await t.db.query<{ n: number }>('select count(*)::int as n from activity_results where tenant_id = $1', [a.id]);
-    if (n < 30_000) await bulkResults(t.db, a.activityIds[2]!, 30_000);
+    await atLeastBulk(30_000);
     const { key, prefix } = await t.op('key.create', { tenant: a.slug, name: 'revoked mid-export' });
-    const { request } = await import('node:http');
-    const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
-      const req = request(`${t.url}/v1/exports/activity-results`, { headers: { authorization: `Bearer ${key}` } }, (r) => {
-        r.once('data', () => {
-          r.pause();
-          resolve(r);
-        });
-      });
-      req.on('error', reject);
-      req.end();
-    });
-    const ended = new Promise<string>((resolve) => {
-      res.on('aborted', () => resolve('aborted'));
-      res.on('error', () => resolve('aborted'));
-      res.on('end', () => resolve('complete'));
-    });
+    const { res } = await holdExport(`${t.url}/v1/exports/activity-results`, key);
+    const ended = transferEnd(res);
     await t.op('key.revoke', { prefix });
     // Read slowly: a whole export would still arrive if nothing stopped it.
     await new Promise((r) => setTimeout(r, 2_500));
