@@ -500,6 +500,7 @@ const platformText = (p: Record<string, unknown>) =>
     `  token ${p.token_url}${p.token_audience ? ` (audience ${p.token_audience})` : ''}`,
     `  jwks ${p.jwks_url}`,
     `  deployments ${p.any_deployment ? `any (dynamic registration without a deployment id)${(p.deployments as string[]).length ? `; ${(p.deployments as string[]).join(', ')}` : ''}` : (p.deployments as string[]).join(', ') || '(none: launches are refused until one is added)'}`,
+    ...((p.frame_origins as string[] | undefined)?.length ? [`  framed from ${(p.frame_origins as string[]).join(' ')}`] : []),
   ].join('\n');
 opCommand(
   platforms,
@@ -514,6 +515,7 @@ opCommand(
     token_url: o.tokenUrl,
     jwks_url: o.jwksUrl,
     deployments: o.deployment,
+    frame_origins: o.frameOrigin,
     ...(o.tokenAudience !== undefined && { token_audience: o.tokenAudience }),
   }),
   (p) => `${p.created ? 'registered' : 'updated'} ${platformText(p)}`,
@@ -524,7 +526,13 @@ opCommand(
   .requiredOption('--token-url <url>', "required: the platform's OAuth 2 token URL")
   .requiredOption('--jwks-url <url>', "required: the platform's public keys (JWK set URL)")
   .option('--deployment <id>', 'a deployment id launches may carry (repeat for several)', (v: string, all: string[]) => [...all, v], [] as string[])
-  .option('--token-audience <url>', "the aud of the tool's client assertions, when not the token URL (Brightspace)");
+  .option('--token-audience <url>', "the aud of the tool's client assertions, when not the token URL (Brightspace)")
+  .option(
+    '--frame-origin <origin>',
+    "an LMS host whose course pages frame the launches, when it is not the issuer's or auth URL's (a Canvas vanity domain: https://canvas.school.edu; *.instructure.com is known); repeat for several",
+    (v: string, all: string[]) => [...all, v],
+    [] as string[],
+  );
 opCommand(
   platforms,
   'list [tenant-slug]',

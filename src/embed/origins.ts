@@ -7,7 +7,9 @@
  * (`https://*.example.com`: `https://a.example.com` matches, `https://example.com` and
  * `https://a.b.example.com` do not). They are used twice, with the same meaning:
  * - the player page's `Content-Security-Policy: frame-ancestors` (CSP's own host-source
- *   wildcard has the same one-label rule); none configured → `'none'`: it cannot be framed;
+ *   wildcard also matches deeper subdomains, CSP Level 3 §6.7.2.6, so a page on
+ *   `https://a.b.example.com` may frame the player but `allows` refuses to talk to it); none
+ *   configured → `'none'`: it cannot be framed;
  * - the player's check of the origin it talks to (`allows`), before it accepts a message.
  */
 import type { Queryable } from '../db/index.ts';

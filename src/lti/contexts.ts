@@ -11,9 +11,24 @@ import type { Platform } from './platforms.ts';
 const httpUrl = (v: unknown): string | null => (typeof v === 'string' && /^https?:\/\//.test(v) && v.length <= 2048 ? v : null);
 const text = (v: unknown, max = 500): string | null => (typeof v === 'string' && v.length <= max ? v : null);
 
-/** The launch's course as stored: its row id (`lti_contexts.id`), or null when the launch names none. */
+/**
+ * The context id standing for a launch's course when the launch names none (the context claim is
+ * optional, LTI Core 1.3 §5.4.1): its resource link alone, so the people who launch it are its
+ * members and their scores reach the link's line item (the outbox joins placements to members by
+ * context, migration 0152). Prefixed so it does not meet an LMS's own opaque context ids in practice.
+ */
+export const linkContextId = (resourceLinkId: string) => `svc:resource_link:${resourceLinkId}`;
+
+/**
+ * The launch's course as stored: its row id (`lti_contexts.id`) — the context claim's, else
+ * (a resource link launch without one) the resource link's own (`linkContextId`); null for a
+ * launch that names neither (a deep-linking request without a context).
+ */
 export async function recordContext(tx: Queryable, platform: Platform, claims: LaunchClaims): Promise<string | null> {
-  const context = claims[CLAIM.context] as { id?: unknown; title?: unknown; label?: unknown } | undefined;
+  const claimed = claims[CLAIM.context] as { id?: unknown; title?: unknown; label?: unknown } | undefined;
+  const link = claims[CLAIM.resourceLink] as { id?: unknown; title?: unknown } | undefined;
+  const linkId = text(link?.id, 200);
+  const context = claimed ?? (linkId ? { id: linkContextId(linkId), title: link?.title } : undefined);
   const contextId = text(context?.id, 255);
   if (!contextId) return null;
   const nrps = claims[CLAIM.nrps] as { context_memberships_url?: unknown } | undefined;

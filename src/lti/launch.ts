@@ -34,6 +34,7 @@ export const CLAIM = {
   deploymentId: 'https://purl.imsglobal.org/spec/lti/claim/deployment_id',
   roles: 'https://purl.imsglobal.org/spec/lti/claim/roles',
   resourceLink: 'https://purl.imsglobal.org/spec/lti/claim/resource_link',
+  targetLinkUri: 'https://purl.imsglobal.org/spec/lti/claim/target_link_uri',
   custom: 'https://purl.imsglobal.org/spec/lti/claim/custom',
   context: 'https://purl.imsglobal.org/spec/lti/claim/context',
   /** Assignment and Grade Services 2.0 §3.1: `{scope, lineitems, lineitem}`. */
@@ -49,17 +50,28 @@ export const MESSAGE_TYPES = ['LtiResourceLinkRequest', 'LtiDeepLinkingRequest']
 export type MessageType = (typeof MESSAGE_TYPES)[number];
 
 /**
- * The roles that make a launch an instructor's (Deep Linking 2.0 §1.1 names Instructor,
- * ContentDeveloper and Administrator; LIS vocabulary, context and institution roles, short forms too).
+ * Context (course membership) roles: the LIS membership vocabulary, principal roles and sub-roles
+ * (`…/membership#Instructor`, `…/membership/Instructor#TeachingAssistant`), and short names, which
+ * LTI Core 1.3 §A.2.3.1 reads as context roles.
  */
-const STAFF_ROLE =
-  /^(http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/(membership|institution\/person|system\/person)#)?(Instructor|ContentDeveloper|Administrator|SysAdmin)$/;
-const LEARNER_ROLE = /^(http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/membership#)?Learner$/;
+const CONTEXT_ROLE = /^(?:http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/membership(?:\/\w+)?#)?\w+$/;
+/** The context roles that make a launch an instructor's (Deep Linking 2.0 §1.1 names Instructor, ContentDeveloper and Administrator). */
+const STAFF_ROLE = /^(?:http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/membership#)?(?:Instructor|ContentDeveloper|Administrator)$/;
+const LEARNER_ROLE = /^(?:http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/membership#)?Learner$/;
+/** An institution or system administrator (LTI Core 1.3 §A.2.1, §A.2.2). */
+const ADMIN_ROLE = /^http:\/\/purl\.imsglobal\.org\/vocab\/lis\/v2\/(?:institution|system)\/person#(?:Administrator|SysAdmin)$/;
 
-/** Whether the launch's `roles` are an instructor's (a staff role and no Learner role). */
+/**
+ * Whether the launch's `roles` are an instructor's in its course: a staff context role and no
+ * Learner context role. Institution and system roles describe the person, not their part in this
+ * course (an institution Instructor who is a Mentor here is not this course's instructor), so they
+ * count only for a launch with no context role at all, and only an administrator's.
+ */
 export const isInstructorLaunch = (claims: Record<string, unknown>) => {
   const roles = claims[CLAIM.roles] as string[];
-  return roles.some((r) => STAFF_ROLE.test(r)) && !roles.some((r) => LEARNER_ROLE.test(r));
+  const context = roles.filter((r) => CONTEXT_ROLE.test(r));
+  if (context.length === 0) return roles.some((r) => ADMIN_ROLE.test(r));
+  return context.some((r) => STAFF_ROLE.test(r)) && !context.some((r) => LEARNER_ROLE.test(r));
 };
 
 /** A refused launch: the HTTP status, a stable code, a title and words for the person. */
@@ -147,6 +159,9 @@ export async function verifyIdToken(keys: PlatformKeys, platform: Platform, stat
     const link = c[CLAIM.resourceLink] as { id?: unknown } | undefined;
     if (!link || typeof link !== 'object' || typeof link.id !== 'string' || !link.id)
       throw refuse('invalid_launch', 'The launch does not say which link was opened (resource_link).');
+    // LTI Core 1.3 §5.3.4: required, and the same value as the login's target_link_uri.
+    if (c[CLAIM.targetLinkUri] !== state.login.target_link_uri)
+      throw refuse('invalid_launch', 'The launch does not go where its sign-in started (target_link_uri differs from the login request).');
   }
   return c;
 }

@@ -31,6 +31,11 @@ export interface Platform {
    * id the platform signs is accepted (migration 0154). Absent on rows read before 0154.
    */
   any_deployment?: boolean;
+  /**
+   * LMS hosts that frame its launches besides its issuer's and authorization URL's origins
+   * (origins or `https://*.example.com` wildcards, sorted; migration 0165, src/lti/framing.ts).
+   */
+  frame_origins: string[];
   created_at: string;
 }
 
@@ -45,11 +50,13 @@ export interface PlatformInput {
   deployments: string[];
   /** Accept any deployment id (dynamic registration without one); kept true once set. */
   any_deployment?: boolean;
+  /** Frame origins to add (normalised entries: `normalizeOrigin`); kept once added. */
+  frame_origins?: string[];
 }
 
 const SELECT = `
   select p.id, p.tenant_id, t.slug as tenant, p.issuer, p.client_id, p.auth_url, p.token_url, p.jwks_url,
-         p.token_audience, p.any_deployment, to_json(p.created_at) #>> '{}' as created_at,
+         p.token_audience, p.any_deployment, p.frame_origins, to_json(p.created_at) #>> '{}' as created_at,
          coalesce((select array_agg(d.deployment_id order by d.deployment_id) from lti_deployments d
                     where d.tenant_id = p.tenant_id and d.platform_id = p.id), '{}') as deployments
     from lti_platforms p join tenants t on t.id = p.tenant_id`;
@@ -59,8 +66,9 @@ export class PlatformTaken extends Error {}
 
 /**
  * Register a platform for tenant `tenantId`, or update the URLs of its registration with the same
- * issuer + client id and add deployments to it. Throws `PlatformTaken` when another tenant holds
- * that issuer + client id. Returns the registration and whether it was new.
+ * issuer + client id and add deployments and frame origins to it. Throws `PlatformTaken` when
+ * another tenant holds that issuer + client id; the database refuses more than 20 frame origins
+ * (check violation). Returns the registration and whether it was new.
  */
 export async function addPlatform(q: Queryable, tenantId: string, input: PlatformInput): Promise<{ platform: Platform; created: boolean }> {
   const [existing] = await q.query<{ id: string; tenant_id: string }>(
@@ -68,15 +76,17 @@ export async function addPlatform(q: Queryable, tenantId: string, input: Platfor
     [input.issuer, input.client_id],
   );
   if (existing && existing.tenant_id !== tenantId) throw new PlatformTaken(`${input.issuer} client ${input.client_id} is registered to another tenant`);
-  const values = [input.auth_url, input.token_url, input.jwks_url, input.token_audience ?? null, input.any_deployment ?? false];
+  const values = [input.auth_url, input.token_url, input.jwks_url, input.token_audience ?? null, input.any_deployment ?? false, input.frame_origins ?? []];
   const [row] = existing
     ? await q.query<{ id: string }>(
-        'update lti_platforms set auth_url = $3, token_url = $4, jwks_url = $5, token_audience = $6, any_deployment = any_deployment or $7 where tenant_id = $1 and id = $2 returning id',
+        `update lti_platforms set auth_url = $3, token_url = $4, jwks_url = $5, token_audience = $6, any_deployment = any_deployment or $7,
+                frame_origins = array(select distinct o from unnest(frame_origins || $8::text[]) o order by o)
+          where tenant_id = $1 and id = $2 returning id`,
         [tenantId, existing.id, ...values],
       )
     : await q.query<{ id: string }>(
-        `insert into lti_platforms (tenant_id, issuer, client_id, auth_url, token_url, jwks_url, token_audience, any_deployment)
-         values ($1, $2, $3, $4, $5, $6, $7, $8) returning id`,
+        `insert into lti_platforms (tenant_id, issuer, client_id, auth_url, token_url, jwks_url, token_audience, any_deployment, frame_origins)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, array(select distinct o from unnest($9::text[]) o order by o)) returning id`,
         [tenantId, input.issuer, input.client_id, ...values],
       );
   for (const deployment of new Set(input.deployments)) {

@@ -121,7 +121,15 @@ describe('svc learner export, then svc learner delete', () => {
     const login = await fetch(`${t.url}/lti/v1/login?${params}`, { redirect: 'manual' });
     expect(login.status).toBe(302);
     const auth = new URL(login.headers.get('location')!);
-    const claims = { ...lms.launchClaims({ activity: activities.document!.activityId, sub: lti.sub, nonce: auth.searchParams.get('nonce')! }), ...lti };
+    const claims = {
+      ...lms.launchClaims({
+        activity: activities.document!.activityId,
+        sub: lti.sub,
+        nonce: auth.searchParams.get('nonce')!,
+        target: `${t.url}/lti/v1/launch`,
+      }),
+      ...lti,
+    };
     const res = await fetch(`${t.url}/lti/v1/launch`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: login.headers.get('set-cookie')!.split(';')[0]! },

@@ -22,6 +22,7 @@ const model = useServer(() => startTestModel());
 const lms = useServer(startTestLms);
 const t = useApp(() => startApp({ judge: testJudge(model.baseUrl, { timeoutMs: 20_000 }) }));
 const world = useFixture(async () => {
+  lms.setTool(t.url);
   const services = addLmsServices(lms, () => t.url);
   await t.op('tenant.create', { slug: 'acme' });
   const platform = await t.op('lti.platforms.add', { tenant: 'acme', ...lms.registration });
@@ -223,6 +224,19 @@ describe('scores to the line item', () => {
         ['delivered', 'FullyGraded'],
         ['delivered', 'Pending'],
       ]);
+  }, 40_000);
+
+  it('sends the scores of a launch without a context claim (optional in LTI Core) to its line item', async () => {
+    const activity = await seedActivity(t, 'acme', { title: 'Contextless note' });
+    const li = world.services.addLineItem({ scoreMaximum: 100, label: 'Contextless', resourceId: activity.activityId });
+    const noContext = (c: JWTPayload) => {
+      const claims: JWTPayload = withAgs(world.services.agsClaim({ lineitem: li.id }), 'link-max')(c);
+      delete claims['https://purl.imsglobal.org/spec/lti/claim/context'];
+      return claims;
+    };
+    await submit(await launch('max', activity.activityId, noContext), activity.activityId, PASS);
+    await expect.poll(() => progressOf('max'), { timeout: 15_000 }).toEqual(['Pending', 'FullyGraded']);
+    expect(scoresOf('max', li.id)).toHaveLength(2);
   }, 40_000);
 
   it('finds the line item by resourceId in the lineitems container when the launch names none', async () => {

@@ -103,6 +103,33 @@ describe('a learner launches an activity from the LMS', () => {
     await page.context().close();
   }, 90_000);
 
+  it("launches from a course page on the institution's own host once it is registered as a frame origin (Canvas Cloud)", async () => {
+    // The course page on http://localhost:<lms port>: not the issuer's or auth URL's origin (127.0.0.1), as a Canvas
+    // Cloud course on <school>.instructure.com is not canvas.instructure.com; it posts the login into the frame.
+    const schoolHost = asLocalhost(lms.origin);
+    const schoolCourse = (sub: string) =>
+      `${schoolHost}/course?${new URLSearchParams({ activity: world.acme.activityId, sub, tool: asLocalhost(t.url), post: '1' })}`;
+    const refused = await newPage(browser);
+    const blocked = refused.waitForEvent('console', { predicate: (m) => /frame-ancestors/.test(m.text()), timeout: 30_000 });
+    await refused.goto(schoolCourse('hedy'));
+    expect((await blocked).text()).toContain(`frame-ancestors ${lms.origin}`);
+    await refused.context().close();
+
+    await t.op('lti.platforms.add', { tenant: 'acme', ...lms.registration, frame_origins: [schoolHost] });
+    try {
+      const page = await newPage(browser);
+      await page.goto(schoolCourse('hedy'));
+      await submitDesignNote(
+        await toolFrame(page),
+        '# Design note\n\nThe problem: long URLs. Two designs: hashing vs counters; trade-offs discussed.',
+        'Passed',
+      );
+      await page.context().close();
+    } finally {
+      await t.db.query('update lti_platforms set frame_origins = $1', [[]]);
+    }
+  }, 120_000);
+
   it('shows a readable error page for a login from an unregistered LMS', async () => {
     const page = await newPage(browser);
     const res = await page.goto(`${asLocalhost(t.url)}/lti/v1/login?iss=https%3A%2F%2Funknown.example&login_hint=x&target_link_uri=x`);

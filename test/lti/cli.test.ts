@@ -31,17 +31,51 @@ describe('svc lti', () => {
       '1',
       '--deployment',
       '7',
+      '--frame-origin',
+      'https://LMS.example.edu/',
+      '--frame-origin',
+      'https://*.example.edu',
     );
     expect(added.code).toBe(0);
     expect(added.out).toContain('registered acme: https://moodle.example.edu client abc123');
     expect(added.out).toContain('deployments 1, 7');
+    expect(added.out).toContain('framed from https://*.example.edu https://lms.example.edu');
 
     const missing = await svc('lti', 'platforms', 'add', 'acme', '--issuer', 'https://x.example', '--client-id', 'c');
     expect(missing.code).not.toBe(0);
     expect(missing.out).toMatch(/--auth-url/);
+    const u = 'https://x.example/lti';
+    const badOrigin = await svc(
+      'lti',
+      'platforms',
+      'add',
+      'acme',
+      '--issuer',
+      u,
+      '--client-id',
+      'c',
+      '--auth-url',
+      u,
+      '--token-url',
+      u,
+      '--jwks-url',
+      u,
+      '--frame-origin',
+      'https://x.example/course',
+    );
+    expect(badOrigin.code).not.toBe(0);
+    expect(badOrigin.out).toMatch(/not an origin/);
 
     const listed = JSON.parse((await svc('lti', 'platforms', 'list', '--json')).out);
-    expect(listed).toEqual([expect.objectContaining({ tenant: 'acme', issuer: 'https://moodle.example.edu', client_id: 'abc123', deployments: ['1', '7'] })]);
+    expect(listed).toEqual([
+      expect.objectContaining({
+        tenant: 'acme',
+        issuer: 'https://moodle.example.edu',
+        client_id: 'abc123',
+        deployments: ['1', '7'],
+        frame_origins: ['https://*.example.edu', 'https://lms.example.edu'],
+      }),
+    ]);
 
     const text = await svc('lti', 'config');
     expect(text.out).toMatch(/login URL \(OIDC login initiation\): +http:\/\/.+\/lti\/v1\/login/);

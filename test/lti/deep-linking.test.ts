@@ -31,6 +31,7 @@ const t = useApp(async () => {
   return app;
 });
 const world = useFixture(async () => {
+  lms.setTool(t.url);
   await t.op('tenant.create', { slug: 'acme' });
   await t.op('tenant.create', { slug: 'globex' });
   await t.op('lti.platforms.add', { tenant: 'acme', ...lms.registration });
@@ -142,6 +143,15 @@ describe('the picker', () => {
     expectRefused(await deepLink(settings(), ['http://purl.imsglobal.org/vocab/lis/v2/membership#Learner']), 403, 'not_instructor');
     expectRefused(await deepLink(settings(), [INSTRUCTOR, 'http://purl.imsglobal.org/vocab/lis/v2/membership#Learner']), 403, 'not_instructor');
     expectRefused(await deepLink(settings(), []), 403, 'not_instructor');
+    // Institution roles are the person's, not their part in this course: an institution instructor who is a Mentor here.
+    expectRefused(
+      await deepLink(settings(), [
+        'http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor',
+        'http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor',
+      ]),
+      403,
+      'not_instructor',
+    );
     for (const role of [
       'http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper',
       'http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator',

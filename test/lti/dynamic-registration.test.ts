@@ -16,6 +16,7 @@ const lms = useServer(startTestLms);
 let clockOffsetMs = 0;
 const t = useApp(() => startApp({}, { now: () => new Date(Date.now() + clockOffsetMs) }));
 const world = useFixture(async () => {
+  lms.setTool(t.url);
   await t.op('tenant.create', { slug: 'acme' });
   await t.op('tenant.create', { slug: 'globex' });
   return { reg: addRegistration(lms), acme: await seedActivity(t, 'acme') };

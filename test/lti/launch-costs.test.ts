@@ -58,6 +58,7 @@ const counted = useFixture(async () => {
   await t.op('lti.platforms.add', { tenant: 'acme', ...lms.registration, jwks_url: `${lms.origin}/jwks-counted` });
   const c = counting(t.db);
   const app: TestApp = await startApp({}, { db: c.db });
+  lms.setTool(app.url);
   return { ...c, app, activity: await seedActivity(t, 'acme'), hits: () => hits, close: () => app.close() };
 });
 useServer(async () => counted);

@@ -13,6 +13,7 @@ import { DEPLOYMENT_ID, startTestLms } from './lms.ts';
 const lms = useServer(startTestLms);
 const t = useApp(() => startApp());
 const world = useFixture(async () => {
+  lms.setTool(t.url);
   await t.op('tenant.create', { slug: 'acme' });
   await t.op('tenant.create', { slug: 'globex' });
   await t.op('lti.platforms.add', { tenant: 'acme', ...lms.registration });
@@ -110,6 +111,42 @@ describe('login (third-party initiated)', () => {
     expect(html).toContain('<input type="hidden" name="lti_message_hint" value="hint 1/2+3">');
     expect(html).toContain('<noscript>');
     expect(res.headers.get('content-security-policy')).toContain(`frame-ancestors ${lms.origin}`);
+  });
+
+  it("lets the login's page be framed by a shared issuer's LMS hosts and the registration's frame origins, nothing else", async () => {
+    const postLogin = async (params: URLSearchParams) => {
+      const res = await fetch(`${t.url}/lti/v1/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: params });
+      expect(res.status).toBe(200);
+      return res.headers.get('content-security-policy')!.replace(/^.*frame-ancestors /, '');
+    };
+    expect(await postLogin(loginParams())).toBe(lms.origin);
+    // Canvas Cloud: one issuer and auth host for every institution, whose course pages are on <school>.instructure.com.
+    await t.op('lti.platforms.add', {
+      tenant: 'acme',
+      ...lms.registration,
+      issuer: 'https://canvas.instructure.com',
+      client_id: 'canvas-key-1',
+      auth_url: 'https://sso.canvaslms.com/api/lti/authorize_redirect',
+    });
+    const canvas = loginParams({ iss: 'https://canvas.instructure.com', client_id: 'canvas-key-1' });
+    expect(await postLogin(canvas)).toBe('https://canvas.instructure.com https://sso.canvaslms.com https://*.instructure.com');
+    // A vanity domain is registered: --frame-origin (normalised, kept, listed).
+    const updated = await t.op('lti.platforms.add', {
+      tenant: 'acme',
+      ...lms.registration,
+      issuer: 'https://canvas.instructure.com',
+      client_id: 'canvas-key-1',
+      auth_url: 'https://sso.canvaslms.com/api/lti/authorize_redirect',
+      frame_origins: ['HTTPS://Canvas.School.edu:443/'],
+    });
+    expect(updated.frame_origins).toEqual(['https://canvas.school.edu']);
+    expect(await postLogin(canvas)).toBe('https://canvas.instructure.com https://sso.canvaslms.com https://*.instructure.com https://canvas.school.edu');
+    // Another registration's frame origins and the Canvas family are not this one's.
+    expect(await postLogin(loginParams())).toBe(lms.origin);
+    await expect(t.op('lti.platforms.add', { tenant: 'acme', ...lms.registration, frame_origins: ['https://school.example/course'] })).rejects.toThrow(
+      /not an origin/,
+    );
+    await t.op('lti.platforms.remove', { tenant: 'acme', issuer: 'https://canvas.instructure.com', client_id: 'canvas-key-1' });
   });
 
   it('refuses a login with a missing parameter, an unknown issuer or client id, an unregistered deployment, a repeated parameter', async () => {
@@ -328,8 +365,14 @@ describe('every launch check', () => {
       'unknown_deployment',
     );
   });
-  it('a missing message_type, version, roles or resource_link; another version', async () => {
-    for (const claim of ['message_type', 'version', 'roles', 'resource_link']) await learnerless(launch(drop(lti(claim))), 400, 'invalid_launch');
+  it('a missing message_type, version, roles, resource_link or target_link_uri; another version; another target_link_uri than the login', async () => {
+    for (const claim of ['message_type', 'version', 'roles', 'resource_link', 'target_link_uri'])
+      await learnerless(launch(drop(lti(claim))), 400, 'invalid_launch');
+    await learnerless(
+      launch((c) => ({ ...c, [lti('target_link_uri')]: 'https://evil.example/lti/v1/launch' })),
+      400,
+      'invalid_launch',
+    );
     await learnerless(
       launch((c) => ({ ...c, [lti('version')]: '1.1' })),
       400,
@@ -367,6 +410,14 @@ describe('every launch check', () => {
     // A teaching assistant who is also a learner, or no role at all: a learner launch.
     expect((await launch(roles([`${m}Instructor`, `${m}Learner`]), { sub: 'ta' })).res.status).toBe(200);
     expect((await launch(roles([]), { sub: 'nobody-in-particular' })).res.status).toBe(200);
+    // An institution's instructor (or administrator) who is only a Mentor (observer) in this course: not its instructor.
+    const inst = 'http://purl.imsglobal.org/vocab/lis/v2/institution/person#';
+    for (const list of [[`${inst}Instructor`, `${m}Mentor`], [`${inst}Administrator`, `${m}Mentor`], [`${inst}Instructor`]]) {
+      const r = await launch(roles(list), { sub: 'observer' });
+      expect(r.res.status).toBe(200);
+      expect(r.html).not.toContain('"preview":{');
+      expect(r.html).toContain('"session":');
+    }
   });
   it('a banned account: a page, no session', async () => {
     expect((await launch(undefined, { sub: 'banned-bob' })).res.status).toBe(200);

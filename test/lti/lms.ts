@@ -3,8 +3,10 @@
  * served on `localhost`: another site), built from LTI Core 1.3 and the Security Framework:
  *
  *   GET  /course?activity=<id>&sub=<sub>  a course page framing the tool: the iframe opens the tool's
- *                                         login URL (third-party initiated login)
- *   GET  /auth                            the OIDC authorization endpoint: answers with a page that
+ *                                         login URL (third-party initiated login); `&post` posts the
+ *                                         login into the frame instead, as Canvas does (the tool then
+ *                                         answers with a page, whose frame-ancestors apply)
+ *   GET  /auth  (or POST)                 the OIDC authorization endpoint: answers with a page that
  *                                         form-posts an id_token (signed with the LMS's RS256 key)
  *                                         and the state to the redirect_uri
  *   GET  /jwks                            its public keys; `keysMode` makes it answer garbage, slowly
@@ -34,10 +36,15 @@ export interface TestLms {
   registration: { issuer: string; client_id: string; auth_url: string; token_url: string; jwks_url: string; deployments: string[] };
   /** Sign `claims` as the LMS (RS256, its kid unless `header` says otherwise). */
   idToken(claims: JWTPayload, header?: Record<string, unknown>, key?: CryptoKey): Promise<string>;
-  /** A learner's resource-link launch claims for `activity`, `sub`, `nonce` (override per test). */
-  launchClaims(p: { activity: string; sub: string; nonce: string }): JWTPayload;
+  /**
+   * A learner's resource-link launch claims for `activity`, `sub`, `nonce` (override per test);
+   * `target_link_uri` is `target`, else the tool's launch URL (`setTool`), as the login named it.
+   */
+  launchClaims(p: { activity: string; sub: string; nonce: string; target?: string }): JWTPayload;
+  /** The tool's base URL, whose `/lti/v1/launch` the launches target (LTI Core 1.3 §5.3.4: the login's target_link_uri). */
+  setTool(baseUrl: string): void;
   /** The course page that frames the tool's login, for a browser. */
-  coursePage(p: { activity: string; sub: string; toolUrl: string; storage?: boolean }): string;
+  coursePage(p: { activity: string; sub: string; toolUrl: string; storage?: boolean; post?: boolean }): string;
   /** The JWKS endpoint's behaviour: 'ok' | 'garbage' | 'slow' | 'down'. */
   keysMode: 'ok' | 'garbage' | 'slow' | 'down';
   /** Set `keysMode` (through a fixture handle, which cannot assign). */
@@ -62,7 +69,8 @@ export async function startTestLms(): Promise<TestLms> {
   const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
   const kid = `lms-${randomUUID().slice(0, 8)}`;
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
-  const launches = new Map<string, { activity: string; sub: string }>();
+  const launches = new Map<string, { activity: string; sub: string; target: string }>();
+  let toolLaunch = 'https://tool.example/lti/v1/launch';
   const extra = new Map<string, LmsHandler>();
   let lms!: TestLms;
   const server = http.createServer(async (req, res) => {
@@ -75,7 +83,11 @@ export async function startTestLms(): Promise<TestLms> {
     }
     if (url.pathname === '/course') {
       const hint = randomUUID();
-      launches.set(hint, { activity: url.searchParams.get('activity') ?? '', sub: url.searchParams.get('sub') ?? '' });
+      launches.set(hint, {
+        activity: url.searchParams.get('activity') ?? '',
+        sub: url.searchParams.get('sub') ?? '',
+        target: `${url.searchParams.get('tool') ?? ''}/lti/v1/launch`,
+      });
       res.setHeader('content-type', 'text/html; charset=utf-8');
       return res.end(
         lms.coursePage({
@@ -83,11 +95,13 @@ export async function startTestLms(): Promise<TestLms> {
           sub: url.searchParams.get('sub') ?? '',
           toolUrl: url.searchParams.get('tool') ?? '',
           storage: url.searchParams.has('storage'),
+          post: url.searchParams.has('post'),
         }),
       );
     }
     if (url.pathname === '/auth') {
-      const q = url.searchParams;
+      // The authentication request comes as a redirect (GET, query) or, from the tool's login page, a form post (OIDC Core §3.1.2.1).
+      const q = req.method === 'POST' ? new URLSearchParams(Buffer.concat(await req.toArray()).toString()) : url.searchParams;
       const launch = launches.get(q.get('lti_message_hint') ?? '');
       const ok =
         q.get('scope') === 'openid' &&
@@ -99,7 +113,7 @@ export async function startTestLms(): Promise<TestLms> {
         res.statusCode = 400;
         return res.end('bad authentication request');
       }
-      let claims = lms.launchClaims({ activity: launch.activity, sub: launch.sub, nonce: q.get('nonce') ?? '' });
+      let claims = lms.launchClaims({ activity: launch.activity, sub: launch.sub, nonce: q.get('nonce') ?? '', target: launch.target });
       if (lms.tamper) claims = lms.tamper(claims);
       const token = await lms.idToken(claims);
       res.setHeader('content-type', 'text/html; charset=utf-8');
@@ -138,7 +152,10 @@ export async function startTestLms(): Promise<TestLms> {
     publicJwk,
     kid,
     idToken: (claims, header = {}, key = privateKey) => new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid, typ: 'JWT', ...header } as never).sign(key),
-    launchClaims: ({ activity, sub, nonce }) => {
+    setTool: (baseUrl) => {
+      toolLaunch = `${baseUrl}/lti/v1/launch`;
+    },
+    launchClaims: ({ activity, sub, nonce, target = toolLaunch }) => {
       const now = Math.floor(Date.now() / 1000);
       return {
         iss: origin,
@@ -154,7 +171,7 @@ export async function startTestLms(): Promise<TestLms> {
         'https://purl.imsglobal.org/spec/lti/claim/message_type': 'LtiResourceLinkRequest',
         'https://purl.imsglobal.org/spec/lti/claim/version': '1.3.0',
         'https://purl.imsglobal.org/spec/lti/claim/deployment_id': DEPLOYMENT_ID,
-        'https://purl.imsglobal.org/spec/lti/claim/target_link_uri': 'https://tool.example/lti/v1/launch',
+        'https://purl.imsglobal.org/spec/lti/claim/target_link_uri': target,
         'https://purl.imsglobal.org/spec/lti/claim/resource_link': { id: `link-${activity.slice(0, 8)}`, title: 'Design note' },
         'https://purl.imsglobal.org/spec/lti/claim/roles': ['http://purl.imsglobal.org/vocab/lis/v2/membership#Learner'],
         'https://purl.imsglobal.org/spec/lti/claim/context': { id: 'course-1', title: 'Systems design' },
@@ -162,7 +179,7 @@ export async function startTestLms(): Promise<TestLms> {
         'https://purl.imsglobal.org/spec/lti/claim/launch_presentation': { document_target: 'iframe', return_url: `${origin}/course` },
       };
     },
-    coursePage: ({ activity, sub, toolUrl, storage }) => {
+    coursePage: ({ activity, sub, toolUrl, storage, post }) => {
       const login = new URL(`${toolUrl}/lti/v1/login`);
       for (const [k, v] of Object.entries({
         iss: origin,
@@ -181,7 +198,11 @@ export async function startTestLms(): Promise<TestLms> {
           `if(m.subject==='lti.put_data'){store[k]=m.value;setTimeout(()=>e.source.postMessage({subject:'lti.put_data.response',message_id:m.message_id,key:m.key,value:m.value},e.origin),1000)}` +
           `if(m.subject==='lti.get_data'){e.source.postMessage({subject:'lti.get_data.response',message_id:m.message_id,key:m.key,value:store[k]},e.origin)}});</script>`
         : '';
-      return `<!doctype html><html lang="en"><head><title>Course</title>${platformStorage}</head><body><main><h1>Systems design</h1><iframe title="Activity" src="${esc(login.toString())}" style="width:860px;height:1400px;border:0" allow="clipboard-write"></iframe></main></body></html>`;
+      const frame = `<iframe title="Activity" name="tool" ${post ? '' : `src="${esc(login.toString())}" `}style="width:860px;height:1400px;border:0" allow="clipboard-write"></iframe>`;
+      const postLogin = post
+        ? `<form method="post" action="${esc(`${login.origin}${login.pathname}`)}" target="tool">${[...login.searchParams].map(([k, v]) => `<input type="hidden" name="${esc(k)}" value="${esc(v)}">`).join('')}</form><script>document.forms[0].submit()</script>`
+        : '';
+      return `<!doctype html><html lang="en"><head><title>Course</title>${platformStorage}</head><body><main><h1>Systems design</h1>${frame}${postLogin}</main></body></html>`;
     },
     route: (path, handler) => void extra.set(path, handler),
     close: () => new Promise<void>((r) => server.close(() => r())),

@@ -17,6 +17,7 @@ const INSTRUCTOR = 'http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor
 const lms = useServer(startTestLms);
 const t = useApp(() => startApp());
 const world = useFixture(async () => {
+  lms.setTool(t.url);
   const services = addLmsServices(lms, () => t.url);
   services.members = [
     { user_id: 'teach-1', roles: [INSTRUCTOR], name: 'Tess Teacher' },

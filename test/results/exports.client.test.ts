@@ -165,6 +165,25 @@ describe('svc-results export (stream)', () => {
     expect(await readFile(gone, 'utf8')).toBe('');
   });
 
+  it('--resume refuses a file that holds another resource or format; counts CSV records, not line breaks', async () => {
+    const out = join(tmp, 'held.csv');
+    await run(['export', 'progress', '--format', 'csv', '--out', out]);
+    for (const args of [
+      ['export', 'learners', '--format', 'csv'],
+      ['export', 'progress', '--format', 'ndjson'],
+    ]) {
+      const refused = await run([...args, '--out', out, '--resume']).catch((e: { code: number; stderr: string }) => e);
+      expect(refused, args.join(' ')).toMatchObject({ code: 1, stderr: expect.stringMatching(/holds an export of progress as csv/) });
+    }
+    // A quoted cell holding a line break (an artifact's ref_url) is one record.
+    await t.db.query(`update artifacts set ref_url = 'https://example.test/a\r\nb' where id = $1`, [a.artifactIds[0]]);
+    const artifacts = join(tmp, 'artifacts.csv');
+    const { stderr } = await run(['export', 'artifacts', '--format', 'csv', '--out', artifacts]);
+    const records = parse(await readFile(artifacts, 'utf8'), { columns: true }).length;
+    expect(stderr).toContain(`${records} rows exported`);
+    expect((await readFile(artifacts, 'utf8')).split('\n').length - 2).toBeGreaterThan(records); // more line breaks than records
+  });
+
   it('a stream cut mid-way exits 1 and leaves no file at --out (nor a .partial)', async () => {
     // A peer that answers like the service, then drops the connection mid-body (a network failure).
     const cutter = createServer((_req, res) => {

@@ -5,6 +5,7 @@
  * server's query at once (pg_stat_activity); a failure after the first byte aborts the transfer
  * for every format (no clean truncated file).
  */
+import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'csv-parse/sync';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
@@ -209,6 +210,61 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
       await locker.end();
     }
     await expect.poll(async () => (await exportBackends()).length).toBe(0);
+  });
+
+  it('a client that leaves while the export starts (its snapshot or DECLARE waiting on a lock) ends the query at once and frees the key', async () => {
+    // The key's slot is free once the export's connection closed (a moment after its backend left pg_stat_activity).
+    const keyFree = (key: string) =>
+      expect
+        .poll(
+          async () => {
+            const res = await get(t, '/v1/exports/deletions', key);
+            await res.arrayBuffer();
+            return res.status;
+          },
+          { timeout: 10_000 },
+        )
+        .toBe(200);
+    const locker = await t.db.dedicatedClient!('svc-test-locker');
+    try {
+      // Parquet's DECLARE plans the query (lessons locked: it waits); every format's snapshot reads activity_results first.
+      for (const [format, table, statement] of [
+        ['parquet', 'lessons', 'declare%'],
+        ['csv', 'activity_results', 'select%'],
+      ] as const) {
+        const { key } = await t.op('key.create', { tenant: a.slug, name: `leaves while ${format} starts` });
+        await locker.query(`begin; lock table ${table} in access exclusive mode`);
+        const req = http.get(`${t.url}/v1/exports/activity-results?format=${format}`, { headers: { authorization: `Bearer ${key}` } });
+        req.on('error', () => {});
+        const waiting = `select count(*)::int as n from pg_stat_activity where application_name = 'svc-export' and wait_event_type = 'Lock' and query ilike '${statement}'`;
+        await expect.poll(async () => (await t.db.query<{ n: number }>(waiting))[0]!.n, { timeout: 10_000 }).toBe(1);
+        req.destroy();
+        const left = Date.now();
+        while ((await exportBackends()).length > 0) {
+          expect(Date.now() - left, format).toBeLessThan(5000); // while the lock is still held
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await locker.query('rollback');
+        await keyFree(key);
+      }
+    } finally {
+      await locker.query('rollback').catch(() => {});
+      await locker.end();
+    }
+  });
+
+  it('a query that fails on its first row is an error answer in every format (Parquet: not a 200 with the file magic)', async () => {
+    const g = await seedTenant(t, 'gamma');
+    // A verification that is not an object: `verification - 'held'` fails on it ("cannot delete from scalar").
+    await t.db.query(`update artifacts set verification = '1'::jsonb where tenant_id = $1`, [g.id]);
+    for (const format of ['ndjson', 'csv', 'parquet']) {
+      for (const encoding of ['identity', 'gzip', 'zstd']) {
+        const res = await get(t, `/v1/exports/artifacts?format=${format}`, g.key, 'bearer', { 'accept-encoding': encoding });
+        expect(res.status, `${format} ${encoding}`).toBeGreaterThanOrEqual(500);
+        expect([res.headers.get('content-encoding'), res.headers.get('svc-consistent-through')], `${format} ${encoding}`).toEqual([null, null]);
+        expect(await res.json()).toMatchObject({ error: { code: expect.any(String) } });
+      }
+    }
   });
 
   it('a key revoked while its export waits for the first row is answered 401, and the export ends', async () => {

@@ -236,6 +236,11 @@ describe('GET /v1/exports/*', () => {
     expect(negotiateFormat('text/csv;q=0, text/*')).toBeUndefined();
     expect(negotiateFormat('application/x-ndjson;q=0.1, */*')).toBe('csv');
     expect(negotiateFormat('text/csv; charset=utf-8')).toBe('csv');
+    // Equal q: the more specific range, then the client's order (docs/api.md "Format").
+    expect(negotiateFormat('text/csv;q=0.5, application/*;q=0.5')).toBe('csv');
+    expect(negotiateFormat('text/csv, application/x-ndjson')).toBe('csv');
+    expect(negotiateFormat('application/x-ndjson, text/csv')).toBe('ndjson');
+    expect(negotiateFormat('application/*')).toBe('ndjson');
     // With `format`: that format unless Accept refuses it.
     expect(negotiateFormat(undefined, 'parquet')).toBe('parquet');
     expect(negotiateFormat('*/*', 'csv')).toBe('csv');

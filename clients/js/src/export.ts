@@ -42,6 +42,9 @@ export interface ExportOptions {
 }
 
 interface ExportState {
+  /** What the file holds (absent in state files of older versions): a resume of another is refused. */
+  resource?: ExportResource;
+  format?: 'csv' | 'ndjson' | 'parquet';
   /** True while a streamed export is under way (it restarts on --resume). */
   stream?: boolean;
   /** True once a streamed export ended whole (`checkpoint` then holds its watermark). */
@@ -71,6 +74,14 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
       state = undefined; // nothing to resume: start afresh
     }
   }
+  const format = options.format === 'jsonl' ? 'ndjson' : options.format;
+  const held = state?.resource ?? state?.checkpoint?.resource;
+  if (state && ((held !== undefined && held !== options.resource) || (state.format !== undefined && state.format !== format))) {
+    throw new Error(
+      `--resume: ${options.out} holds an export of ${held ?? options.resource} as ${state.format ?? 'another format'}, not ${options.resource} as ${format}: ` +
+        'give another --out, or drop --resume to start afresh',
+    );
+  }
   if (state?.done) {
     const since = state.checkpoint.rows.since;
     progress(
@@ -94,7 +105,7 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
     deletions: { since: null, cursor: null },
     rows: { since: options.updatedSince ?? null, cursor: null },
   };
-  state ??= { checkpoint: initial, bytes: 0, rows: 0, columns: null };
+  state ??= { resource: options.resource, format, checkpoint: initial, bytes: 0, rows: 0, columns: null };
 
   let file: FileHandle | undefined;
   if (options.out) {
@@ -155,8 +166,37 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
 }
 
 /**
+ * A counter of CSV record ends (LF outside a quoted cell) across the chunks of one file: a quoted
+ * cell may hold line breaks, and `""` inside one toggles the quoting twice (RFC 4180 §2). Returns
+ * the record ends in each chunk given, in order.
+ */
+function csvRecordEnds(): (chunk: Uint8Array) => number {
+  let quoted = false;
+  return (chunk) => {
+    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let n = 0;
+    let i = 0;
+    let quote = bytes.indexOf(34, i);
+    for (;;) {
+      if (!quoted) {
+        const lf = bytes.indexOf(10, i);
+        if (lf !== -1 && (quote === -1 || lf < quote)) {
+          n += 1;
+          i = lf + 1;
+          continue;
+        }
+      }
+      if (quote === -1) return n;
+      quoted = !quoted;
+      i = quote + 1;
+      quote = bytes.indexOf(34, i);
+    }
+  };
+}
+
+/**
  * The streamed export: `/v1/exports/{resource}` in the format asked (`jsonl` = ndjson), its bytes
- * written as they come. Rows are counted by line (ndjson, csv); Parquet reports bytes.
+ * written as they come. Rows are counted by line (ndjson) or record (csv); Parquet reports bytes.
  */
 async function streamExport(
   client: ResultsClient,
@@ -166,10 +206,12 @@ async function streamExport(
 ): Promise<{ rows: number; consistentThrough: string | null }> {
   const format = options.format === 'jsonl' ? 'ndjson' : options.format;
   const { watermark, body } = await client.exportRaw(options.resource, { format, updatedSince: options.updatedSince });
-  if (stateFile) await writeFile(stateFile, JSON.stringify({ stream: true, checkpoint: null, bytes: 0, rows: 0, columns: null }));
+  const about = { resource: options.resource, format };
+  if (stateFile) await writeFile(stateFile, JSON.stringify({ ...about, stream: true, checkpoint: null, bytes: 0, rows: 0, columns: null }));
   const partial = options.out ? `${options.out}.partial` : undefined;
   const file = partial ? await open(partial, 'w') : undefined;
   let lines = 0;
+  const records = format === 'csv' ? csvRecordEnds() : undefined;
   let bytes = 0;
   let lastReport = Date.now();
   let whole = false;
@@ -178,7 +220,8 @@ async function streamExport(
       if (file) await file.write(chunk);
       else if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
       bytes += chunk.length;
-      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines += 1;
+      if (records) lines += records(chunk);
+      else for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines += 1;
       if (Date.now() - lastReport > 1000) {
         progress(`svc-results: ${options.resource}: ${format === 'parquet' ? `${bytes} bytes` : `${lines} lines`} exported`);
         lastReport = Date.now();
@@ -198,7 +241,7 @@ async function streamExport(
       deletions: { since: watermark, cursor: null },
       rows: { since: watermark, cursor: null },
     };
-    await writeFile(`${stateFile}.tmp`, JSON.stringify({ stream: false, done: true, checkpoint: rowsState, bytes, rows, columns: null }));
+    await writeFile(`${stateFile}.tmp`, JSON.stringify({ ...about, stream: false, done: true, checkpoint: rowsState, bytes, rows, columns: null }));
     await rename(`${stateFile}.tmp`, stateFile);
   }
   progress(

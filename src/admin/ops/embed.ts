@@ -1,15 +1,15 @@
 /** `svc embed origins add|remove|list`: who may frame a tenant's player (src/embed/origins.ts). Registered in ../ops.ts. */
 import { z } from 'zod';
 import type { Queryable } from '../../db/index.ts';
-import { addOrigin, frameAncestors, listOrigins, normalizeOrigin, removeOrigin } from '../../embed/index.ts';
-import { AdminError, slug, tenantId } from './shared.ts';
+import { addOrigin, frameAncestors, listOrigins, removeOrigin } from '../../embed/index.ts';
+import { AdminError, originEntry, slug, tenantId } from './shared.ts';
 
 export const embedOps = {
   'embed.origins.add': {
     args: z.object({ tenant: slug, origin: z.string().min(1).max(300) }),
     run: async (q: Queryable, a: { tenant: string; origin: string }) => {
       const id = await tenantId(q, a.tenant);
-      const origin = embedOrigin(a.origin);
+      const origin = originEntry(a.origin);
       const added = await addOrigin(q, id, origin);
       return { tenant: a.tenant, origin, added, origins: await listOrigins(q, id) };
     },
@@ -18,7 +18,7 @@ export const embedOps = {
     args: z.object({ tenant: slug, origin: z.string().min(1).max(300) }),
     run: async (q: Queryable, a: { tenant: string; origin: string }) => {
       const id = await tenantId(q, a.tenant);
-      const origin = embedOrigin(a.origin);
+      const origin = originEntry(a.origin);
       if (!(await removeOrigin(q, id, origin))) throw new AdminError('not_found', `${origin} is not an allowed origin of "${a.tenant}"`);
       return { tenant: a.tenant, origin, origins: await listOrigins(q, id) };
     },
@@ -31,10 +31,3 @@ export const embedOps = {
     },
   },
 } as const;
-
-/** An origin for `svc embed origins`, normalised; AdminError `invalid` when it is not one. */
-function embedOrigin(input: string): string {
-  const parsed = normalizeOrigin(input);
-  if ('error' in parsed) throw new AdminError('invalid', parsed.error);
-  return parsed.origin;
-}

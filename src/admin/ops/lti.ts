@@ -17,7 +17,11 @@ import {
   rotateKey,
   toolConfig,
 } from '../../lti/index.ts';
-import { AdminError, slug, tenantId, url } from './shared.ts';
+import { sqlState } from '../../db/errors.ts';
+import { AdminError, originEntry, slug, tenantId, url } from './shared.ts';
+
+/** Most frame origins of one registration (the check of migration 0165). */
+const MAX_FRAME_ORIGINS = 20;
 
 export const ltiOps = {
   'lti.platforms.add': {
@@ -30,14 +34,16 @@ export const ltiOps = {
       jwks_url: url.max(2048),
       token_audience: z.string().trim().min(1).max(2048).optional(),
       deployments: z.array(z.string().trim().min(1, 'a deployment id is not empty').max(255)).max(100).default([]),
+      frame_origins: z.array(z.string().min(1).max(300)).max(MAX_FRAME_ORIGINS).default([]),
     }),
     run: async (q: Queryable, a: PlatformInput & { tenant: string }) => {
       const id = await tenantId(q, a.tenant);
       try {
-        const { platform, created } = await addPlatform(q, id, a);
+        const { platform, created } = await addPlatform(q, id, { ...a, frame_origins: (a.frame_origins ?? []).map(originEntry) });
         return { ...platform, created };
       } catch (err) {
         if (err instanceof PlatformTaken) throw new AdminError('conflict', err.message);
+        if (sqlState(err) === '23514') throw new AdminError('invalid', `a registration keeps at most ${MAX_FRAME_ORIGINS} frame origins`);
         throw err;
       }
     },

@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import type { Queryable } from '../../db/index.ts';
+import { normalizeOrigin } from '../../embed/index.ts';
 import { slugSchema } from '../../lib/ids.ts';
 
 export class AdminError extends Error {
@@ -37,4 +38,15 @@ export async function tenantId(q: Queryable, tenantSlug: string): Promise<string
   const id = await findTenantId(q, tenantSlug);
   if (id === null) throw new AdminError('not_found', `no tenant "${tenantSlug}"`);
   return id;
+}
+
+/**
+ * An origin entry (`https://host[:port]` or `https://*.example.com`, normalised by
+ * `normalizeOrigin`) for `svc embed origins` and `svc lti platforms add --frame-origin`;
+ * AdminError `invalid` when it is not one.
+ */
+export function originEntry(input: string): string {
+  const parsed = normalizeOrigin(input);
+  if ('error' in parsed) throw new AdminError('invalid', parsed.error);
+  return parsed.origin;
 }

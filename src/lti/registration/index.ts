@@ -21,7 +21,7 @@ import type { Deps } from '../../deps.ts';
 import { audit } from '../../audit/index.ts';
 import type { Queryable } from '../../db/index.ts';
 import { isDbUnavailable } from '../../db/errors.ts';
-import { ancestorsOf } from '../framing.ts';
+import { originOf, registrationAncestors } from '../framing.ts';
 import { sendErrorPage } from '../pages.ts';
 import { addPlatform, PlatformTaken } from '../platforms.ts';
 import { claimCode, consumeCode, mintCode, releaseCode, type CodeRefusal, type MintedCode } from './codes.ts';
@@ -46,13 +46,6 @@ const REFUSALS: Record<CodeRefusal, [number, string, string]> = {
   in_progress: [409, 'registration_in_progress', 'A registration with this URL is running right now. Wait a minute, then try again if it did not finish.'],
 };
 
-/** The origin of `url` when it is an http(s) URL. */
-const originOf = (url: string | undefined) => {
-  if (!url || !URL.canParse(url)) return undefined;
-  const u = new URL(url);
-  return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : undefined;
-};
-
 /**
  * `GET /lti/v1/register/<code>`: run the registration and answer with its page (see the header).
  * `query` is the request's query string parameters (single-valued; undefined when repeated).
@@ -60,7 +53,7 @@ const originOf = (url: string | undefined) => {
 export async function registerWithCode(deps: Deps, code: string, query: Record<string, string> | undefined, reply: FastifyReply) {
   const configUrl = query?.openid_configuration;
   // The platform opens this page (a frame or a window): its pages may frame it, nothing else.
-  let ancestors = ancestorsOf([originOf(configUrl)]);
+  let ancestors = registrationAncestors(configUrl);
   const refuse = (status: number, errCode: string, message: string) => sendErrorPage(reply, status, errCode, TITLE, message, ancestors);
   if (!query || !configUrl)
     return refuse(
@@ -77,7 +70,7 @@ export async function registerWithCode(deps: Deps, code: string, query: Record<s
     if (typeof held === 'string') return refuse(...REFUSALS[held]);
     try {
       const platform = await readPlatformConfig(deps.config, configUrl, token);
-      ancestors = ancestorsOf([originOf(configUrl), originOf(platform.issuer)]);
+      ancestors = registrationAncestors(configUrl, platform.issuer);
       const [tenant] = await deps.db.query<{ slug: string; name: string | null }>('select slug, name from tenants where id = $1', [held.tenant_id]);
       const clientName = `Learning activities (${tenant?.name || tenant?.slug || 'service'})`;
       const answer = await postRegistration(deps.config, platform, toolRegistration(deps.config.baseUrl, platform, clientName), token);

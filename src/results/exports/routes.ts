@@ -17,6 +17,7 @@
  * never a clean truncated file. Not bound by the list statement timeout (its own connection).
  */
 import { finished, pipeline, Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
 import client from '@prometheus-io/client';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -70,8 +71,9 @@ const BY_TYPE = new Map(Object.entries(FORMATS).map(([f, t]) => [t, f as Format]
 
 /**
  * The format an `Accept` header asks for (RFC 9110 §12.5.1, by negotiator: each format's q comes
- * from the most specific range that matches it; the highest q wins, ties by the order of FORMATS,
- * NDJSON first). No header: NDJSON. With `wanted` (the `format` query parameter): that format,
+ * from the most specific range that matches it; the highest q wins; of equal q, the one matched by
+ * the more specific range, then the one the client lists first, then FORMATS' order — NDJSON
+ * first for `*\/*`). No header: NDJSON. With `wanted` (the `format` query parameter): that format,
  * unless `Accept` refuses it. Undefined when nothing acceptable is served (406).
  */
 export function negotiateFormat(accept: string | undefined, wanted?: Format): Format | undefined {
@@ -103,6 +105,9 @@ export function negotiateEncoding(header: string | undefined): 'zstd' | 'gzip' |
   const [best] = new Negotiator({ headers: { 'accept-encoding': header.replace(/\bx-gzip\b/gi, 'gzip') } }).encodings(CODINGS, { preferred: CODINGS });
   return best as 'zstd' | 'gzip' | 'identity' | undefined;
 }
+
+/** Longest wait, ms, for an export that failed before its first byte to free its key's slot before the error is answered. */
+const RELEASE_WAIT_MS = 2000;
 
 /** Milliseconds between checks that a running export's key is still live (revocation reaches the lists within a second too). */
 const KEY_CHECK_MS = 1000;
@@ -187,6 +192,10 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
       return representation().send(Readable.from([]));
     }
     const key = keyOf(req);
+    // The response closes early only when the client left (or the socket failed) before the answer.
+    const left = new AbortController();
+    const leave = () => left.abort();
+    reply.raw.once('close', leave);
     let running: Awaited<ReturnType<typeof startExport>>;
     try {
       running = await startExport(deps.db, {
@@ -196,10 +205,17 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
         keyId: key.id,
         since: query.updated_since,
         max: deps.config.results.exportsMax,
+        signal: left.signal,
       });
     } catch (err) {
       if (err instanceof ExportRefused) exportsTotal.inc({ export: name, format, outcome: 'refused' });
+      else if (left.signal.aborted) {
+        exportsTotal.inc({ export: name, format, outcome: 'aborted' });
+        return reply.hijack(); // the client left: no one to answer
+      }
       throw err;
+    } finally {
+      reply.raw.off('close', leave);
     }
     let failed = false;
     const watch = watchKey(deps, key.id, () => running.body.destroy(new ApiError('unauthorized', 'the API key was revoked during the export')));
@@ -223,6 +239,8 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
     } catch (err) {
       failed = true;
       if (req.raw.socket.destroyed) return reply.hijack(); // the client left: no one to answer
+      // Answered once the key's slot is free (a bounded wait): a client that retries at once is not a second export.
+      await Promise.race([running.released, sleep(RELEASE_WAIT_MS, undefined, { ref: false })]);
       throw err;
     }
     let body: Readable = running.body;

@@ -58,6 +58,8 @@ export interface ExportRequest {
   since?: string;
   /** Exports running at once in this process, all keys together (`SVC_EXPORTS_MAX`). */
   max: number;
+  /** Aborted when the client leaves while the export starts: the backend's statement is cancelled (PostgreSQL). */
+  signal?: AbortSignal;
 }
 
 export interface RunningExport {
@@ -67,6 +69,12 @@ export interface RunningExport {
   body: Readable;
   /** Rows sent so far. */
   rows(): number;
+  /**
+   * Resolves once the key's slot is free again (PostgreSQL: the export's connection, which holds
+   * the key's advisory lock, is closed): an error answer waits for it, so a client that retries
+   * at once is not refused as a second export of its key.
+   */
+  released: Promise<void>;
 }
 
 /** `svc.results_sync_horizon()` as RFC 3339, or null while a writer hides its start (-infinity). */
@@ -180,14 +188,21 @@ async function writeParquet(
   count: (n: number) => void,
 ): Promise<void> {
   const parquet = new ParquetEncoder(name);
-  await write(parquet.header());
+  // The file's magic goes out with the first row group (or the footer): a first fetch that fails
+  // is then an error answer, not a 200 with 4 bytes.
+  let head: Buffer | undefined = parquet.header();
+  const send = (bytes: Buffer) => {
+    const chunk = head ? Buffer.concat([head, bytes]) : bytes;
+    head = undefined;
+    return write(chunk);
+  };
   for (;;) {
     const rows = await fetchCells();
     if (rows.length === 0) break;
     count(rows.length);
-    await write(parquet.rows(rows));
+    await send(parquet.rows(rows));
   }
-  await write(parquet.footer());
+  await send(parquet.footer());
 }
 
 /** Write the NDJSON lines or CSV records of the batches `fetch` reads, until an empty one (PGlite). Counts rows. */
@@ -218,20 +233,22 @@ export async function startExport(db: Db, req: ExportRequest): Promise<RunningEx
     throw new ExportRefused('unavailable', `${running.size} exports are running on this server, its limit: retry shortly`, undefined, BUSY_RETRY_AFTER_SECONDS);
   }
   running.add(req.keyId);
-  let released = false;
+  let onReleased!: () => void;
+  const released = new Promise<void>((resolve) => (onReleased = resolve));
   const release = () => {
-    if (!released) running.delete(req.keyId);
-    released = true;
+    if (!running.delete(req.keyId)) return;
+    onReleased();
   };
   try {
-    return db.dedicatedClient ? await startPostgres(db, req, release) : await startPglite(db, req, release);
+    const started = db.dedicatedClient ? await startPostgres(db, req, release) : await startPglite(db, req, release);
+    return { ...started, released };
   } catch (err) {
     release();
     throw err;
   }
 }
 
-async function startPostgres(db: Db, req: ExportRequest, release: () => void): Promise<RunningExport> {
+async function startPostgres(db: Db, req: ExportRequest, release: () => void): Promise<Omit<RunningExport, 'released'>> {
   const client = await db.dedicatedClient!('svc-export');
   client.on('error', () => {});
   let rows = 0;
@@ -246,10 +263,18 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
       .end()
       .catch(() => {})
       .finally(release);
-  const abort = () => {
-    if (ended) return;
+  let aborted: Promise<void> | undefined;
+  /** Resolves once the connection is closed (and the slot released). */
+  const abort = (): Promise<void> => {
+    if (ended) return aborted ?? Promise.resolve();
     ended = true;
-    void (pid === undefined ? Promise.resolve() : db.query('select pg_cancel_backend($1)', [pid])).catch(() => {}).finally(close);
+    aborted = (pid === undefined ? Promise.resolve() : db.query('select pg_cancel_backend($1)', [pid]))
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(close);
+    return aborted;
   };
   /** Close the connection after COMMIT and the advisory unlock; resolves once the slot is released. */
   const finish = async () => {
@@ -257,6 +282,10 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
     ended = true;
     await close();
   };
+  // A client that leaves while the export starts (the snapshot, a DECLARE waiting on a lock) ends
+  // it as one that leaves mid-stream does; once started, the body's destruction does (`producer`, 'close').
+  const leave = () => void abort();
+  req.signal?.addEventListener('abort', leave, { once: true });
   try {
     const [lock] = (
       await client.query<{ ok: boolean; pid: number }>(`select pg_try_advisory_lock(hashtextextended('svc-export:' || $1, 0)) as ok, pg_backend_pid() as pid`, [
@@ -264,6 +293,7 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
       ])
     ).rows;
     pid = lock?.pid;
+    if (req.signal?.aborted) void abort(); // before the pid was known: cancel now
     if (!lock?.ok) throw busy();
     const horizon = await openSnapshot(client, req);
     const slice: Slice = { tenantId: req.tenantId, horizon, since: req.since };
@@ -277,7 +307,7 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
         await client.query('commit');
         await client.query('select pg_advisory_unlock_all()');
         await finish();
-      }, abort);
+      }, leave);
     } else {
       const copy = client.query(copyTo(copyStatement(req.name, req.format, slice)));
       // The body ends only after COMMIT and the advisory unlock: a client that saw the end may
@@ -306,14 +336,16 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
       });
       copy.on('error', (err) => out.destroy(err));
       out.on('close', () => {
-        if (!out.writableFinished) abort();
+        if (!out.writableFinished) void abort();
       });
       body = out;
     }
     return { watermark: horizon, body, rows: () => rows };
   } catch (err) {
-    abort();
+    await abort(); // the slot is free when the error is answered
     throw err;
+  } finally {
+    req.signal?.removeEventListener('abort', leave);
   }
 }
 
@@ -325,7 +357,7 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
  * or deleted during it moves past the watermark (updated_at / deleted_at ≥ it), so the next pull
  * with `updated_since=<watermark>` carries the change. (PostgreSQL gives one snapshot.)
  */
-async function startPglite(db: Db, req: ExportRequest, release: () => void): Promise<RunningExport> {
+async function startPglite(db: Db, req: ExportRequest, release: () => void): Promise<Omit<RunningExport, 'released'>> {
   const [h] = await db.query<{ horizon: string | null }>(HORIZON_SQL);
   if (!h?.horizon) throw noHorizon();
   const text = keysetSelect(req.name, req.format, { tenantId: req.tenantId, horizon: h.horizon, since: req.since });
