@@ -4,9 +4,8 @@
  * issuer and its authorization URL, the LMS hosts of a shared issuer (`SHARED_ISSUER_HOSTS`:
  * every Canvas Cloud course page is on its institution's `*.instructure.com` host, not on the
  * issuer's), the registration's own `frame_origins` (vanity domains: `svc lti platforms add
- * --frame-origin`; migration 0165), plus, once a
- * launch's id_token has been verified, those of its `launch_presentation.return_url` and
- * `tool_platform.url`. The login's pages (the auto-submit form, platform storage) are shown
+ * --frame-origin`; migration 0165), plus, once a launch's id_token has been verified, those of
+ * its `launch_presentation.return_url` and `tool_platform.url`. The login's pages (the auto-submit form, platform storage) are shown
  * before any id_token is verified, so only what is registered can let them into a frame. Before
  * the platform is known (a malformed login), every registered platform's origins.
  */
