@@ -9,10 +9,11 @@
  *
  * Targets are ids: a tenant's id, an auth user id, an API key prefix, an OAuth client id. An
  * author grant by email to an address with no account yet, or by an IdP subject not yet seen,
- * names its target by the SHA-256 of the normalised email (`email_sha256`) or of
- * `issuer \n subject` (`subject_sha256`) — never the address or subject itself.
+ * names its target by HMAC-SHA256, under the database's own key (`audit_target_key`, migration
+ * 0166), of the normalised email (`email_hmac`) or of `issuer \n subject` (`subject_hmac`) —
+ * never the address or subject itself, nor a plain hash a reader could test guesses against.
  */
-import { sha256Hex as sha256 } from '../lib/hash.ts';
+import { createHmac } from 'node:crypto';
 import { audit, type AuditEvent } from '../audit/index.ts';
 import type { Queryable } from '../db/index.ts';
 import { findUserByEmail } from '../identity/index.ts';
@@ -22,13 +23,19 @@ type Args = Record<string, unknown>;
 type Out = Record<string, unknown>;
 type Describe = (q: Queryable, args: Args, out: Out) => Promise<Omit<AuditEvent, 'actor' | 'requestId'> | undefined>;
 
+/** HMAC-SHA256 (hex) of `text` under the database's audit key (see the header). */
+async function keyedHash(q: Queryable, text: string): Promise<string> {
+  const [row] = await q.query<{ hmac_key: string }>('select hmac_key from audit_target_key');
+  return createHmac('sha256', Buffer.from(row!.hmac_key, 'hex')).update(text).digest('hex');
+}
+
 /** The target of an author grant or revocation (see the header). */
-const authorTarget = (out: Out) =>
+const authorTarget = async (q: Queryable, out: Out) =>
   out.svc_user_id
     ? { type: 'user', id: String(out.svc_user_id) }
     : out.subject !== undefined
-      ? { type: 'subject_sha256', id: sha256(`${String(out.issuer)}\n${String(out.subject)}`) }
-      : { type: 'email_sha256', id: sha256(String(out.email)) };
+      ? { type: 'subject_hmac', id: await keyedHash(q, `${String(out.issuer)}\n${String(out.subject)}`) }
+      : { type: 'email_hmac', id: await keyedHash(q, String(out.email)) };
 
 const tenantAct =
   (action: AuditEvent['action'], detail: (args: Args, out: Out) => AuditEvent['detail'] = () => undefined): Describe =>
@@ -50,8 +57,8 @@ const DESCRIBE: Partial<Record<string, Describe>> = {
   'user.update': userAct('user.update'),
   'user.ban': userAct('user.ban'),
   'user.delete': userAct('user.delete'),
-  'author.grant': async (q, args, out) => ({ tenantId: await findTenantId(q, args.tenant), action: 'author.grant', target: authorTarget(out) }),
-  'author.revoke': async (q, args, out) => ({ tenantId: await findTenantId(q, args.tenant), action: 'author.revoke', target: authorTarget(out) }),
+  'author.grant': async (q, args, out) => ({ tenantId: await findTenantId(q, args.tenant), action: 'author.grant', target: await authorTarget(q, out) }),
+  'author.revoke': async (q, args, out) => ({ tenantId: await findTenantId(q, args.tenant), action: 'author.revoke', target: await authorTarget(q, out) }),
   'key.create': async (_q, _a, out) => ({ tenantId: String(out.tenant_id), action: 'key.create', target: { type: 'api_key', id: String(out.prefix) } }),
   'key.revoke': async (_q, _a, out) => ({ tenantId: String(out.tenant_id), action: 'key.revoke', target: { type: 'api_key', id: String(out.prefix) } }),
   'embed.origins.add': async (q, args, out) =>

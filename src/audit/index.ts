@@ -40,31 +40,37 @@ export type AuditActor =
   | { kind: 'system' };
 
 /** The actions the service records (dotted, lower case; new ones are added here). */
-export type AuditAction =
-  | 'tenant.create'
-  | 'user.create'
-  | 'user.update'
-  | 'user.ban'
-  | 'user.delete'
-  | 'key.create'
-  | 'key.revoke'
-  | 'author.grant'
-  | 'author.revoke'
-  | 'embed.origin.add'
-  | 'embed.origin.remove'
-  | 'idp.set'
-  | 'idp.refresh'
-  | 'oauth.client.revoke'
-  | 'oauth.grant.revoke'
-  | 'review.uphold'
-  | 'verdict.override'
-  | 'grading.mode.set'
-  | 'judge.thresholds.set'
-  | 'judge.consistency.set'
-  | 'retention.set'
-  | 'learner.erase'
-  | 'learner.export'
-  | (`lti.${string}` & {});
+export const AUDIT_ACTIONS = [
+  'tenant.create',
+  'user.create',
+  'user.update',
+  'user.ban',
+  'user.delete',
+  'key.create',
+  'key.revoke',
+  'author.grant',
+  'author.revoke',
+  'embed.origin.add',
+  'embed.origin.remove',
+  'idp.set',
+  'idp.refresh',
+  'oauth.client.revoke',
+  'oauth.grant.revoke',
+  'review.uphold',
+  'verdict.override',
+  'grading.mode.set',
+  'judge.thresholds.set',
+  'judge.consistency.set',
+  'retention.set',
+  'learner.erase',
+  'learner.export',
+  'lti.platform.add',
+  'lti.platform.register',
+  'lti.platform.remove',
+  'lti.registration_url.create',
+  'lti.keys.rotate',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** One act. `tenantId` null: an act on no tenant (an account, an OAuth client). */
 export interface AuditEvent {

@@ -132,14 +132,26 @@ const listCalibrationExamples = defineTool({
 const deleteCalibrationExample = defineTool({
   name: 'delete_calibration_example',
   title: 'Delete a calibration example',
-  description: 'Delete a calibration example. Reports already made keep their figures. Needs the author role in its tenant.',
+  description:
+    'Delete a calibration example. Reports already made keep their figures. When it was the last one, the activity grades live again and the submissions the gate held are released (`released`). Needs the author role in its tenant.',
   input: z.strictObject({ id: z.uuid().describe('The calibration example') }),
-  output: z.object({ id: z.string(), activity_id: z.string(), deleted: z.literal(true) }),
+  output: z.object({ id: z.string(), activity_id: z.string(), deleted: z.literal(true), released: z.number() }),
   annotations: DELETE,
-  run: (args, tx) =>
-    calibrating(async () => {
-      const row = await deleteExample(tx, args.id);
-      return { structured: { ...row, deleted: true }, summary: `deleted calibration example ${row.id}` };
+  run: (args, tx, ctx) =>
+    calibrating(async (): Promise<ToolAnswer> => {
+      const { tenant_id: tenantId, ...row } = await deleteExample(tx, args.id);
+      return {
+        structured: {},
+        summary: '',
+        // Without examples the gate is open: what it held is released (releaseIfOpen), as set_grading does.
+        afterCommit: async () => {
+          const released = await releaseIfOpen(ctx.deps.db, tenantId, row.activity_id, ctx.deps.config.judge?.model ?? null);
+          return {
+            structured: { ...row, deleted: true, released },
+            summary: `deleted calibration example ${row.id}${released ? `; ${released} held submission(s) released` : ''}`,
+          };
+        },
+      };
     }),
 });
 

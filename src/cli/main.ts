@@ -247,10 +247,9 @@ learner
       try {
         fd = openSync(options.out, 'wx');
       } catch (err) {
-        throw new AdminError(
-          'invalid',
-          `--out: cannot create ${options.out}: ${(err as NodeJS.ErrnoException).code ?? 'error'} (an existing file is not overwritten)`,
-        );
+        const code = (err as NodeJS.ErrnoException).code;
+        const why = code === 'EEXIST' ? 'it exists (an existing file is not overwritten)' : code === 'ENOENT' ? 'its folder does not exist' : (code ?? 'error');
+        throw new AdminError('invalid', `--out: cannot create ${options.out}: ${why}`);
       }
     }
     try {

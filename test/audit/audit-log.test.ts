@@ -4,6 +4,7 @@
  * updated, deleted or truncated by any of the service's roles; a tenant reads its own log with
  * `GET /v1/audit-events` (keyset pages, filters) and nothing of another tenant's.
  */
+import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { post } from '../embed/fixtures.ts';
 import { auth } from '../identity/helpers.ts';
@@ -69,8 +70,12 @@ describe('admin acts (svc, as the CLI runs them)', () => {
     await t().op('author.revoke', { tenant: 'acme', email: 'aud@audit.test' });
     await expectOne('author.revoke', { type: 'user', id: await svcIdOf('aud@audit.test') });
     await t().op('author.grant', { tenant: 'acme', email: 'nobody-yet@audit.test' });
-    const pending = await expectOne('author.grant', { type: 'email_sha256' });
+    const pending = await expectOne('author.grant', { type: 'email_hmac' });
     expect(pending.target_id).toMatch(/^[0-9a-f]{64}$/);
+    // A keyed hash: a reader of the log cannot test a guessed address against it (a plain SHA-256 could be).
+    expect(pending.target_id).not.toBe(createHash('sha256').update('nobody-yet@audit.test').digest('hex'));
+    await t().op('author.revoke', { tenant: 'acme', email: 'nobody-yet@audit.test' });
+    expect((await expectOne('author.revoke', { type: 'email_hmac' })).target_id, 'the same address, the same target').toBe(pending.target_id);
     const key = await t().op('key.create', { tenant: 'acme', name: 'audit' });
     await expectOne('key.create', { type: 'api_key', id: key.prefix });
     await t().op('key.revoke', { prefix: key.prefix });

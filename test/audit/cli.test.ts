@@ -28,6 +28,9 @@ describe('svc audit list', () => {
     const bad = await svc('audit', 'list', '--since', 'last tuesday');
     expect(bad.code).toBe(1);
     expect(bad.out).toMatch(/since: not a time/);
+    const typo = await svc('audit', 'list', '--action', 'nonsense.act');
+    expect(typo.code, 'an action the service never records is a typo, not "no events"').toBe(1);
+    expect(typo.out).toMatch(/action: not an action the service records: one of tenant\.create, /);
     const unknown = await svc('audit', 'list', 'nope');
     expect(unknown.code).toBe(1);
     expect(unknown.out).toMatch(/no tenant "nope"/);
@@ -40,7 +43,7 @@ describe('svc audit list', () => {
     try {
       const unwritable = await svc('learner', 'export', 'acme', '00000000-0000-4000-8000-000000000001', '--out', join(dir, 'no-such-dir', 'x.json'));
       expect(unwritable.code).toBe(1);
-      expect(unwritable.out).toMatch(/--out: cannot create .*ENOENT/);
+      expect(unwritable.out).toMatch(/--out: cannot create .*: its folder does not exist/);
       const out = join(dir, 'x.json');
       const unknown = await svc('learner', 'export', 'acme', '00000000-0000-4000-8000-000000000001', '--out', out);
       expect(unknown.code).toBe(1);

@@ -240,6 +240,32 @@ describe('the gate', () => {
   });
 });
 
+describe('the gate and the other ways a verdict changes', () => {
+  it('deleting the last example opens the gate: what it held is released, uncalibrated', async () => {
+    const s = await seedActivity(w.t, 'acme', { title: 'emptied' });
+    const example = await addEx(s.activityId, GOOD, { passed: true });
+    const sub = await submit(s.activityId, 'learner-emptied');
+    expect(sub.body).toMatchObject({ status: 'pending', reason: 'calibration_required' });
+    expect(await ok(a, 'delete_calibration_example', { id: example.id })).toMatchObject({ id: example.id, deleted: true, released: 1 });
+    expect(await verificationOf(w.t, sub.body.artifact_id)).toMatchObject({ status: 'passed', calibration: { status: 'uncalibrated' } });
+    expect(await progressOf(s, sub.body.result_id)).toMatchObject({ status: 'completed', completed_count: 1 });
+  });
+
+  it('an override is not undone when the gate later releases a pass submitted before it', async () => {
+    const s = await seedActivity(w.t, 'acme', { title: 'overridden while held' });
+    const first = await submit(s.activityId, 'learner-overridden'); // no examples yet: graded live
+    expect(first.body.status).toBe('passed');
+    await addEx(s.activityId, GOOD, { passed: true });
+    const held = await submit(s.activityId, 'learner-overridden');
+    expect(held.body).toMatchObject({ status: 'pending', reason: 'calibration_required', result_id: first.body.result_id });
+    await ok(a, 'override_verdict', { result_id: first.body.result_id, passed: false, score: 5, reason: 'copied work' });
+    expect(await progressOf(s, first.body.result_id)).toMatchObject({ status: 'failed', score: 5, completed_count: 0 });
+    expect(await ok(a, 'set_grading', { activity_id: s.activityId, mode: 'live', force: true, reason: 'release' })).toMatchObject({ released: 1 });
+    expect(await verificationOf(w.t, held.body.artifact_id)).toMatchObject({ status: 'passed', superseded_by_override: expect.any(String) });
+    expect(await progressOf(s, first.body.result_id)).toMatchObject({ status: 'failed', score: 5, completed_count: 0 });
+  });
+});
+
 describe('repeats', () => {
   it('flip rate: the share of examples whose runs disagreed; the majority decides', async () => {
     const s = await seedActivity(w.t, 'acme', { title: 'flips' });

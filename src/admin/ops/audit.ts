@@ -1,6 +1,6 @@
 /** `svc audit list`: the audit log (issue #23, src/audit). Registered in ../ops.ts. */
 import { z } from 'zod';
-import { listAuditEvents } from '../../audit/index.ts';
+import { AUDIT_ACTIONS, listAuditEvents } from '../../audit/index.ts';
 import type { Queryable } from '../../db/index.ts';
 import { slug, tenantId } from './shared.ts';
 
@@ -15,8 +15,7 @@ export const auditOps = {
         .optional(),
       action: z
         .string()
-        .regex(/^[a-z][a-z0-9_.]*$/, 'an action is a dotted lower-case name (author.grant)')
-        .max(64)
+        .refine((v) => (AUDIT_ACTIONS as readonly string[]).includes(v), `not an action the service records: one of ${AUDIT_ACTIONS.join(', ')}`)
         .optional(),
     }),
     run: async (q: Queryable, a: { tenant?: string; since?: string; action?: string }) =>

@@ -135,9 +135,12 @@ export async function listExamples(tx: Queryable, activityId: string): Promise<E
   return rows.map((r) => r.example);
 }
 
-/** Delete example `id` as the caller; CalibrationNotFound when the caller cannot see it. */
-export async function deleteExample(tx: Queryable, id: string): Promise<{ id: string; activity_id: string }> {
-  const [row] = await tx.query<{ id: string; activity_id: string }>('delete from calibration_examples where id = $1 returning id, activity_id', [id]);
+/** Delete example `id` as the caller; CalibrationNotFound when the caller cannot see it. Returns it with its tenant. */
+export async function deleteExample(tx: Queryable, id: string): Promise<{ id: string; activity_id: string; tenant_id: string }> {
+  const [row] = await tx.query<{ id: string; activity_id: string; tenant_id: string }>(
+    'delete from calibration_examples where id = $1 returning id, activity_id, tenant_id',
+    [id],
+  );
   if (!row) throw new CalibrationNotFound(`id: calibration example ${id} not found`);
   return row;
 }

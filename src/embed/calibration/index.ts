@@ -59,7 +59,8 @@ export async function releaseIfOpen(db: Db, tenantId: string, activityId: string
     const [a] = await tx.query<{ rubric_version: number }>('select rubric_version from activities where id = $1 and tenant_id = $2', [activityId, tenantId]);
     if (!a) return 0;
     const gate = await gateState(tx, tenantId, activityId, { rubricVersion: a.rubric_version, model, promptVersion: PROMPT_VERSION });
-    return gate.live && gate.examples > 0 ? releaseHeld(tx, tenantId, activityId, gate.calibration) : 0;
+    // Open with no examples left too (the last one deleted): held submissions go out as uncalibrated.
+    return gate.live ? releaseHeld(tx, tenantId, activityId, gate.calibration) : 0;
   });
 }
 

@@ -18,7 +18,10 @@
  *    who (svc_user_id of the author; null for an admin), when (RFC 3339), why, and `previous` —
  *    the model's own verdict `{status, passed, score}` (a second override keeps the model's, not the
  *    first override's: that one is in the audit). Everything else the judge wrote stays.
- *    Other held artifacts of the result leave the hold the same way.
+ *    Other held artifacts of the result leave the hold the same way. Submissions of the result the
+ *    calibration gate holds (calibration/release.ts) were made before this decision: released
+ *    later, their verdict is recorded (with `superseded_by_override`: this override's time) and
+ *    leaves the result as decided here.
  * 4. The result: `completed` (completed_at kept, or now) when passed, `failed` (completed_at null)
  *    when not; `score` the one given, else the result's best score kept (a held pass, which never
  *    raised it, gives its own).
@@ -31,6 +34,7 @@
  */
 import { audit } from '../../audit/index.ts';
 import type { Queryable } from '../../db/index.ts';
+import { CALIBRATION_REQUIRED } from '../calibration/release.ts';
 import { moveProgress } from './progress.ts';
 
 /** Why a review or override was refused; the surfaces turn it into their own error. */
@@ -182,6 +186,16 @@ export async function applyOverride(tx: Queryable, req: OverrideRequest): Promis
       [locked.tenant_id, otherHeld, JSON.stringify(holdDecision(req.passed, req.now))],
     );
   }
+
+  // Submissions of the result held by the calibration gate were made before this decision: once
+  // released, their verdict is recorded but leaves the result as decided here (effect none).
+  await tx.query(
+    `update artifacts
+        set verification = jsonb_set(jsonb_set(verification, '{held,effect}', '{"kind":"none"}'), '{held,verification,superseded_by_override}', to_jsonb($3::text)),
+            updated_at = clock_timestamp()
+      where tenant_id = $1 and result_id = $2 and verification->>'status' = 'pending' and verification->>'reason' = $4`,
+    [locked.tenant_id, locked.id, at, CALIBRATION_REQUIRED],
+  );
 
   // Steps 4 and 5: the result and progress.
   const resultScore = req.score ?? locked.score ?? (req.passed ? score : null);
