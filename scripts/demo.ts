@@ -314,7 +314,7 @@ async function main() {
     console.log(`\nThe tour took ${((Date.now() - begun) / 1000).toFixed(1)} s. Open in a browser:`);
     show(`partner page (the player, as learner ${sub}): ${partnerUrl}`);
     show(`results API reference:                     ${base}/docs`);
-    show(`service:                                   ${base}`);
+    show(`service (readiness):                       ${base}/readyz`);
     console.log('\nServing until Ctrl-C.');
   };
 

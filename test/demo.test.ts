@@ -76,13 +76,15 @@ describe('npm run demo from a fresh clone', () => {
     expect(out).toMatch(/verdict on "Write a short reflection": failed \(score 0\)/);
     expect(out).toMatch(/results page 1 \(GET \/v1\/activity-results\): completed, score 100/);
     const partnerUrl = /partner page \(the player, as learner [^)]+\): (http:\/\/127\.0\.0\.1:\d+\/\?activity=[^\s]+)/.exec(out)?.[1];
-    const serviceUrl = /service: +(http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1];
+    const serviceUrl = /service \(readiness\): +(http:\/\/127\.0\.0\.1:\d+)\/readyz/.exec(out)?.[1];
     expect(partnerUrl).toBeTruthy();
     expect(serviceUrl).toBeTruthy();
     // Both are really served: the partner's page mounts the service's player.
     const page = await (await fetch(partnerUrl!)).text();
     expect(page).toContain(`${serviceUrl}/embed/v1/svc-embed.js`);
     expect((await fetch(`${serviceUrl}/v1/health`)).status).toBe(200);
+    expect((await fetch(`${serviceUrl}/readyz`)).status, 'every link the demo prints answers').toBe(200);
+    expect((await fetch(/results API reference: +(\S+)/.exec(out)![1]!)).status).toBe(200);
 
     process.kill(-run.child.pid!, 'SIGINT'); // Ctrl-C: the whole group (npm itself ends by the signal)
     await run.exited;

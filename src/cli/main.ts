@@ -7,6 +7,7 @@
 import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.ts';
+import { DbUnavailableError } from '../db/errors.ts';
 import { DataDirBusyError } from '../db/data-dir-lock.ts';
 import { AdminError, type OpName } from '../admin/ops.ts';
 import { formatFindings, runDoctor } from '../admin/doctor/index.ts';
@@ -719,8 +720,11 @@ if (runtime) {
 }
 
 program.parseAsync(process.argv).catch((err: unknown) => {
-  const known = err instanceof AdminError || err instanceof CliError || err instanceof ConfigError || err instanceof DataDirBusyError;
+  const known =
+    err instanceof AdminError || err instanceof CliError || err instanceof ConfigError || err instanceof DataDirBusyError || err instanceof DbUnavailableError;
   if (!known) throw err;
+  // An unreachable database: say where and why in one line (the driver's error is the cause), exit 2 (docs/operations.md).
+  if (err instanceof DbUnavailableError) err.message = `the database is unavailable (${(err.cause as Error | undefined)?.message ?? 'no answer'}); check DATABASE_URL, or run svc doctor`;
   const json = process.argv.includes('--json');
   if (json) console.log(JSON.stringify({ error: { code: err instanceof AdminError ? err.code : 'unavailable', message: err.message } }));
   else console.error(`svc: ${err.message}`);

@@ -8,8 +8,9 @@
  * key equal to the service-role key would open the admin endpoints. Throws `ConfigError`.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureDataDir } from './data-dir.ts';
 import { ConfigError, type Env } from './parse.ts';
 
 export interface Secrets {
@@ -44,7 +45,7 @@ function generateSecrets(): Secrets {
 export function loadOrCreateEmbeddedSecrets(dataDir: string): Secrets {
   const file = join(dataDir, 'secrets.json');
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Secrets;
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  ensureDataDir(dataDir);
   const secrets = generateSecrets();
   writeFileSync(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(file, 0o600);

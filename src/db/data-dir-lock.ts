@@ -18,7 +18,8 @@
  * record (`.lock-holder.lock`), so two newcomers cannot both take over one dead holder's lock.
  */
 import lockfile from 'proper-lockfile';
-import { mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { ensureDataDir } from '../config/data-dir.ts';
+import { readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -89,7 +90,7 @@ const busy = (dataDir: string) => new DataDirBusyError(`the data folder ${dataDi
 const isLocked = (err: unknown) => (err as { code?: string }).code === 'ELOCKED';
 
 export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  ensureDataDir(dataDir);
   const options = { lockfilePath: lockPath(dataDir), stale: STALE_MS, update: 2_000 };
   const openGate = await lockfile.lock(holderPath(dataDir), { realpath: false, stale: STALE_MS, retries: GATE_RETRIES }).catch((err) => {
     throw isLocked(err) ? busy(dataDir) : err;

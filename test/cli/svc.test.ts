@@ -4,7 +4,7 @@
  * running server (the CLI sends the command to the server). The PostgreSQL run uses DATABASE_URL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from '@supabase/supabase-js';
@@ -112,6 +112,24 @@ describe.runIf(backend === 'postgres')('svc with DATABASE_URL', { timeout: 240_0
       expect(missing.stderr).toContain('no tenant "nope"');
     } finally {
       await drop();
+    }
+  });
+});
+
+describe.runIf(backend === 'pglite')('svc when the database cannot be used', { timeout: 120_000 }, () => {
+  it('says why in one line and exits 2: an unreachable DATABASE_URL, a data folder with a file in its place', async () => {
+    const unreachable = await svc({ DATABASE_URL: 'postgres://svc@127.0.0.1:1/svc' }, 'tenant', 'list');
+    expect(unreachable.code).toBe(2);
+    expect(unreachable.stderr.trim()).toMatch(/^svc: the database is unavailable \(connect ECONNREFUSED 127\.0\.0\.1:1\); check DATABASE_URL, or run svc doctor$/);
+    const dir = mkdtempSync(join(tmpdir(), 'svc-cli-file-'));
+    try {
+      const file = join(dir, 'not-a-folder');
+      writeFileSync(file, '');
+      const taken = await svc({ SVC_DATA_DIR: file }, 'tenant', 'list');
+      expect(taken.code).toBe(2);
+      expect(taken.stderr.trim()).toBe(`svc: SVC_DATA_DIR: the data folder ${file} cannot be created: a file is in its place`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -5,7 +5,7 @@
  * only when the holder's record proves it gone.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,6 +49,17 @@ describe.runIf(backend === 'pglite')('the embedded data folder lock', () => {
     // bench/embedded.ts (2.5 s).
     expect(Date.now() - started).toBeLessThan(coldStartMs + 5000);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
+  });
+
+  it('refuses a data folder with a file in its place in one line, exit 2 (no stack trace)', async () => {
+    const file = join(databases[1]!.dataDir!, '..', `svc-not-a-folder-${process.pid}`);
+    writeFileSync(file, '');
+    const server = spawnServer({ ...databases[1]!.env, SVC_DATA_DIR: file });
+    servers.push(server);
+    expect((await server.exited).code).toBe(2);
+    expect(server.output()).toContain(`svc: SVC_DATA_DIR: the data folder ${file} cannot be created: a file is in its place`);
+    expect(server.output()).not.toMatch(/\n\s+at /);
+    rmSync(file);
   });
 
   /** A pid no process has any more: a child that has exited. */
