@@ -724,7 +724,8 @@ program.parseAsync(process.argv).catch((err: unknown) => {
     err instanceof AdminError || err instanceof CliError || err instanceof ConfigError || err instanceof DataDirBusyError || err instanceof DbUnavailableError;
   if (!known) throw err;
   // An unreachable database: say where and why in one line (the driver's error is the cause), exit 2 (docs/operations.md).
-  if (err instanceof DbUnavailableError) err.message = `the database is unavailable (${(err.cause as Error | undefined)?.message ?? 'no answer'}); check DATABASE_URL, or run svc doctor`;
+  if (err instanceof DbUnavailableError)
+    err.message = `the database is unavailable (${(err.cause as Error | undefined)?.message ?? 'no answer'}); check DATABASE_URL, or run svc doctor`;
   const json = process.argv.includes('--json');
   if (json) console.log(JSON.stringify({ error: { code: err instanceof AdminError ? err.code : 'unavailable', message: err.message } }));
   else console.error(`svc: ${err.message}`);

@@ -12,7 +12,8 @@ export function ensureDataDir(dataDir: string): void {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is in its place' : code === 'EACCES' || code === 'EPERM' ? 'no permission' : (code ?? 'error');
+    const why =
+      code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is in its place' : code === 'EACCES' || code === 'EPERM' ? 'no permission' : (code ?? 'error');
     throw new ConfigError(`SVC_DATA_DIR: the data folder ${dataDir} cannot be created: ${why}`);
   }
 }

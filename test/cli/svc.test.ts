@@ -120,7 +120,9 @@ describe.runIf(backend === 'pglite')('svc when the database cannot be used', { t
   it('says why in one line and exits 2: an unreachable DATABASE_URL, a data folder with a file in its place', async () => {
     const unreachable = await svc({ DATABASE_URL: 'postgres://svc@127.0.0.1:1/svc' }, 'tenant', 'list');
     expect(unreachable.code).toBe(2);
-    expect(unreachable.stderr.trim()).toMatch(/^svc: the database is unavailable \(connect ECONNREFUSED 127\.0\.0\.1:1\); check DATABASE_URL, or run svc doctor$/);
+    expect(unreachable.stderr.trim()).toMatch(
+      /^svc: the database is unavailable \(connect ECONNREFUSED 127\.0\.0\.1:1\); check DATABASE_URL, or run svc doctor$/,
+    );
     const dir = mkdtempSync(join(tmpdir(), 'svc-cli-file-'));
     try {
       const file = join(dir, 'not-a-folder');
