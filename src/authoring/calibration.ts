@@ -129,6 +129,22 @@ const listCalibrationExamples = defineTool({
     }),
 });
 
+/**
+ * An answer that, once the caller's transaction has committed, releases the submissions the gate
+ * of `activityId` holds if it is open now (`releaseIfOpen`, as the owner) and answers
+ * `answer(released)`.
+ */
+const releasingAfterCommit = (
+  ctx: ToolContext,
+  tenantId: string,
+  activityId: string,
+  answer: (released: number) => { structured: Record<string, unknown>; summary: string },
+): ToolAnswer => ({
+  structured: {},
+  summary: '',
+  afterCommit: async () => answer(await releaseIfOpen(ctx.deps.db, tenantId, activityId, ctx.deps.config.judge?.model ?? null)),
+});
+
 const deleteCalibrationExample = defineTool({
   name: 'delete_calibration_example',
   title: 'Delete a calibration example',
@@ -140,18 +156,11 @@ const deleteCalibrationExample = defineTool({
   run: (args, tx, ctx) =>
     calibrating(async (): Promise<ToolAnswer> => {
       const { tenant_id: tenantId, ...row } = await deleteExample(tx, args.id);
-      return {
-        structured: {},
-        summary: '',
-        // Without examples the gate is open: what it held is released (releaseIfOpen), as set_grading does.
-        afterCommit: async () => {
-          const released = await releaseIfOpen(ctx.deps.db, tenantId, row.activity_id, ctx.deps.config.judge?.model ?? null);
-          return {
-            structured: { ...row, deleted: true, released },
-            summary: `deleted calibration example ${row.id}${released ? `; ${released} held submission(s) released` : ''}`,
-          };
-        },
-      };
+      // Without examples the gate is open: what it held is released, as set_grading does.
+      return releasingAfterCommit(ctx, tenantId, row.activity_id, (released) => ({
+        structured: { ...row, deleted: true, released },
+        summary: `deleted calibration example ${row.id}${released ? `; ${released} held submission(s) released` : ''}`,
+      }));
     }),
 });
 
@@ -275,17 +284,10 @@ const setGrading = defineTool({
       if (args.mode === 'live' && args.force !== true)
         throw invalidArguments('force: mode "live" without a passing calibration report needs force: true (and a reason)');
       const { tenantId, change } = await setGradingMode(tx, { activityId: args.activity_id, mode: args.mode, force: args.force === true, reason: args.reason });
-      return {
-        structured: {},
-        summary: '',
-        afterCommit: async () => {
-          const released = await releaseIfOpen(ctx.deps.db, tenantId, args.activity_id, ctx.deps.config.judge?.model ?? null);
-          return {
-            structured: { activity_id: args.activity_id, ...change, released },
-            summary: `activity ${args.activity_id} is ${change.mode}${change.forced ? ' (forced)' : ''}; ${released} held submission(s) released`,
-          };
-        },
-      };
+      return releasingAfterCommit(ctx, tenantId, args.activity_id, (released) => ({
+        structured: { activity_id: args.activity_id, ...change, released },
+        summary: `activity ${args.activity_id} is ${change.mode}${change.forced ? ' (forced)' : ''}; ${released} held submission(s) released`,
+      }));
     }),
 });
 
