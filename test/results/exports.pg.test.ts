@@ -132,7 +132,7 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
       for (const format of ['ndjson', 'csv', 'parquet']) {
         const held = await hold(`/v1/exports/activity-results?format=${format}`, a.key, strict.url);
         const { res } = held;
-        await new Promise((r) => setTimeout(r, 1500)); // paused: COPY / the cursor wait on the socket
+        await new Promise((r) => setTimeout(r, 1500)); // paused: the COPY waits on the socket
         const chunks: Buffer[] = [held.first];
         res.on('data', (c: Buffer) => chunks.push(c));
         await new Promise<void>((resolve, reject) => {
@@ -212,7 +212,7 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
     await expect.poll(async () => (await exportBackends()).length).toBe(0);
   });
 
-  it('a client that leaves while the export starts (its snapshot or DECLARE waiting on a lock) ends the query at once and frees the key', async () => {
+  it('a client that leaves while the export starts (its snapshot or COPY waiting on a lock) ends the query at once and frees the key', async () => {
     // The key's slot is free once the export's connection closed (a moment after its backend left pg_stat_activity).
     const keyFree = (key: string) =>
       expect
@@ -227,9 +227,9 @@ describe.skipIf(backend !== 'postgres')('exports on PostgreSQL', () => {
         .toBe(200);
     const locker = await t.db.dedicatedClient!('svc-test-locker');
     try {
-      // Parquet's DECLARE plans the query (lessons locked: it waits); every format's snapshot reads activity_results first.
+      // Parquet's COPY (before its first row group) waits on lessons; every format's snapshot reads activity_results first.
       for (const [format, table, statement] of [
-        ['parquet', 'lessons', 'declare%'],
+        ['parquet', 'lessons', 'copy%'],
         ['csv', 'activity_results', 'select%'],
       ] as const) {
         const { key } = await t.op('key.create', { tenant: a.slug, name: `leaves while ${format} starts` });

@@ -315,82 +315,108 @@ const OUT_BYTES = 256 * 1024;
 const JOIN_BYTES = 16 * 1024;
 
 /**
- * A Transform from the bytes of a binary COPY to `writer`'s records, after `header`;
- * `onRecords(n)` is told, chunk by chunk, how many were written. Output is pushed in chunks of
- * the bytes written (copied out of one reused buffer: a chunk holds no slack). A tuple split
- * across chunks is completed from the head of the next one; the chunks themselves are not joined
- * (each export would otherwise copy all its input once more).
+ * The tuples of a binary COPY stream of `width` fields, fed chunk by chunk: `feed(chunk)` calls
+ * `onTuple(b, p, end)` for each tuple now whole (its field count at `p` of `b`, its end at `end`),
+ * after `onStart()` once the header is read. A tuple split across chunks is completed from the head
+ * of the next one; the chunks themselves are not joined (each export would otherwise copy all its
+ * input once more). `ended` is true once the trailer was read. Malformed input (a wrong signature,
+ * a tuple of another width) throws an Error.
  */
-function fromBinaryCopy(width: number, writer: RecordWriter, header: string, onRecords: (n: number) => void): Transform {
-  let rest: Buffer | null = null;
-  let started = false;
-  let ended = false;
-  let out = Buffer.allocUnsafeSlow(OUT_BYTES);
-  let o = 0;
-  let records = 0;
+export class BinaryCopyTuples {
+  ended = false;
+  private rest: Buffer | null = null;
+  private started = false;
 
-  /**
-   * Write the tuple (or read the trailer) at `p` of `b`; returns the position after it, or -1
-   * when it is not all in `b`. Pushes the output buffered so far when the tuple may not fit.
-   */
-  const step = (stream: Transform, b: Buffer, p: number): number => {
+  constructor(
+    private readonly width: number,
+    private readonly onTuple: (b: Buffer, p: number, end: number) => void,
+    private readonly onStart: () => void = () => {},
+  ) {}
+
+  /** The tuple (or the trailer) at `p` of `b`: the position after it, or -1 when it is not all in `b`. */
+  private step(b: Buffer, p: number): number {
     if (p + 2 > b.length) return -1;
     const count = (b[p]! << 8) | b[p + 1]!;
     if (count === 0xffff) {
-      ended = true;
+      this.ended = true;
       return p + 2;
     }
-    if (count !== width) throw new Error(`export: a tuple of ${count} fields, ${width} expected`);
-    const end = tupleEnd(b, p, width);
-    if (end === -1) return -1;
-    const need = writer.bound(end - p);
-    if (o + need > out.length) {
-      if (o > 0) stream.push(Buffer.from(out.subarray(0, o)));
-      o = 0;
-      if (need > out.length) out = Buffer.allocUnsafeSlow(need);
-    }
-    o = writer.row(b, p + 2, out, o);
-    records += 1;
+    if (count !== this.width) throw new Error(`export: a tuple of ${count} fields, ${this.width} expected`);
+    const end = tupleEnd(b, p, this.width);
+    if (end !== -1) this.onTuple(b, p, end);
     return end;
-  };
+  }
 
-  return new Transform({
+  feed(chunk: Buffer): void {
+    let b = chunk;
+    let p = 0;
+    const rest = this.rest;
+    if (!this.started) {
+      b = rest ? Buffer.concat([rest, chunk]) : chunk;
+      this.rest = null;
+      if (b.length >= 11 && !b.subarray(0, 11).equals(SIGNATURE)) throw new Error('export: not a binary COPY stream');
+      if (b.length < 19 || b.length < 19 + int32(b, 15)) {
+        this.rest = b;
+        return;
+      }
+      p = 19 + int32(b, 15);
+      this.started = true;
+      this.onStart();
+    } else if (rest) {
+      // The tuple split across chunks: its start (rest) and the head of this chunk. (rest is
+      // only ever a tuple's start, or the trailer's: nothing follows the trailer.)
+      const head = Buffer.concat([rest, chunk.subarray(0, JOIN_BYTES)]);
+      const end = this.step(head, 0);
+      if (end !== -1) {
+        p = end - rest.length;
+      } else if (chunk.length <= JOIN_BYTES) {
+        this.rest = head; // still not whole: wait for the next chunk
+        return;
+      } else {
+        b = Buffer.concat([rest, chunk]); // a tuple longer than JOIN_BYTES
+      }
+      this.rest = null;
+    }
+    while (!this.ended) {
+      const q = this.step(b, p);
+      if (q === -1) break;
+      p = q;
+    }
+    if (p < b.length && !this.ended) this.rest = b.subarray(p);
+  }
+}
+
+/**
+ * A Transform from the bytes of a binary COPY to `writer`'s records, after `header`;
+ * `onRecords(n)` is told, chunk by chunk, how many were written. Output is pushed in chunks of
+ * the bytes written (copied out of one reused buffer: a chunk holds no slack).
+ */
+function fromBinaryCopy(width: number, writer: RecordWriter, header: string, onRecords: (n: number) => void): Transform {
+  let out = Buffer.allocUnsafeSlow(OUT_BYTES);
+  let o = 0;
+  let records = 0;
+  let stream: Transform;
+  const tuples = new BinaryCopyTuples(
+    width,
+    (b, p, end) => {
+      // Push the output buffered so far when the tuple may not fit.
+      const need = writer.bound(end - p);
+      if (o + need > out.length) {
+        if (o > 0) stream.push(Buffer.from(out.subarray(0, o)));
+        o = 0;
+        if (need > out.length) out = Buffer.allocUnsafeSlow(need);
+      }
+      o = writer.row(b, p + 2, out, o);
+      records += 1;
+    },
+    () => {
+      if (header) stream.push(header);
+    },
+  );
+  stream = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       try {
-        let b = chunk;
-        let p = 0;
-        if (!started) {
-          b = rest ? Buffer.concat([rest, chunk]) : chunk;
-          rest = null;
-          if (b.length >= 11 && !b.subarray(0, 11).equals(SIGNATURE)) throw new Error('export: not a binary COPY stream');
-          if (b.length < 19 || b.length < 19 + int32(b, 15)) {
-            rest = b;
-            return done();
-          }
-          p = 19 + int32(b, 15);
-          started = true;
-          if (header) this.push(header);
-        } else if (rest) {
-          // The tuple split across chunks: its start (rest) and the head of this chunk. (rest is
-          // only ever a tuple's start, or the trailer's: nothing follows the trailer.)
-          const head = Buffer.concat([rest, chunk.subarray(0, JOIN_BYTES)]);
-          const end = step(this, head, 0);
-          if (end !== -1) {
-            p = end - rest.length;
-          } else if (chunk.length <= JOIN_BYTES) {
-            rest = head; // still not whole: wait for the next chunk
-            return done();
-          } else {
-            b = Buffer.concat([rest, chunk]); // a tuple longer than JOIN_BYTES
-          }
-          rest = null;
-        }
-        while (!ended) {
-          const q = step(this, b, p);
-          if (q === -1) break;
-          p = q;
-        }
-        if (p < b.length && !ended) rest = b.subarray(p);
+        tuples.feed(chunk);
         if (records > 0) onRecords(records);
         records = 0;
         const written = o > 0 ? Buffer.from(out.subarray(0, o)) : undefined;
@@ -401,9 +427,10 @@ function fromBinaryCopy(width: number, writer: RecordWriter, header: string, onR
       }
     },
     flush(done) {
-      done(ended ? null : new Error('export: the binary COPY stream ended before its trailer'));
+      done(tuples.ended ? null : new Error('export: the binary COPY stream ended before its trailer'));
     },
   });
+  return stream;
 }
 
 const caches = (kinds: readonly BinaryKind[]) => kinds.map((): DateCache => ({ day: Number.NaN, prefix: Buffer.alloc(0) }));

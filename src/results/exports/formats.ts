@@ -8,18 +8,16 @@
  *   objects) as JSON text; null as an empty unquoted cell, the empty string as `""`. Records end
  *   with CRLF (RFC 4180 §2). On PostgreSQL the cells come from a binary COPY and are written by
  *   `./binary-copy.ts`; on PGlite by csv-stringify (`csvRecords`).
- * - `parquet` (`application/vnd.apache.parquet`): one file, a row group per fetched batch;
- *   ids as UTF-8 strings, timestamps INT64 TIMESTAMP(MICROS, isAdjustedToUTC), nested values as
- *   JSON-annotated strings (their JSON text), integers INT32, score DOUBLE (hyparquet-writer;
- *   ZSTD pages where Node's zlib has zstd, else snappy: `PARQUET_CODEC`). Fed by
- *   `parquetSelect` (`./rows.ts`): typed cells, timestamps as µs, no JSON per row.
+ * - `parquet` (`application/vnd.apache.parquet`): one file, a row group per 4,096 rows; ids and
+ *   strings UTF8, timestamps INT64 TIMESTAMP(MICROS, isAdjustedToUTC), nested values as their
+ *   JSON text (UTF8), integers INT32, score DOUBLE, ZSTD pages (`./parquet.ts`: arrow-rs through
+ *   parquet-wasm). On PostgreSQL fed by a binary COPY of `parquetSelect(…, binary)`, on PGlite by
+ *   its rows (`./rows.ts`).
  */
 import { stringify } from 'csv-stringify/sync';
-import zlib from 'node:zlib';
-import { ByteWriter, ParquetWriter, type SchemaElement } from 'hyparquet-writer';
 import type { Transform } from 'node:stream';
 import { type BinaryKind, csvFromBinaryCopy, ndjsonFromBinaryCopy } from './binary-copy.ts';
-import { COLUMNS, type Column, type ExportName } from './columns.ts';
+import { COLUMNS, type ExportName } from './columns.ts';
 import { cellsSelect, lineSelect, parquetSelect, type Slice } from './rows.ts';
 
 export const FORMATS = {
@@ -32,6 +30,14 @@ export type Format = keyof typeof FORMATS;
 export type { Slice } from './rows.ts';
 
 /**
+ * Rows per Parquet record batch and row group (`./parquet.ts`; PGlite's batches of Parquet rows).
+ * arrow-rs holds a row group until it is full, so this bounds its WebAssembly memory (~11 MiB at
+ * 4,096 rows of activity results); on 1M results 4,096 ran as fast as 16,384 with a quarter of the
+ * memory (bench/README.md "Streaming exports").
+ */
+export const PARQUET_BATCH_ROWS = 4_096;
+
+/**
  * One batch in keyset order (PGlite), the format's columns plus its position (`k_ts`, `k_id`) —
  * parameters: the position to start after, the batch size.
  */
@@ -42,6 +48,9 @@ export function keysetSelect(name: ExportName, format: Format, slice: Slice): st
 
 /** The Parquet cells of each row, in the feed's order (the SQL is in `./rows.ts`). */
 export { parquetSelect } from './rows.ts';
+
+/** `COPY … TO STDOUT (format binary)` of the Parquet cells (PostgreSQL), in the feed's order, for `./parquet.ts`. */
+export const parquetCopyStatement = (name: ExportName, slice: Slice) => `copy (${parquetSelect(name, slice, 'all', true)}) to stdout with (format binary)`;
 
 /**
  * `COPY … TO STDOUT` of the format (PostgreSQL), in the feed's order (updated_at, id), as
@@ -90,94 +99,4 @@ export function csvRecords(name: ExportName, rows: Record<string, string | null>
     rows.map((r) => names.map((n) => r[n])),
     { quoted_match: /^$/, record_delimiter: 'windows' },
   );
-}
-
-function schemaElement(c: Column): SchemaElement {
-  const base = { name: c.name, repetition_type: 'OPTIONAL' as const };
-  switch (c.kind) {
-    case 'int':
-      return { ...base, type: 'INT32' };
-    case 'float':
-      return { ...base, type: 'DOUBLE' };
-    case 'timestamp':
-      return { ...base, type: 'INT64', converted_type: 'TIMESTAMP_MICROS', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MICROS' } };
-    case 'json':
-      // converted_type JSON is added at the footer (see ParquetEncoder): while rows are written
-      // the writer would JSON.stringify each value, and the cells are JSON text already.
-      return { ...base, type: 'BYTE_ARRAY', logical_type: { type: 'JSON' } };
-    default:
-      return { ...base, type: 'BYTE_ARRAY', converted_type: 'UTF8' };
-  }
-}
-
-/**
- * The pages' compression: ZSTD level 1 by Node's zlib where it has zstd (Node ≥ 22.15; measured on
- * 1M results: ~40 % less encoder CPU than hyparquet-writer's JavaScript snappy, and a file ~half
- * the size), else snappy. DuckDB, pyarrow / pandas, Spark and hyparquet (with a ZSTD
- * decompressor) read both.
- */
-export const PARQUET_CODEC: { codec: 'ZSTD' | 'SNAPPY'; compressors?: { ZSTD: (input: Uint8Array) => Uint8Array } } =
-  typeof zlib.zstdCompressSync === 'function'
-    ? { codec: 'ZSTD', compressors: { ZSTD: (input) => zlib.zstdCompressSync(input, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } }) } }
-    : { codec: 'SNAPPY' };
-
-/** One row of Parquet cells (`parquetSelect`), in COLUMNS order: strings, numbers, int8 µs as text or bigint, null. */
-export type ParquetRow = readonly unknown[];
-
-/**
- * A Parquet file written batch by batch: `header()` once, `rows(cells)` per batch of rows (one
- * row group each), `footer()` at the end; each returns the bytes to send next.
- *
- * Each batch is turned into column arrays straight from the cells `parquetSelect` gives (no
- * object or JSON per row): timestamps become bigint µs, JSON cells are written as their text.
- * hyparquet-writer would JSON.stringify a value of a JSON-converted column (a JSON text would
- * come out as a quoted string), so those columns carry only the JSON logical type while rows
- * are written, and the converted type JSON is set on the schema (which the footer writes) in
- * `footer()`: readers that know either annotation read the column as JSON.
- */
-export class ParquetEncoder {
-  private readonly columns: Column[];
-  private readonly schema: SchemaElement[];
-  private readonly bytes = new ByteWriter(1 << 20);
-  private readonly writer: ParquetWriter;
-
-  constructor(name: ExportName) {
-    this.columns = COLUMNS[name];
-    this.schema = [{ name: 'root', num_children: this.columns.length }, ...this.columns.map(schemaElement)];
-    this.writer = new ParquetWriter({ writer: this.bytes, schema: this.schema, createdBy: 'svc results export', ...PARQUET_CODEC });
-  }
-
-  /** The bytes written since the last call (copied: the buffer is reused). */
-  private take(): Buffer {
-    const out = Buffer.from(this.bytes.getBytes());
-    this.bytes.index = 0;
-    return out;
-  }
-
-  header(): Buffer {
-    return this.take();
-  }
-
-  /** One row group of `rows` (cells in COLUMNS order). */
-  rows(rows: readonly ParquetRow[]): Buffer {
-    const n = rows.length;
-    if (n === 0) return Buffer.alloc(0);
-    const columnData = this.columns.map((c, j) => {
-      const data: unknown[] = new Array(n);
-      const micros = c.kind === 'timestamp';
-      for (let i = 0; i < n; i++) {
-        const v = rows[i]![j];
-        data[i] = v === null || v === undefined ? null : micros ? BigInt(v as string | bigint) : v;
-      }
-      return { name: c.name, data };
-    });
-    void this.writer.write({ columnData, rowGroupSize: n });
-    return this.take();
-  }
-
-  footer(): Buffer {
-    for (const e of this.schema) if (e.logical_type?.type === 'JSON') e.converted_type = 'JSON';
-    void this.writer.finish();
-    return this.take();
-  }
 }

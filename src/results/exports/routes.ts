@@ -31,7 +31,7 @@ import { doc, ErrorBody } from '../schemas.ts';
 import { normalizeTimestamp } from '../timestamps.ts';
 import { EXPORTS, type ExportName } from './columns.ts';
 import { FORMATS, type Format } from './formats.ts';
-import { ExportRefused, startExport } from './stream.ts';
+import { ExportRefused, loadParquet, startExport } from './stream.ts';
 
 const exportsTotal = new client.Counter<'export' | 'format' | 'outcome'>({
   name: 'svc_exports_total',
@@ -167,8 +167,13 @@ const DOCS: Record<ExportName, string> = {
 
 const errorJson = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } });
 
-/** Register the export routes on `api` (the API-key context of src/results/routes.ts). */
+/**
+ * Register the export routes on `api` (the API-key context of src/results/routes.ts). On
+ * PostgreSQL the Parquet writer is loaded now, with the server's other modules; the embedded
+ * service (PGlite) loads it with its first Parquet export (~30 MiB it need not spend before).
+ */
 export async function registerExports(api: FastifyInstance, deps: Deps, errors: Record<number, unknown>): Promise<void> {
+  if (deps.db.dedicatedClient) await loadParquet();
   const handler = (name: ExportName) => async (req: FastifyRequest, reply: FastifyReply) => {
     const query = req.query as z.output<typeof EXPORT_QUERY>;
     reply.header('vary', 'Accept, Accept-Encoding');

@@ -183,12 +183,14 @@ function learnerRows(slice: Slice, mode: Mode): string {
 }
 
 /**
- * The Parquet value of column `s.<name>` of `kind`, in the type the encoder writes: timestamps as
- * int8 microseconds since the epoch (exact: `extract` is numeric), JSON as its text, the rest as
- * is (uuid and text arrive as strings, int4 and float8 as numbers).
+ * The Parquet value of column `s.<name>` of `kind`, in the type `./parquet.ts` reads. For PGlite's
+ * rows: timestamps as int8 microseconds since the epoch (exact: `extract` is numeric), JSON as its
+ * text, the rest as is (uuid and text arrive as strings, int4 and float8 as numbers). For a binary
+ * COPY (`binary`): uuid, timestamptz, int4 and float8 as their binary values, text and JSON as text.
  */
-function parquetValue(name: string, kind: ColumnKind): string {
+function parquetValue(name: string, kind: ColumnKind, binary: boolean): string {
   const v = `s."${name}"`;
+  if (binary) return `${v}::${({ uuid: 'uuid', timestamp: 'timestamptz', int: 'int4', float: 'float8', string: 'text', json: 'text' } as const)[kind]}`;
   if (kind === 'timestamp') return `(extract(epoch from ${v}) * 1000000)::int8`;
   if (kind === 'int') return `${v}::int4`;
   return kind === 'json' ? `${v}::text` : v;
@@ -238,13 +240,13 @@ export function cellsSelect(name: ExportName, slice: Slice, mode: Mode = 'all', 
 }
 
 /**
- * The Parquet cells of each row (`parquetValue`), in COLUMNS order — read with `rowMode: 'array'`:
- * no JSON per row, no timestamp parsing in Node. With `keyset`, as `lineSelect`.
+ * The Parquet cells of each row (`parquetValue`), in COLUMNS order: no JSON per row, no timestamp
+ * text. With `keyset`, as `lineSelect`; with `binary`, for a binary COPY.
  */
-export function parquetSelect(name: ExportName, slice: Slice, mode: Mode = 'all'): string {
+export function parquetSelect(name: ExportName, slice: Slice, mode: Mode = 'all', binary = false): string {
   const source = SOURCES[name];
   const pos = mode === 'keyset' ? POSITION : '';
-  const cells = COLUMNS[name].map((c) => `${parquetValue(c.name, c.kind)} as "${c.name}"`);
+  const cells = COLUMNS[name].map((c) => `${parquetValue(c.name, c.kind, binary)} as "${c.name}"`);
   if (!source) {
     const types: Record<ColumnKind, string> = { uuid: 'text', string: 'text', int: 'int4', float: 'float8', timestamp: 'timestamptz', json: 'json' };
     const record = COLUMNS[name].map((c) => `"${c.name}" ${types[c.kind]}`).join(', ');

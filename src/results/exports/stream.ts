@@ -11,9 +11,10 @@
  *
  * PostgreSQL: a connection of its own (outside the pool, none of the pool's statement timeouts);
  * NDJSON and CSV are a binary `COPY … TO STDOUT` (pg-copy-streams) whose tuples binary-copy.ts
- * writes as records as they come (learners' NDJSON: a text COPY piped as it is), Parquet reads a
- * server-side cursor batch by batch. A client that goes away cancels the backend's query
- * (pg_cancel_backend from the pool) and closes the connection at once. One export per API key
+ * writes as records as they come (learners' NDJSON: a text COPY piped as it is); Parquet is a
+ * binary COPY too, its tuples gathered into Arrow batches that parquet.ts writes. A client that
+ * goes away cancels the backend's query (pg_cancel_backend from the pool) and closes the
+ * connection at once. One export per API key
  * across processes: a session advisory lock on that connection (and an in-process set).
  * PGlite: batches in keyset order, each its own short transaction (see `startPglite`).
  */
@@ -31,9 +32,8 @@ import {
   csvHeader,
   csvRecords,
   keysetSelect,
-  ParquetEncoder,
-  type ParquetRow,
-  parquetSelect,
+  PARQUET_BATCH_ROWS,
+  parquetCopyStatement,
   type Format,
   type Slice,
   usesBinaryCopy,
@@ -42,13 +42,8 @@ import {
 /** Rows per PGlite keyset batch (NDJSON, CSV). */
 export const BATCH_ROWS = 10_000;
 
-/**
- * Rows per Parquet batch (cursor fetch or PGlite batch), one row group each. hyparquet-writer
- * holds a whole row group in JS objects, so its size is the export's memory: on 1M results the
- * server's RSS grew ~80 MiB with 10,000-row groups, 66–92 MiB with 4,096, 50–61 MiB with 2,048 (noisy), for
- * ~10 % more CPU at 2,048 than at 4,096 (bench/README.md "Streaming exports").
- */
-export const PARQUET_BATCH_ROWS = 2_048;
+/** The Parquet writer (apache-arrow and parquet-wasm: ~30 MiB of RSS): loaded at start on PostgreSQL (routes.ts), with the first Parquet export on PGlite. */
+export const loadParquet = () => import('./parquet.ts');
 
 export interface ExportRequest {
   name: ExportName;
@@ -180,31 +175,6 @@ function producer(produce: (write: (chunk: Buffer | string) => Promise<void>) =>
 
 type Batch = Record<string, string | null>[];
 
-/** Write a Parquet file of the batches `fetchCells` reads (rows as arrays of cells), until an empty one. Counts rows. */
-async function writeParquet(
-  fetchCells: () => Promise<ParquetRow[]>,
-  name: ExportName,
-  write: (chunk: Buffer | string) => Promise<void>,
-  count: (n: number) => void,
-): Promise<void> {
-  const parquet = new ParquetEncoder(name);
-  // The file's magic goes out with the first row group (or the footer): a first fetch that fails
-  // is then an error answer, not a 200 with 4 bytes.
-  let head: Buffer | undefined = parquet.header();
-  const send = (bytes: Buffer) => {
-    const chunk = head ? Buffer.concat([head, bytes]) : bytes;
-    head = undefined;
-    return write(chunk);
-  };
-  for (;;) {
-    const rows = await fetchCells();
-    if (rows.length === 0) break;
-    count(rows.length);
-    await send(parquet.rows(rows));
-  }
-  await send(parquet.footer());
-}
-
 /** Write the NDJSON lines or CSV records of the batches `fetch` reads, until an empty one (PGlite). Counts rows. */
 async function writeRows(
   fetch: () => Promise<Batch>,
@@ -297,49 +267,46 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
     if (!lock?.ok) throw busy();
     const horizon = await openSnapshot(client, req);
     const slice: Slice = { tenantId: req.tenantId, horizon, since: req.since };
-    let body: Readable;
-    if (req.format === 'parquet') {
-      await client.query(`declare svc_export no scroll cursor for ${parquetSelect(req.name, slice)}`);
-      const fetchCells = async () =>
-        (await client.query<unknown[]>({ text: `fetch forward ${PARQUET_BATCH_ROWS} from svc_export`, rowMode: 'array' })).rows as ParquetRow[];
-      body = producer(async (write) => {
-        await writeParquet(fetchCells, req.name, write, (n) => (rows += n));
-        await client.query('commit');
-        await client.query('select pg_advisory_unlock_all()');
-        await finish();
-      }, leave);
-    } else {
-      const copy = client.query(copyTo(copyStatement(req.name, req.format, slice)));
-      // The body ends only after COMMIT and the advisory unlock: a client that saw the end may
-      // start its next export at once.
-      const out = new PassThrough();
-      // A binary COPY's rows written as CSV records or NDJSON lines (binary-copy.ts), counted as
-      // written; learners' NDJSON lines counted (JSON text holds no raw LF).
-      const binary = usesBinaryCopy(req.name, req.format);
-      const source = binary ? copy.pipe(binaryRecords(req.name, req.format, (n) => (rows += n))) : copy;
-      if (binary) source.on('error', (err) => out.destroy(err));
-      else {
-        source.on('data', (chunk: Buffer) => {
-          for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) rows += 1;
-        });
-      }
-      source.pipe(out, { end: false });
-      source.on('end', () => {
-        client
-          .query('commit')
-          .then(() => client.query('select pg_advisory_unlock_all()'))
-          .then(finish)
-          .then(
-            () => out.end(),
-            (err: Error) => out.destroy(err),
-          );
+    const parquet = req.format === 'parquet' ? await loadParquet() : undefined;
+    const copy = client.query(copyTo(req.format === 'parquet' ? parquetCopyStatement(req.name, slice) : copyStatement(req.name, req.format, slice)));
+    // The body ends only after COMMIT and the advisory unlock: a client that saw the end may
+    // start its next export at once.
+    const out = new PassThrough();
+    // A binary COPY's rows written as a Parquet file (parquet.ts), CSV records or NDJSON lines
+    // (binary-copy.ts), counted as written; learners' NDJSON lines counted (JSON text holds no raw LF).
+    const count = (n: number) => (rows += n);
+    const binary = req.format === 'parquet' || usesBinaryCopy(req.name, req.format);
+    const source =
+      req.format === 'parquet'
+        ? copy.pipe(parquet!.parquetFromBinaryCopy(COLUMNS[req.name], count))
+        : binary
+          ? copy.pipe(binaryRecords(req.name, req.format, count))
+          : copy;
+    if (binary) source.on('error', (err) => out.destroy(err));
+    else {
+      source.on('data', (chunk: Buffer) => {
+        for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) rows += 1;
       });
-      copy.on('error', (err) => out.destroy(err));
-      out.on('close', () => {
-        if (!out.writableFinished) void abort();
-      });
-      body = out;
     }
+    source.pipe(out, { end: false });
+    source.on('end', () => {
+      client
+        .query('commit')
+        .then(() => client.query('select pg_advisory_unlock_all()'))
+        .then(finish)
+        .then(
+          () => out.end(),
+          (err: Error) => out.destroy(err),
+        );
+    });
+    copy.on('error', (err) => {
+      if (source !== copy) source.destroy(err);
+      out.destroy(err);
+    });
+    out.on('close', () => {
+      if (!out.writableFinished) void abort();
+    });
+    const body: Readable = out;
     return { watermark: horizon, body, rows: () => rows };
   } catch (err) {
     await abort(); // the slot is free when the error is answered
@@ -375,10 +342,14 @@ async function startPglite(db: Db, req: ExportRequest, release: () => void): Pro
   };
   const names = COLUMNS[req.name].map((c) => c.name);
   const cells = async () => (await batch()).map((r) => names.map((n) => r[n]));
+  const parquet = req.format === 'parquet' ? await loadParquet() : undefined;
   const body = producer(async (write) => {
     try {
       const count = (n: number) => (rows += n);
-      await (req.format === 'parquet' ? writeParquet(cells, req.name, write, count) : writeRows(batch, req, write, count));
+      if (parquet) {
+        for await (const chunk of parquet.parquetFromRows(COLUMNS[req.name], cells, count))
+          await write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      } else await writeRows(batch, req, write, count);
     } finally {
       release();
     }
