@@ -528,7 +528,8 @@ async function main() {
     const when = new Date().toISOString().slice(0, 16);
     const load2 = loadavg()[0]!;
     const profiled = profile ? `\n\n${profile}` : '';
-    const body = `Last run: ${when}Z, ${ROWS.toLocaleString('en')} results over ${TENANTS} tenants (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}, after: ${load2.toFixed(2)}.\n\n${table}\n\n${summary}${profiled}`;
+    const loaded = process.env.BENCH_DB ? 'a database kept by an earlier run (BENCH_DB)' : `${ROWS.toLocaleString('en')} results over ${TENANTS} tenants`;
+    const body = `Last run: ${when}Z, ${loaded} (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}, after: ${load2.toFixed(2)}.\n\n${table}\n\n${summary}${profiled}`;
     console.log(`\n${table}\n\n${summary}${profiled}`);
     writeReadmeSection('results-api', '## Results API — `npm run bench:results`', body);
   } finally {
