@@ -7,7 +7,7 @@
  * process group, as a terminal sends it — after which its ports are free. `--url <base>` runs the
  * same tour against a running server; `--url` pointing at nothing: one line on stderr, exit status 1.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,7 +25,19 @@ beforeAll(() => {
   execFileSync('git', ['clone', '--quiet', ROOT, clone], { stdio: 'pipe' });
   symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(clone, 'node_modules'));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/** Every demo started: one a failed assertion left running is ended with its group. */
+const started: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of started) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
 
 /** `npm run demo -- …args` in the clone, in a process group of its own (as a terminal runs it). */
 function demo(args: string[], env: Record<string, string> = {}) {
@@ -36,6 +48,7 @@ function demo(args: string[], env: Record<string, string> = {}) {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
+  started.push(child);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
