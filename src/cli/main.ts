@@ -551,11 +551,13 @@ opCommand(
 );
 lti
   .command('config')
-  .description('print what an LMS administrator types in to register the tool (from BASE_URL)')
+  .description("print what an LMS administrator types in to register the tool (from BASE_URL: the running server's when the command goes to it)")
   .addOption(json)
   .action(async (options: { json?: boolean }) => {
     const config = loadConfig(process.env, { requireSecrets: false });
-    const result = await (await resolveTarget(config)).run('lti.config', { base_url: config.baseUrl });
+    const target = await resolveTarget(config);
+    // A running server names its own URLs (its BASE_URL); here, this shell's BASE_URL.
+    const result = await target.run('lti.config', target.remote ? {} : { base_url: config.baseUrl });
     print(result, {
       json: Boolean(options.json),
       printer: (c) =>
@@ -575,7 +577,8 @@ lti
   .addOption(json)
   .action(async (tenant: string, options: { json?: boolean }) => {
     const config = loadConfig(process.env, { requireSecrets: false });
-    const result = await (await resolveTarget(config)).run('lti.registration_url', { tenant, base_url: config.baseUrl });
+    const target = await resolveTarget(config);
+    const result = await target.run('lti.registration_url', target.remote ? { tenant } : { tenant, base_url: config.baseUrl });
     print(result, {
       json: Boolean(options.json),
       printer: (r) => `${r.url}\n(single use, for ${r.tenant}; expires ${r.expires_at})`,

@@ -43,7 +43,7 @@ describe.runIf(backend === 'pglite')('svc with the embedded database', { timeout
 
   it('sends commands to the running server while it holds the folder', async () => {
     server = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/main.ts')], {
-      env: { PATH: process.env.PATH, ...env, PORT: '0', LOG_LEVEL: 'silent' },
+      env: { PATH: process.env.PATH, ...env, PORT: '0', LOG_LEVEL: 'silent', BASE_URL: 'https://learn.example.test' },
       cwd: root,
       stdio: ['ignore', 'ignore', 'inherit'],
     });
@@ -60,6 +60,10 @@ describe.runIf(backend === 'pglite')('svc with the embedded database', { timeout
     expect(keys).toHaveLength(1);
     expect(keys[0]).not.toHaveProperty('key');
     expect(keys[0]).not.toHaveProperty('key_hash');
+
+    // URLs for an LMS come from the server's BASE_URL, not this shell's (which has none: its default is a loopback URL).
+    expect(json(await svc(env, 'lti', 'registration-url', 'acme', '--json')).url).toMatch(/^https:\/\/learn\.example\.test\/lti\/v1\/register\/\S{43}$/);
+    expect(json(await svc(env, 'lti', 'config', '--json')).login_url).toBe('https://learn.example.test/lti/v1/login');
 
     const secrets = json(await svc(env, 'secrets', '--json'));
     expect(secrets.anon_key).toBe(JSON.parse(readFileSync(join(dir, 'secrets.json'), 'utf8')).anonKey);
