@@ -6,6 +6,7 @@
  * character — at any split of the bytes, across several row groups; and on both backends a source
  * that fails is an error, never a file that reads cleanly.
  */
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
@@ -72,6 +73,21 @@ describe('Parquet from rows (PGlite)', () => {
     expect(got.map((r) => [r.id, r.ts, r.n, r.x, r.note, r.doc])).toEqual(
       rows.map((r) => [r[0], r[1] === null ? null : BigInt(r[1] as string), r[2], r[3], r[4], r[5]]),
     );
+  });
+
+  it('wide rows: row groups close by bytes, not only at 4,096 rows (WebAssembly memory never shrinks)', async () => {
+    const wide = Array.from({ length: 40 }, (_, i) => [null, null, i, null, randomBytes(1 << 19).toString('hex'), null]);
+    const { file, error } = await fromRows([wide]);
+    expect(error).toBeUndefined();
+    const meta = parquetMetadata(arrayBufferOf(file));
+    expect(meta.row_groups.length).toBeGreaterThanOrEqual(2); // 40 MiB of hex text (~20 MiB encoded), row groups of ~8 MiB encoded; one by rows alone
+    for (const g of meta.row_groups) expect(Number(g.total_byte_size)).toBeLessThan(16 << 20);
+    expect((await read(file)).map((r) => r.note)).toEqual(wide.map((r) => r[4]));
+  });
+
+  it('a timestamp beyond INT64 µs since 1970 is an error, not a wrapped value', async () => {
+    const { error } = await fromRows([[[null, '9223372036854775808', 1, null, null, null]]]);
+    expect(String(error)).toMatch(/beyond Parquet INT64/);
   });
 
   it('no rows: a file with the columns and no rows', async () => {
@@ -165,6 +181,19 @@ describe.skipIf(backend !== 'postgres')('Parquet from a binary COPY', () => {
     }
     const narrow = await buffer(client.query(copyTo(`copy (select id, ts from cells) to stdout with (format binary)`)));
     await expect(buffer(Readable.from([narrow]).pipe(parquetFromBinaryCopy(COLUMNS)))).rejects.toThrow(/a tuple of 2 fields, 6 expected/);
+  });
+
+  it('wide rows from a COPY: row groups close by bytes', async () => {
+    const wide = await buffer(
+      client.query(
+        copyTo(`copy (select gen_random_uuid(), now(), k, k::float8, (select string_agg(md5(k::text || ':' || j::text), '') from generate_series(1, 32768) j), null::text
+                      from generate_series(1, 40) k) to stdout with (format binary)`),
+      ),
+    );
+    const file = await buffer(Readable.from([wide]).pipe(parquetFromBinaryCopy(COLUMNS)));
+    const meta = parquetMetadata(arrayBufferOf(file));
+    expect(meta.row_groups.length).toBeGreaterThanOrEqual(2); // one by rows alone
+    expect((await read(file)).map((r) => (r.note as string).length)).toEqual(Array(40).fill(1 << 20));
   });
 
   it('a timestamp beyond INT64 µs since 1970 (PostgreSQL stores up to 294276 AD) is an error, not a wrapped value', async () => {

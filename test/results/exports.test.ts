@@ -180,6 +180,23 @@ describe('GET /v1/exports/*', () => {
     }
   });
 
+  it('Parquet: a ±infinity timestamp is null, as in NDJSON (it failed the PGlite export)', async () => {
+    const id = a.resultIds[0];
+    const [{ completed_at: before }] = (await t.db.query<{ completed_at: string | null }>(`select completed_at::text from activity_results where id = $1`, [
+      id,
+    ])) as [{ completed_at: string | null }];
+    await t.db.query(`update activity_results set completed_at = 'infinity' where id = $1`, [id]);
+    try {
+      const res = await get(t, '/v1/exports/activity-results?format=parquet', a.key, 'bearer');
+      expect(res.status).toBe(200);
+      const rows = await parquetReadObjects({ file: arrayBufferOf(await bytes(res)), compressors: parquetCompressors, utf8: true } as any);
+      expect(rows.find((r: any) => r.id === id)).toMatchObject({ completed_at: null });
+      expect((await ndjson('/v1/exports/activity-results', a.key)).rows.find((r) => r.id === id).completed_at).toBeNull();
+    } finally {
+      await t.db.query(`update activity_results set completed_at = $2::timestamptz where id = $1`, [id, before]);
+    }
+  });
+
   it('incremental: ?updated_since=<watermark> returns exactly the changes, and deletions the tombstones', async () => {
     const first = await ndjson('/v1/exports/activity-results', a.key);
     const deletions0 = await ndjson('/v1/exports/deletions', a.key);

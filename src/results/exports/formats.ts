@@ -30,10 +30,10 @@ export type Format = keyof typeof FORMATS;
 export type { Slice } from './rows.ts';
 
 /**
- * Rows per Parquet record batch and row group (`./parquet.ts`; PGlite's batches of Parquet rows).
- * arrow-rs holds a row group until it is full, so this bounds its WebAssembly memory (~11 MiB at
- * 4,096 rows of activity results); on 1M results 4,096 ran as fast as 16,384 with a quarter of the
- * memory (bench/README.md "Streaming exports").
+ * Rows per Parquet record batch and row group at most (`./parquet.ts`, which also closes them by
+ * bytes for wide rows; PGlite's batches of Parquet rows). arrow-rs holds a row group until it is
+ * full: ~11 MiB of WebAssembly memory at 4,096 rows of activity results; on 1M results 4,096 ran as
+ * fast as 16,384 with a quarter of the memory (bench/README.md "Streaming exports").
  */
 export const PARQUET_BATCH_ROWS = 4_096;
 

@@ -33,9 +33,28 @@ import { BinaryCopyTuples } from './binary-copy.ts';
 import type { Column, ColumnKind } from './columns.ts';
 import { PARQUET_BATCH_ROWS } from './formats.ts';
 
-/** The writer's properties: ZSTD pages, row groups of PARQUET_BATCH_ROWS, our name as created_by. */
+/**
+ * Text bytes after which a batch is handed to the writer before PARQUET_BATCH_ROWS rows, and the
+ * size at which the writer closes a row group. arrow-rs holds a row group (and the JavaScript side
+ * a batch, and its Arrow IPC copy) until then, and WebAssembly memory never shrinks: 4,096 rows of
+ * 1 MB texts kept ~850 MiB of it for the life of the process before these bounds (outside review,
+ * 2026-11-27); 200 rows of 1 MiB random text now peak at ~46 MiB of WebAssembly memory.
+ */
+const PARQUET_BATCH_BYTES = 4 << 20;
+const PARQUET_ROW_GROUP_BYTES = 8 << 20;
+
+/** The writer's properties: ZSTD pages, row groups of PARQUET_BATCH_ROWS rows or PARQUET_ROW_GROUP_BYTES, our name as created_by. */
 const PROPERTIES = () =>
-  new WriterPropertiesBuilder().setCompression(Compression.ZSTD).setMaxRowGroupSize(PARQUET_BATCH_ROWS).setCreatedBy('svc results export').build();
+  new WriterPropertiesBuilder()
+    .setCompression(Compression.ZSTD)
+    .setMaxRowGroupSize(PARQUET_BATCH_ROWS)
+    .setMaxRowGroupBytes(PARQUET_ROW_GROUP_BYTES)
+    .setCreatedBy('svc results export')
+    .build();
+
+/** The last µs since 1970 an INT64 holds (294247-01-10T04:00:54.775807Z); PostgreSQL stores up to 294276 AD. */
+const INT64_MAX = 0x7fff_ffff_ffff_ffffn;
+const BEYOND_INT64 = 'export: a timestamp after 294247-01-10, beyond Parquet INT64 microseconds since 1970';
 
 /** µs from the Unix epoch to 2000-01-01 (PostgreSQL's timestamp epoch), as two 32-bit halves. */
 const EPOCH_2000_US = 946_684_800_000_000;
@@ -93,8 +112,12 @@ export class ColumnBatch {
     this.schema = new Schema(columns.map((c, i) => new Field(c.name, this.columns[i]!.type, true)));
   }
 
+  /** Text bytes in the batch (uuid, string and json columns). */
+  private bytes = 0;
+
+  /** PARQUET_BATCH_ROWS rows, or PARQUET_BATCH_BYTES of text: time to `take()`. */
   get full(): boolean {
-    return this.rows === PARQUET_BATCH_ROWS;
+    return this.rows === PARQUET_BATCH_ROWS || this.bytes >= PARQUET_BATCH_BYTES;
   }
 
   /** Room for `n` more bytes in a text column. */
@@ -141,6 +164,7 @@ export class ColumnBatch {
           }
           c.used = o;
           c.offsets![i + 1] = o;
+          this.bytes += 36;
           break;
         }
         case 'timestamp': {
@@ -155,7 +179,7 @@ export class ColumnBatch {
           const sum = lo + EPOCH_LO;
           const high = hi + EPOCH_HI + (sum >= 0x1_0000_0000 ? 1 : 0);
           // INT64 µs since 1970 ends in 294247 AD; PostgreSQL stores up to 294276 AD.
-          if (high > 0x7fffffff) throw new Error('export: a timestamp after 294247-01-10, beyond Parquet INT64 microseconds since 1970');
+          if (high > 0x7fffffff) throw new Error(BEYOND_INT64);
           c.fixed!.setUint32(i * 8, sum >>> 0, true);
           c.fixed!.setInt32(i * 8 + 4, high, true);
           break;
@@ -173,6 +197,7 @@ export class ColumnBatch {
           b.copy(out, c.used, p, p + n);
           c.used += n;
           c.offsets![i + 1] = c.used;
+          this.bytes += n;
         }
       }
       c.valid[byte]! |= bit;
@@ -195,14 +220,19 @@ export class ColumnBatch {
         this.setNull(c, i);
         continue;
       }
-      if (c.kind === 'timestamp') c.fixed!.setBigInt64(i * 8, BigInt(v as string | bigint | number), true);
-      else if (c.kind === 'int') c.fixed!.setInt32(i * 4, Number(v), true);
+      if (c.kind === 'timestamp') {
+        const us = BigInt(v as string | bigint | number);
+        if (us > INT64_MAX) throw new Error(BEYOND_INT64);
+        c.fixed!.setBigInt64(i * 8, us, true);
+      } else if (c.kind === 'int') c.fixed!.setInt32(i * 4, Number(v), true);
       else if (c.kind === 'float') c.fixed!.setFloat64(i * 8, Number(v), true);
       else {
         const s = String(v);
         const out = this.room(c, s.length * 3);
-        c.used += utf8.encodeInto(s, out.subarray(c.used)).written;
+        const written = utf8.encodeInto(s, out.subarray(c.used)).written;
+        c.used += written;
         c.offsets![i + 1] = c.used;
+        this.bytes += written;
       }
       c.valid[i >> 3]! |= 1 << (i & 7);
     }
@@ -232,6 +262,7 @@ export class ColumnBatch {
       c.used = 0;
     }
     this.rows = 0;
+    this.bytes = 0;
     return taken;
   }
 }
@@ -301,9 +332,8 @@ async function* batchesOfCopy(columns: readonly Column[], source: AsyncIterable<
 }
 
 /**
- * A Parquet file of `columns` from the row batches `fetch` reads (JavaScript values in their order,
- * at most PARQUET_BATCH_ROWS a call), until an empty one; `onRecords(n)` counts them. If `fetch`
- * throws, so does this, before the footer.
+ * A Parquet file of `columns` from the row batches `fetch` reads (JavaScript values in their order),
+ * until an empty one; `onRecords(n)` counts them. If `fetch` throws, so does this, before the footer.
  */
 export function parquetFromRows(
   columns: readonly Column[],
@@ -312,14 +342,19 @@ export function parquetFromRows(
 ): AsyncGenerator<Uint8Array> {
   async function* batches(): AsyncGenerator<WasmRecordBatch> {
     const batch = new ColumnBatch(columns);
-    for (let first = true; ; first = false) {
+    let taken = 0;
+    for (;;) {
       const rows = await fetch();
-      if (rows.length === 0 && !first) return;
-      for (const row of rows) batch.addRow(row);
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        batch.addRow(row);
+        if (!batch.full) continue;
+        taken += 1;
+        yield batch.take();
+      }
       onRecords(rows.length);
-      yield batch.take();
-      if (rows.length === 0) return;
     }
+    if (batch.rows > 0 || taken === 0) yield batch.take();
   }
   return parquetChunks(batches());
 }

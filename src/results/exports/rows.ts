@@ -184,14 +184,15 @@ function learnerRows(slice: Slice, mode: Mode): string {
 
 /**
  * The Parquet value of column `s.<name>` of `kind`, in the type `./parquet.ts` reads. For PGlite's
- * rows: timestamps as int8 microseconds since the epoch (exact: `extract` is numeric), JSON as its
- * text, the rest as is (uuid and text arrive as strings, int4 and float8 as numbers). For a binary
+ * rows: timestamps as the text of their microseconds since the epoch (exact: `extract` is numeric;
+ * ±infinity null), JSON as its text, the rest as is (uuid and text arrive as strings, int4 and float8 as numbers). For a binary
  * COPY (`binary`): uuid, timestamptz, int4 and float8 as their binary values, text and JSON as text.
  */
 function parquetValue(name: string, kind: ColumnKind, binary: boolean): string {
   const v = `s."${name}"`;
   if (binary) return `${v}::${({ uuid: 'uuid', timestamp: 'timestamptz', int: 'int4', float: 'float8', string: 'text', json: 'text' } as const)[kind]}`;
-  if (kind === 'timestamp') return `(extract(epoch from ${v}) * 1000000)::int8`;
+  // numeric text, not int8: ±infinity is null, and a value beyond INT64 is refused by parquet.ts with the COPY path's error
+  if (kind === 'timestamp') return `case when isfinite(${v}) then trunc(extract(epoch from ${v}) * 1000000)::text end`;
   if (kind === 'int') return `${v}::int4`;
   return kind === 'json' ? `${v}::text` : v;
 }
