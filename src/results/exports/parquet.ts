@@ -1,7 +1,7 @@
 /**
  * Parquet files of an export: Apache Arrow record batches built here from the rows, written as
  * one Parquet file by parquet-wasm (the Apache Arrow project's Rust Parquet writer, arrow-rs,
- * compiled to WebAssembly), a row group per batch.
+ * compiled to WebAssembly), in row groups of at most 4,096 rows or 8 MiB.
  *
  * Why not a JavaScript writer: hyparquet-writer took a JavaScript value per cell and encoded it in
  * JavaScript (~5 µs a row of activity results, the Node thread's bound), and its garbage was the
@@ -22,8 +22,9 @@
  * parquet-wasm's stream writer ends its file cleanly when its input stream fails, so the input's
  * failure is remembered and rethrown in place of the footer (`parquetChunks`).
  *
- * Loaded on demand (`import('./parquet.ts')`): apache-arrow and the WebAssembly module take
- * ~30 MiB of RSS, which the embedded service does not spend until its first Parquet export.
+ * Loaded by `import('./parquet.ts')` (stream.ts `loadParquet`): at start on PostgreSQL, with the
+ * first Parquet export on the embedded service — apache-arrow and the WebAssembly module take
+ * ~30 MiB of RSS that it need not spend before.
  */
 import { Duplex } from 'node:stream';
 import { ReadableStream } from 'node:stream/web';
