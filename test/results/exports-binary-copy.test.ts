@@ -136,6 +136,12 @@ describe.skipIf(backend !== 'postgres')('CSV from a binary COPY', () => {
       const chunks = [long.subarray(0, at), long.subarray(at, at + 20_000), long.subarray(at + 20_000)];
       expect(await convert(chunks, ['uuid', 'timestamp', 'string']), `split at ${at}`).toBe(longExpected);
     }
+    // … and cut into many small chunks (a long tuple's chunks wait aside until it can be whole).
+    for (const size of [7, 1_000, 16_385]) {
+      const chunks: Buffer[] = [];
+      for (let i = 0; i < long.length; i += size) chunks.push(long.subarray(i, i + size));
+      expect(await convert(chunks, ['uuid', 'timestamp', 'string']), `chunks of ${size}`).toBe(longExpected);
+    }
   });
 
   it('fails on malformed input instead of writing a short file', async () => {

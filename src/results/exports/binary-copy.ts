@@ -196,6 +196,21 @@ function jsonString(b: Buffer, s: number, e: number, out: Buffer, o: number): nu
   return o;
 }
 
+/**
+ * The fewest bytes the tuple of `width` fields at `p` can take, from what of it is in `b`: the
+ * end of the last field whose length is there (2 for the trailer or a field count not yet there).
+ */
+function tupleNeed(b: Buffer, p: number, width: number): number {
+  // The trailer (-1), or a count that `step` refuses: 2 bytes decide.
+  if (p + 2 > b.length || ((b[p]! << 8) | b[p + 1]!) !== width) return 2;
+  let q = p + 2;
+  for (let f = 0; f < width; f++) {
+    if (q + 4 > b.length) return q + 4 - p;
+    q += 4 + Math.max(int32(b, q), 0);
+  }
+  return q - p;
+}
+
 /** The end of the tuple of `width` fields at `p` when all of it is in `b`, else -1. */
 function tupleEnd(b: Buffer, p: number, width: number): number {
   let q = p + 2;
@@ -319,12 +334,17 @@ const JOIN_BYTES = 16 * 1024;
  * `onTuple(b, p, end)` for each tuple now whole (its field count at `p` of `b`, its end at `end`),
  * after `onStart()` once the header is read. A tuple split across chunks is completed from the head
  * of the next one; the chunks themselves are not joined (each export would otherwise copy all its
- * input once more). `ended` is true once the trailer was read. Malformed input (a wrong signature,
+ * input once more). A tuple longer than that (a text of megabytes) waits, its chunks kept aside,
+ * until enough bytes came for it, and is joined once (joining at every chunk was quadratic). `ended` is true once the trailer was read. Malformed input (a wrong signature,
  * a tuple of another width) throws an Error.
  */
 export class BinaryCopyTuples {
   ended = false;
   private rest: Buffer | null = null;
+  /** Chunks kept after `rest` until the tuple it starts can be whole (`need` bytes in all). */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private need = 0;
   private started = false;
 
   constructor(
@@ -350,6 +370,16 @@ export class BinaryCopyTuples {
   feed(chunk: Buffer): void {
     let b = chunk;
     let p = 0;
+    if (this.rest && this.started && this.rest.length + this.pendingBytes + chunk.length < this.need) {
+      this.pending.push(chunk);
+      this.pendingBytes += chunk.length;
+      return;
+    }
+    if (this.pending.length > 0) {
+      this.rest = Buffer.concat([this.rest!, ...this.pending]);
+      this.pending = [];
+      this.pendingBytes = 0;
+    }
     const rest = this.rest;
     if (!this.started) {
       b = rest ? Buffer.concat([rest, chunk]) : chunk;
@@ -371,6 +401,7 @@ export class BinaryCopyTuples {
         p = end - rest.length;
       } else if (chunk.length <= JOIN_BYTES) {
         this.rest = head; // still not whole: wait for the next chunk
+        this.need = tupleNeed(head, 0, this.width);
         return;
       } else {
         b = Buffer.concat([rest, chunk]); // a tuple longer than JOIN_BYTES
@@ -382,7 +413,10 @@ export class BinaryCopyTuples {
       if (q === -1) break;
       p = q;
     }
-    if (p < b.length && !this.ended) this.rest = b.subarray(p);
+    if (p < b.length && !this.ended) {
+      this.rest = b.subarray(p);
+      this.need = tupleNeed(b, p, this.width);
+    }
   }
 }
 
