@@ -49,11 +49,12 @@ export type OpName = keyof typeof ops;
 export const isOpName = (name: string): name is OpName => Object.hasOwn(ops, name);
 
 /**
- * `args` for `op` run by a server: an op that prints the service's URLs (`base_url`: `svc lti
- * config`, `svc lti registration-url`) gets the server's own BASE_URL when the caller sent none —
- * the CLI sends none to a running server, whose BASE_URL an admin's shell may not have.
+ * `args` for `op` as the process running it fills them in: an op that prints the service's URLs
+ * (`base_url`: `svc lti config`, `svc lti registration-url`) gets `baseUrl` — that process's
+ * BASE_URL — when the caller sent none. The CLI sends none: run by a server (the embedded folder
+ * it holds), the URLs are the server's, which an admin's shell may not have.
  */
-export function withServerBaseUrl(op: OpName, args: unknown, baseUrl: string): unknown {
+export function withBaseUrl(op: OpName, args: unknown, baseUrl: string): unknown {
   const takesBaseUrl = 'base_url' in ops[op].args.shape;
   if (!takesBaseUrl || (args && typeof args === 'object' && 'base_url' in args)) return args;
   return { ...(args && typeof args === 'object' ? args : {}), base_url: baseUrl };

@@ -2,7 +2,7 @@
  * `POST /admin/v1/ops/:op` — the running server's door for the `svc` CLI in embedded mode,
  * where the PGlite folder can be open in one process only. Authorized by the service-role key
  * (`Authorization: Bearer …`, compared in constant time). Body: the op's arguments as JSON (an
- * op's `base_url`, when not sent, is this server's BASE_URL: `withServerBaseUrl`).
+ * op's `base_url`, when not sent, is this server's BASE_URL: `withBaseUrl`).
  * Answers 200 `{data}` or `{error: {code, message}}` with 400/401/404/409 (503 `unavailable`
  * while the database cannot be reached).
  */
@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { DB_RETRY_AFTER_SECONDS, isBadInput, isDbUnavailable, isUniqueViolation } from '../db/errors.ts';
 import type { Deps } from '../deps.ts';
 import { safeEqual } from '../lib/safe-equal.ts';
-import { AdminError, isOpName, runOp, withServerBaseUrl } from './ops.ts';
+import { AdminError, isOpName, runOp, withBaseUrl } from './ops.ts';
 import { bearerToken } from '../http/bearer.ts';
 import { serviceRoleHook } from '../audit/index.ts';
 
@@ -46,6 +46,6 @@ export default async function adminRoutes(app: FastifyInstance, deps: Deps) {
       return reply.code(401).send({ error: { code: 'unauthorized', message: 'the service-role key is required' } });
     }
     if (!isOpName(req.params.op)) throw new AdminError('not_found', `unknown operation "${req.params.op}"`);
-    return { data: await runOp(deps.db, req.params.op, withServerBaseUrl(req.params.op, req.body, deps.config.baseUrl)) };
+    return { data: await runOp(deps.db, req.params.op, withBaseUrl(req.params.op, req.body, deps.config.baseUrl)) };
   });
 }

@@ -555,9 +555,8 @@ lti
   .addOption(json)
   .action(async (options: { json?: boolean }) => {
     const config = loadConfig(process.env, { requireSecrets: false });
-    const target = await resolveTarget(config);
-    // A running server names its own URLs (its BASE_URL); here, this shell's BASE_URL.
-    const result = await target.run('lti.config', target.remote ? {} : { base_url: config.baseUrl });
+    // No base_url: the process that runs it names its own (withBaseUrl), a running server its BASE_URL.
+    const result = await (await resolveTarget(config)).run('lti.config', {});
     print(result, {
       json: Boolean(options.json),
       printer: (c) =>
@@ -577,8 +576,7 @@ lti
   .addOption(json)
   .action(async (tenant: string, options: { json?: boolean }) => {
     const config = loadConfig(process.env, { requireSecrets: false });
-    const target = await resolveTarget(config);
-    const result = await target.run('lti.registration_url', target.remote ? { tenant } : { tenant, base_url: config.baseUrl });
+    const result = await (await resolveTarget(config)).run('lti.registration_url', { tenant });
     print(result, {
       json: Boolean(options.json),
       printer: (r) => `${r.url}\n(single use, for ${r.tenant}; expires ${r.expires_at})`,

@@ -12,15 +12,13 @@
 import type { Config } from '../config.ts';
 import { isDataDirLocked, lockDataDir, readServerInfo } from '../db/data-dir-lock.ts';
 import { migrate, openDb, type Db } from '../db/index.ts';
-import { AdminError, runOp, type OpName } from '../admin/ops.ts';
+import { AdminError, runOp, withBaseUrl, type OpName } from '../admin/ops.ts';
 
 export class CliError extends Error {}
 
 export interface Target {
   /** Human description: "PostgreSQL", "embedded folder …" or "running server at …". */
   describe: string;
-  /** True for a running server: it fills in its own BASE_URL for ops that print the service's URLs. */
-  remote: boolean;
   run(op: OpName, args: Record<string, unknown>): Promise<unknown>;
   /** Apply migrations; returns the versions applied now (a running server applied its own). */
   migrate(): Promise<number[]>;
@@ -42,11 +40,10 @@ async function direct(config: Config): Promise<Target> {
   };
   return {
     describe: config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded folder ${config.dataDir}`,
-    remote: false,
     run: (op, args) =>
       withDb(async (db) => {
         await migrate(db);
-        return runOp(db, op, args);
+        return runOp(db, op, withBaseUrl(op, args, config.baseUrl));
       }),
     migrate: () => withDb(migrate),
   };
@@ -55,7 +52,6 @@ async function direct(config: Config): Promise<Target> {
 function viaServer(url: string, serviceRoleKey: string): Target {
   return {
     describe: `running server at ${url}`,
-    remote: true,
     async run(op, args) {
       let res: Response;
       try {
