@@ -49,25 +49,23 @@ export function keysetSelect(name: ExportName, format: Format, slice: Slice): st
 /** The Parquet cells of each row, in the feed's order (the SQL is in `./rows.ts`). */
 export { parquetSelect } from './rows.ts';
 
-/** `COPY … TO STDOUT (format binary)` of the Parquet cells (PostgreSQL), in the feed's order, for `./parquet.ts`. */
-export const parquetCopyStatement = (name: ExportName, slice: Slice) => `copy (${parquetSelect(name, slice, 'all', true)}) to stdout with (format binary)`;
-
 /**
  * `COPY … TO STDOUT` of the format (PostgreSQL), in the feed's order (updated_at, id), as
  * `/v1/…?updated_since=` lists them. Binary (`usesBinaryCopy`): the cells of `cellsSelect`
  * (SQL in `./rows.ts`), uuids and timestamps as their raw values, written as records by
- * `binaryRecords`. Learners' NDJSON: their JSON objects as PostgreSQL writes them
+ * `binaryRecords`; for Parquet those of `parquetSelect(…, binary)`, for `./parquet.ts`. Learners' NDJSON: their JSON objects as PostgreSQL writes them
  * (`lineSelect`), riding CSV mode with delimiter and quote characters JSON text never contains
  * raw (0x02, 0x01): each line is the JSON unchanged (text mode would double its backslashes).
  * COPY takes no parameters, so the (validated) values are literals.
  */
-export function copyStatement(name: ExportName, format: 'ndjson' | 'csv', slice: Slice): string {
+export function copyStatement(name: ExportName, format: Format, slice: Slice): string {
+  if (format === 'parquet') return `copy (${parquetSelect(name, slice, 'all', true)}) to stdout with (format binary)`;
   if (!usesBinaryCopy(name, format)) return `copy (${lineSelect(name, slice)}) to stdout with (format csv, delimiter e'\\x02', quote e'\\x01')`;
   return `copy (${cellsSelect(name, slice, 'all', true)}) to stdout with (format binary)`;
 }
 
-/** True when `copyStatement` is a binary COPY: every CSV, and NDJSON but the learners' (their objects come whole from svc.results_learner_json). */
-export const usesBinaryCopy = (name: ExportName, format: 'ndjson' | 'csv') => format === 'csv' || name !== 'learners';
+/** True when `copyStatement` is a binary COPY: every CSV and Parquet, and NDJSON but the learners' (their objects come whole from svc.results_learner_json). */
+export const usesBinaryCopy = (name: ExportName, format: Format) => format !== 'ndjson' || name !== 'learners';
 
 /**
  * The Transform from the binary COPY of `copyStatement` to the format's records (CSV with its

@@ -115,6 +115,8 @@ export class ColumnBatch {
 
   /** Text bytes in the batch (uuid, string and json columns). */
   private bytes = 0;
+  /** Batches taken so far. */
+  private taken = 0;
 
   /** PARQUET_BATCH_ROWS rows, or PARQUET_BATCH_BYTES of text: time to `take()`. */
   get full(): boolean {
@@ -264,7 +266,13 @@ export class ColumnBatch {
     }
     this.rows = 0;
     this.bytes = 0;
+    this.taken += 1;
     return taken;
+  }
+
+  /** The last batch at the input's end: the rows left, or an empty one when none was taken (a file needs one: its schema). */
+  takeLast(): WasmRecordBatch | undefined {
+    return this.rows > 0 || this.taken === 0 ? this.take() : undefined;
   }
 }
 
@@ -312,24 +320,20 @@ export function parquetFromBinaryCopy(columns: readonly Column[], onRecords: (n:
 async function* batchesOfCopy(columns: readonly Column[], source: AsyncIterable<Buffer>, onRecords: (n: number) => void): AsyncGenerator<WasmRecordBatch> {
   const batch = new ColumnBatch(columns);
   const ready: WasmRecordBatch[] = [];
-  let taken = 0;
-  const take = () => {
-    const n = batch.rows;
-    ready.push(batch.take());
-    taken += 1;
-    onRecords(n);
-  };
   const tuples = new BinaryCopyTuples(columns.length, (b, p) => {
     batch.addTuple(b, p + 2);
-    if (batch.full) take();
+    if (!batch.full) return;
+    onRecords(batch.rows);
+    ready.push(batch.take());
   });
   for await (const chunk of source) {
     tuples.feed(chunk);
     while (ready.length > 0) yield ready.shift()!;
   }
   if (!tuples.ended) throw new Error('export: the binary COPY stream ended before its trailer');
-  if (batch.rows > 0 || taken === 0) take();
-  yield* ready;
+  onRecords(batch.rows);
+  const last = batch.takeLast();
+  if (last) yield last;
 }
 
 /**
@@ -343,19 +347,17 @@ export function parquetFromRows(
 ): AsyncGenerator<Uint8Array> {
   async function* batches(): AsyncGenerator<WasmRecordBatch> {
     const batch = new ColumnBatch(columns);
-    let taken = 0;
     for (;;) {
       const rows = await fetch();
       if (rows.length === 0) break;
       for (const row of rows) {
         batch.addRow(row);
-        if (!batch.full) continue;
-        taken += 1;
-        yield batch.take();
+        if (batch.full) yield batch.take();
       }
       onRecords(rows.length);
     }
-    if (batch.rows > 0 || taken === 0) yield batch.take();
+    const last = batch.takeLast();
+    if (last) yield last;
   }
   return parquetChunks(batches());
 }

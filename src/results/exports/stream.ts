@@ -26,18 +26,7 @@ import { ApiError } from '../../http/api-errors.ts';
 import { rfc3339 } from '../../db/sql.ts';
 import { exportSource } from '../queries.ts';
 import { COLUMNS, type ExportName } from './columns.ts';
-import {
-  binaryRecords,
-  copyStatement,
-  csvHeader,
-  csvRecords,
-  keysetSelect,
-  PARQUET_BATCH_ROWS,
-  parquetCopyStatement,
-  type Format,
-  type Slice,
-  usesBinaryCopy,
-} from './formats.ts';
+import { binaryRecords, copyStatement, csvHeader, csvRecords, keysetSelect, PARQUET_BATCH_ROWS, type Format, type Slice, usesBinaryCopy } from './formats.ts';
 
 /** Rows per PGlite keyset batch (NDJSON, CSV). */
 export const BATCH_ROWS = 10_000;
@@ -268,14 +257,14 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
     const horizon = await openSnapshot(client, req);
     const slice: Slice = { tenantId: req.tenantId, horizon, since: req.since };
     const parquet = req.format === 'parquet' ? await loadParquet() : undefined;
-    const copy = client.query(copyTo(req.format === 'parquet' ? parquetCopyStatement(req.name, slice) : copyStatement(req.name, req.format, slice)));
+    const copy = client.query(copyTo(copyStatement(req.name, req.format, slice)));
     // The body ends only after COMMIT and the advisory unlock: a client that saw the end may
     // start its next export at once.
     const out = new PassThrough();
     // A binary COPY's rows written as a Parquet file (parquet.ts), CSV records or NDJSON lines
     // (binary-copy.ts), counted as written; learners' NDJSON lines counted (JSON text holds no raw LF).
     const count = (n: number) => (rows += n);
-    const binary = req.format === 'parquet' || usesBinaryCopy(req.name, req.format);
+    const binary = usesBinaryCopy(req.name, req.format);
     const source =
       req.format === 'parquet'
         ? copy.pipe(parquet!.parquetFromBinaryCopy(COLUMNS[req.name], count))
@@ -306,8 +295,7 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
     out.on('close', () => {
       if (!out.writableFinished) void abort();
     });
-    const body: Readable = out;
-    return { watermark: horizon, body, rows: () => rows };
+    return { watermark: horizon, body: out, rows: () => rows };
   } catch (err) {
     await abort(); // the slot is free when the error is answered
     throw err;
