@@ -64,12 +64,14 @@ export function mcpResource(deps: Pick<Deps, 'config'>): string {
  * Sign claims (minus iat/exp/iss, which are set here) into an HS256 access token that
  * expires after `accessTokenTtl` seconds, or at `notAfter` (epoch seconds: the end of the
  * session's maximum lifetime) if that comes first. `aud` defaults to "authenticated".
+ * Returns the token with its `iat` and `exp` (epoch seconds), read from one clock reading so a
+ * response's `expires_in` is exactly `exp − iat`.
  */
 export async function signAccessToken(
   deps: Pick<Deps, 'config' | 'now'>,
   claims: Omit<AccessTokenClaims, 'iat' | 'exp' | 'iss' | 'aud'> & { aud?: string },
   notAfter?: number,
-): Promise<{ token: string; expiresAt: number }> {
+): Promise<{ token: string; issuedAt: number; expiresAt: number }> {
   const iat = epochSeconds(deps.now());
   const expiresAt = Math.min(iat + deps.config.accessTokenTtl, notAfter ?? Number.POSITIVE_INFINITY);
   const token = await new SignJWT({ ...claims, aud: claims.aud ?? AUDIENCE, iss: issuer(deps) })
@@ -77,7 +79,7 @@ export async function signAccessToken(
     .setIssuedAt(iat)
     .setExpirationTime(expiresAt)
     .sign(key(deps.config.jwtSecret));
-  return { token, expiresAt };
+  return { token, issuedAt: iat, expiresAt };
 }
 
 /**

@@ -73,7 +73,7 @@ function sessionNotAfter(deps: Pick<Deps, 'config'>, session: SessionInfo): numb
 }
 
 async function tokenResponse(deps: Pick<Deps, 'config' | 'now'>, user: UserRow, session: SessionInfo, refreshToken: string): Promise<TokenResponse> {
-  const { token, expiresAt } = await signAccessToken(
+  const { token, issuedAt, expiresAt } = await signAccessToken(
     deps,
     {
       sub: user.id,
@@ -94,7 +94,7 @@ async function tokenResponse(deps: Pick<Deps, 'config' | 'now'>, user: UserRow, 
   return {
     access_token: token,
     token_type: 'bearer',
-    expires_in: Math.max(0, expiresAt - epochSeconds(deps.now())),
+    expires_in: Math.max(0, expiresAt - issuedAt),
     expires_at: expiresAt,
     refresh_token: refreshToken,
     user: userJson(user),

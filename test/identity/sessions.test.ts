@@ -113,3 +113,22 @@ describe('bans and admin password changes', () => {
     expect((await signIn(t, 'mallory@example.com', 'a new password')).access_token).toBeTruthy();
   });
 });
+
+describe('expires_in', () => {
+  // Every read of this app's clock is one second later than the one before.
+  let ticks = 0;
+  const t = useApp(async () => {
+    const start = Date.now();
+    const app = await startApp({}, { now: () => new Date(start + 1000 * ticks++) });
+    await app.op('user.create', { email: 'tick@example.com', password: 'ticking password' });
+    return app;
+  });
+
+  it("is the token's own exp − iat, however much the clock moves while the response is built", async () => {
+    const s = await signIn(t, 'tick@example.com', 'ticking password');
+    const claims = JSON.parse(Buffer.from(s.access_token.split('.')[1], 'base64url').toString());
+    expect(s.expires_in).toBe(t.deps.config.accessTokenTtl);
+    expect(claims.exp - claims.iat).toBe(s.expires_in);
+    expect(s.expires_at).toBe(claims.exp);
+  });
+});
