@@ -7,7 +7,7 @@
  *   the caller gets a clean answer: an `isError` result / 503 `unavailable`;
  * - `pg_ctlcluster restart` under mixed writes → no crash, only 200s and 503s;
  * - 2.5 s into an outage (cluster stopped) every surface answers 503 in its own error body within
- *   the bound (acquisition timeout 1 s here);
+ *   the bound (acquisition timeout 1 s here, plus 3 s for a loaded machine);
  * - the cluster back → the same requests succeed without a restart, a key revocation NOTIFY still
  *   reaches the process (key cache TTL raised to a minute, so only the re-established LISTEN can
  *   drop the key), and the grading queue grades again.
@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/wait.ts';
 import pg from 'pg';
 import type { Db } from '../../src/db/index.ts';
-import { embedSettings, expectError, post, seedActivity, type SeededActivity } from '../embed/fixtures.ts';
+import { embedSettings, expectError, post, seedActivity, verificationOf, type SeededActivity } from '../embed/fixtures.ts';
 import { seedAuthor, startApp, testConfig, testJudge, type TestApp } from '../helpers/harness.ts';
 import { clusterUnavailable, createCluster, createSvcDb, type Cluster } from '../helpers/pg-cluster.ts';
 import { startTestIdp, type TestIdp } from '../helpers/test-idp.ts';
@@ -27,7 +27,7 @@ import { startTestModel, type TestModel } from '../helpers/test-model.ts';
 
 /** The acquisition timeout of this suite, and the bound every answer must meet during an outage. */
 const ACQUIRE_MS = 1000;
-const BOUND_MS = ACQUIRE_MS + 1500;
+const BOUND_MS = ACQUIRE_MS + 3000; // far below the 15 s statement timeout a hung request would wait for
 
 let cluster: Cluster | undefined;
 let db: Db | undefined;
@@ -268,7 +268,16 @@ describe.skipIf(clusterUnavailable !== undefined)(
         expect(created.result.isError).toBeUndefined();
         const graded = await judge();
         expect(graded.status).toBe(200);
-        expect(graded.body.status).toMatch(/^(passed|failed)$/); // the grading queue's workers run again
+        // the grading queue's workers run again (on a slow machine the verdict may come after the wait)
+        const verdict = await eventually(
+          async () => {
+            const v = await verificationOf(t, graded.body.artifact_id);
+            return /^(passed|failed)$/.test(v.status) ? v.status : undefined;
+          },
+          20_000,
+          'the verdict after the outage',
+        );
+        expect(verdict).toMatch(/^(passed|failed)$/);
 
         // A revocation NOTIFY reaches the process: the cache would trust the key for a minute otherwise.
         expect((await results()).status).toBe(200);

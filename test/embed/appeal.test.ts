@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { countRows, expectError, post, startEmbedWorld, type EmbedWorld } from './fixtures.ts';
 import { useServer } from '../helpers/harness.ts';
 
-const w = useServer(() => startEmbedWorld({ embed: { judgeWaitMs: 1500 } }));
+// Long enough for a grade on a loaded machine; the pending test's model never answers, so it waits it out.
+const w = useServer(() => startEmbedWorld({ embed: { judgeWaitMs: 6000 } }));
 
 async function session(world: EmbedWorld, sub: string, tenant = 'acme'): Promise<string> {
   const res = await post(world.t, '/v1/embed/session', { tenant, idp_token: await world.idp.sign({ sub }) });

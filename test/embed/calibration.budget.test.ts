@@ -33,7 +33,7 @@ it('waits when the budget is spent mid-run, then resumes and reports on every ex
       expected: { passed: i % 2 === 0 },
     });
   }
-  const waiting = await ok(a, 'run_calibration', { activity_id: s.activityId, wait_seconds: 10 });
+  const waiting = await ok(a, 'run_calibration', { activity_id: s.activityId, wait_seconds: 60 }); // answers as soon as the run waits
   expect(waiting).toMatchObject({ status: 'waiting', progress: { graded: 3, total: 5 }, waiting: { reason: 'budget_exhausted', limit: 'calls_per_hour' } });
   expect(waiting.cohen_kappa).toBeUndefined();
   expect(await countRows(t, 'model_calls', 'calibration_run_id = $1', [waiting.id])).toBe(3);

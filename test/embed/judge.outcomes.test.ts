@@ -31,6 +31,13 @@ const page = useFixture(() => seedActivity(t, 'acme', { kind: 'site', title: 'a 
 const submit = async (app: TestApp, sub: string, artifact: Record<string, unknown> = { kind: 'document', content: 'complete work' }, activity = doc) =>
   post(app, '/v1/embed/judge', { tenant: 'acme', activity_id: activity.activityId, artifact }, { authorization: `Bearer ${await idp.sign({ sub })}` });
 
+type ChatRequest = { messages: { role: string; content: unknown }[] } & Record<string, unknown>;
+const userMessage = (r: ChatRequest) => {
+  const content = r.messages.find((m) => m.role === 'user')?.content ?? '';
+  return typeof content === 'string' ? content : JSON.stringify(content);
+};
+/** The requests the model received whose user message contains `text` (other submissions' calls may come in between). */
+const requestsWith = (text: string) => (model.requests as ChatRequest[]).filter((r) => userMessage(r).includes(text));
 /** Model calls whose artifact section contains `marker`. */
 const callsFor = (marker: string) => model.artifacts().filter((a) => a.includes(marker)).length;
 const ledger = (artifactId: string) =>
@@ -113,9 +120,11 @@ describe('a model that is down for a while, then back', () => {
   it('honours a Retry-After longer than a pause within a run: one call, and the next run waits for it', async () => {
     model.setMode('rate-limit');
     model.setRetryAfter(30);
+    let artifactId: string | undefined;
     try {
       const marker = 'retry-after-30';
       const res = await submit(t, marker, { kind: 'document', content: `${marker} complete work` });
+      artifactId = res.body.artifact_id;
       expect(res.body).toMatchObject({ status: 'pending', reason: 'rate_limited' });
       expect(callsFor(marker)).toBe(1);
       const v = await verificationOf(t, res.body.artifact_id);
@@ -127,6 +136,8 @@ describe('a model that is down for a while, then back', () => {
     } finally {
       model.setRetryAfter(0);
       model.setMode('grade');
+      // Its next run would come 30 s later, in the middle of the tests below.
+      if (artifactId) await t.db.query('delete from pgboss.job where id = $1', [artifactId]);
     }
   });
 });
@@ -135,7 +146,7 @@ describe('past the maximum age', () => {
   it('ends failed with model_unavailable, no score, and stops calling', async () => {
     const aged = await startApp({
       judge: testJudge(model.baseUrl),
-      embed: embedSettings({ judgeAttempts: 1, judgePollSeconds: 0.2, judgeRetryDelaySeconds: 1, judgeRetryMaxDelaySeconds: 1, judgeMaxAgeSeconds: 3 }),
+      embed: embedSettings({ judgeAttempts: 1, judgePollSeconds: 0.2, judgeRetryDelaySeconds: 1, judgeRetryMaxDelaySeconds: 1, judgeMaxAgeSeconds: 8 }),
     });
     await aged.op('tenant.create', { slug: 'acme' });
     await aged.op('idp.set', { tenant: 'acme', issuer: idp.issuer, jwks_url: idp.jwksUrl });
@@ -150,7 +161,7 @@ describe('past the maximum age', () => {
           const x = await verificationOf(aged, res.body.artifact_id);
           return x.status === 'failed' ? x : undefined;
         },
-        15_000,
+        25_000,
         'the submission to age out',
       );
       expect(v).toMatchObject({ status: 'failed', reason: 'model_unavailable' });
@@ -179,7 +190,7 @@ describe('what every call sends and what every verdict keeps', () => {
       model.setMode('grade');
       const res = await submit(app, 'replay-me', { kind: 'document', content: 'replayable complete work' }, activity);
       expect(res.body.status).toBe('passed');
-      const sent = model.requests[model.requests.length - 1] as Record<string, unknown>;
+      const sent = requestsWith('replayable complete work')[0]!;
       expect(sent).toMatchObject({ max_completion_tokens: 2048, temperature: 0, seed: 7 });
 
       const v = await verificationOf(app, res.body.artifact_id);
@@ -208,17 +219,14 @@ describe('what every call sends and what every verdict keeps', () => {
   });
 
   it('puts a new random delimiter nonce in every request', async () => {
-    const before = model.requests.length;
-    await submit(t, 'nonce-1');
-    await submit(t, 'nonce-2');
-    const nonces = (model.requests.slice(before) as { messages: { role: string; content: string }[] }[]).map(
-      (r) => /<<<ARTIFACT-([0-9a-f]{16})\n/.exec(r.messages.find((m) => m.role === 'user')!.content)?.[1],
-    );
+    await submit(t, 'nonce-1', { kind: 'document', content: 'nonce-1 complete work' });
+    await submit(t, 'nonce-2', { kind: 'document', content: 'nonce-2 complete work' });
+    const sent = [...requestsWith('nonce-1 complete work'), ...requestsWith('nonce-2 complete work')];
+    const nonces = sent.map((r) => /<<<ARTIFACT-([0-9a-f]{16})\n/.exec(userMessage(r))?.[1]);
     expect(nonces).toHaveLength(2);
     expect(nonces[0]).toMatch(/^[0-9a-f]{16}$/);
     expect(nonces[0]).not.toBe(nonces[1]);
     // The system message names this request's delimiters.
-    const system = (model.requests[model.requests.length - 1] as { messages: { role: string; content: string }[] }).messages[0]!.content;
-    expect(system).toContain(`<<<ARTIFACT-${nonces[1]}`);
+    expect(String(sent[1]!.messages[0]!.content)).toContain(`<<<ARTIFACT-${nonces[1]}`);
   });
 });

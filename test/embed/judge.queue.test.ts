@@ -148,7 +148,7 @@ describe('exactly once', () => {
 describe('a run longer than its lease', () => {
   it('keeps its job by renewing the lease: graded once, one model call', async () => {
     const app = await startApp(
-      { judge: testJudge(model.baseUrl, { timeoutMs: 20_000 }), embed: embedSettings({ judgePollSeconds: 0.2, judgeLeaseSeconds: 6, judgeWaitMs: 15_000 }) },
+      { judge: testJudge(model.baseUrl, { timeoutMs: 20_000 }), embed: embedSettings({ judgePollSeconds: 0.2, judgeLeaseSeconds: 6, judgeWaitMs: 25_000 }) },
       { db: store.db },
     );
     try {

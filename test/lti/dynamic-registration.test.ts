@@ -232,10 +232,10 @@ describe('dynamic registration', () => {
     world.reg.setMode('slow');
     const started = Date.now();
     expectRefused(await open(minted.url), 400, 'configuration_unavailable');
-    expect(Date.now() - started).toBeLessThan(11_500);
+    expect(Date.now() - started).toBeLessThan(15_000); // the 10 s limit, not the platform's 20 s
     expect(await platforms()).toEqual([]);
     expect((await codeRow(minted.id)).used_at).toBeNull();
-  }, 20_000);
+  }, 30_000);
 
   it('a client id another tenant holds: refused, nothing stored, the code usable', async () => {
     await t.op('lti.platforms.add', { tenant: 'globex', ...lms.registration });

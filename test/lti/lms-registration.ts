@@ -78,7 +78,7 @@ export function addRegistration(lms: TestLms): LmsRegistration {
   lms.route('/.well-known/openid-configuration', async (req, res): Promise<void> => {
     reg.configHits++;
     if (reg.mode === 'down') return void req.socket.destroy();
-    if (reg.mode === 'slow') await new Promise((r) => setTimeout(r, 12_000));
+    if (reg.mode === 'slow') await new Promise((r) => setTimeout(r, 20_000));
     if (!bearerOk(req)) {
       res.statusCode = 401;
       return void res.end('{"error":"invalid registration token"}');

@@ -3,8 +3,8 @@
  * the player served by the app on http://localhost:<q> — two sites, so third-party rules apply.
  * Handshake, the activity, a document submitted and graded per criterion, the host's messages,
  * the frame's height, a pending grade finished by polling (after leaving and coming back),
- * keyboard-only use, no cookies, the session refreshed before it expires (sessions last 66 s
- * here, so the player refreshes after 6 s); axe-core and a screenshot in the ready, grading, passed and
+ * keyboard-only use, no cookies, the session refreshed before it expires (sessions last 72 s
+ * here, so the player refreshes after 12 s); axe-core and a screenshot in the ready, grading, passed and
  * failed states.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +23,7 @@ import {
   usePlayerWorld,
 } from './fixtures.ts';
 
-const world = usePlayerWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 }, config: { accessTokenTtl: 66 } });
+const world = usePlayerWorld({ embed: { judgeWaitMs: 500 }, judge: { timeoutMs: 30_000 }, config: { accessTokenTtl: 72 } });
 const { w, browser, partner } = world;
 const open = (sub: string) => openPlayer(world, sub);
 beforeAll(async () => {
@@ -166,7 +166,7 @@ describe('the player in a partner page', () => {
     const { page, frame } = await open('kept');
     const tokensOf = () => countRows(w.t, 'auth.refresh_tokens rt join auth.identities i on i.user_id = rt.user_id', `i.provider_id = 'kept'`);
     expect(await tokensOf()).toBe(1);
-    await expect.poll(tokensOf, { timeout: 15_000 }).toBe(2);
+    await expect.poll(tokensOf, { timeout: 30_000 }).toBe(2);
     await submitText(frame, 'A complete note, after a refresh.');
     await frame.getByRole('heading', { name: 'Passed' }).waitFor();
     expect((await messages(page)).filter((m) => m.type === 'svc:auth-expiring' || m.type === 'svc:error')).toEqual([]);

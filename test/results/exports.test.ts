@@ -363,8 +363,9 @@ describe('GET /v1/exports/*', () => {
     const { res } = await holdExport(`${t.url}/v1/exports/activity-results`, key);
     const ended = transferEnd(res);
     await t.op('key.revoke', { prefix });
-    // Read slowly: a whole export would still arrive if nothing stopped it.
-    await new Promise((r) => setTimeout(r, 2_500));
+    // Read slowly: a whole export would still arrive if nothing stopped it (the key is checked every
+    // second; 5 s leaves room for a loaded machine).
+    await new Promise((r) => setTimeout(r, 5_000));
     res.resume();
     expect(await ended).toBe('aborted');
     await expectError(await get(t, '/v1/exports/progress', key), 401, 'unauthorized');

@@ -172,7 +172,7 @@ async function addActivity(lessonId: string): Promise<string> {
 }
 
 describe('progress after a random mix of passes, failures, retries and content changes', () => {
-  it('matches a recomputation from scratch', async () => {
+  it('matches a recomputation from scratch', { timeout: 180_000 }, async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 8, maxLength: 24 }), async (ops) => {
         const { api, fromModel, fromResults } = await scenario(ops);

@@ -105,7 +105,7 @@ describe('OAuth in chromium', () => {
       const page = await newPage(browser);
       const blocked = new Promise<boolean>((resolve) => {
         page.on('console', (m) => m.text().includes('frame-ancestors') && resolve(true));
-        setTimeout(() => resolve(false), 10_000);
+        setTimeout(() => resolve(false), 30_000);
       });
       await page.goto(`http://localhost:${(attacker.address() as AddressInfo).port}/`);
       expect(await blocked, 'chromium reports the frame-ancestors refusal').toBe(true);
