@@ -28,8 +28,33 @@ import { exportSource } from '../queries.ts';
 import { COLUMNS, type ExportName } from './columns.ts';
 import { binaryRecords, copyStatement, csvHeader, csvRecords, keysetSelect, PARQUET_BATCH_ROWS, type Format, type Slice, usesBinaryCopy } from './formats.ts';
 
-/** Rows per PGlite keyset batch (NDJSON, CSV). */
+/** Rows per PGlite keyset batch at most (NDJSON, CSV; Parquet: PARQUET_BATCH_ROWS). */
 export const BATCH_ROWS = 10_000;
+
+/** Rows of a PGlite export's first keyset batch, before any row's width is known. */
+const FIRST_BATCH_ROWS = 256;
+
+/** Text a PGlite keyset batch aims at, in bytes (UTF-16 code units of its values). */
+const BATCH_TEXT_BYTES = 4 << 20;
+
+/**
+ * The rows of a PGlite export's next keyset batch: BATCH_TEXT_BYTES over the last batch's text per
+ * row, at least 1, at most `max` and at most 8× the last batch (rows may widen as the export goes
+ * on). PGlite materialises a batch in its WebAssembly memory, which never shrinks, and again in
+ * JavaScript: counted in rows alone, 10,000 rows of megabyte texts would be gigabytes.
+ */
+export function nextBatchRows(last: number, textBytes: number, max: number): number {
+  if (last === 0) return Math.min(FIRST_BATCH_ROWS, max);
+  const perRow = Math.max(1, textBytes / last);
+  return Math.max(1, Math.min(max, last * 8, Math.floor(BATCH_TEXT_BYTES / perRow)));
+}
+
+/** The text in a batch's values (string lengths: bytes for ASCII). */
+function textOf(rows: Batch): number {
+  let n = 0;
+  for (const row of rows) for (const k in row) n += row[k]?.length ?? 0;
+  return n;
+}
 
 /** The Parquet writer (apache-arrow and parquet-wasm: ~30 MiB of RSS): loaded at start on PostgreSQL (routes.ts), with the first Parquet export on PGlite. */
 export const loadParquet = () => import('./parquet.ts');
@@ -307,7 +332,8 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
 /**
  * PGlite: one connection, one transaction at a time — a transaction held while a slow client
  * reads would stop every other request of the embedded service. So each batch is its own short
- * transaction (as svc_results for the tenant), in keyset order (updated_at, id) below the
+ * transaction (as svc_results for the tenant), sized by the text of the one before
+ * (`nextBatchRows`), in keyset order (updated_at, id) below the
  * horizon taken first. Every row unchanged during the export comes exactly once; a row changed
  * or deleted during it moves past the watermark (updated_at / deleted_at ≥ it), so the next pull
  * with `updated_since=<watermark>` carries the change. (PostgreSQL gives one snapshot.)
@@ -318,7 +344,8 @@ async function startPglite(db: Db, req: ExportRequest, release: () => void): Pro
   const text = keysetSelect(req.name, req.format, { tenantId: req.tenantId, horizon: h.horizon, since: req.since });
   let after = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' };
   let rows = 0;
-  const size = req.format === 'parquet' ? PARQUET_BATCH_ROWS : BATCH_ROWS;
+  const max = req.format === 'parquet' ? PARQUET_BATCH_ROWS : BATCH_ROWS;
+  let size = nextBatchRows(0, 0, max);
   const batch = async (): Promise<Batch> => {
     const got = await db.transaction(async (tx) => {
       await tx.query('select svc.results_enter($1::uuid, false)', [req.tenantId]);
@@ -326,6 +353,7 @@ async function startPglite(db: Db, req: ExportRequest, release: () => void): Pro
     });
     const last = got.at(-1);
     if (last) after = { at: last.k_ts!, id: last.k_id! };
+    if (got.length > 0) size = nextBatchRows(got.length, textOf(got), max);
     return got;
   };
   const names = COLUMNS[req.name].map((c) => c.name);
