@@ -32,7 +32,7 @@ import { binaryRecords, copyStatement, csvHeader, csvRecords, keysetSelect, PARQ
 export const BATCH_ROWS = 10_000;
 
 /** Rows of a PGlite export's first keyset batch, before any row's width is known. */
-const FIRST_BATCH_ROWS = 256;
+const FIRST_BATCH_ROWS = 64;
 
 /** Text a PGlite keyset batch aims at, in bytes (UTF-16 code units of its values). */
 const BATCH_TEXT_BYTES = 4 << 20;
