@@ -91,7 +91,7 @@ describe('GET /v1/exports/*', () => {
   it('CSV: RFC 4180 with a header, nested values as JSON, null empty (csv-parse)', async () => {
     const res = await get(t, '/v1/exports/activity-results?format=csv', a.key);
     expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8; header=present'); // RFC 4180 §3: US-ASCII without charset
     const text = await res.text();
     // RFC 4180 §2: every record, the header too, ends with CRLF; no bare LF (no cell here holds one).
     expect(text.endsWith('\r\n')).toBe(true);

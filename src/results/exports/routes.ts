@@ -67,6 +67,13 @@ const CSV_BODY = doc(z.string(), 'RFC 4180: a header row, nested values as JSON 
 const PARQUET_BODY = doc(z.string(), 'A Parquet file (timestamps INT64 TIMESTAMP(MICROS, UTC)).', { contentMediaType: 'application/vnd.apache.parquet' });
 
 /** Media type → format. */
+/**
+ * The Content-Type of each format: CSV names its charset and header row (RFC 4180 §3: without
+ * `charset`, text/csv is US-ASCII, and our cells are UTF-8); JSON text is UTF-8 by definition
+ * (RFC 8259 §8.1) and Parquet is binary.
+ */
+const CONTENT_TYPES: Record<Format, string> = { ...FORMATS, csv: `${FORMATS.csv}; charset=utf-8; header=present` };
+
 const BY_TYPE = new Map(Object.entries(FORMATS).map(([f, t]) => [t, f as Format]));
 
 /**
@@ -189,7 +196,7 @@ export async function registerExports(api: FastifyInstance, deps: Deps, errors: 
     const coding = negotiateEncoding(req.headers['accept-encoding']);
     if (!coding) throw new ApiError('not_acceptable', 'Accept-Encoding: exports are sent as zstd, gzip or identity, and all three are refused');
     const representation = () =>
-      reply.type(FORMATS[format]).header('cache-control', 'private, no-store').header('content-disposition', `attachment; filename="${name}.${format}"`);
+      reply.type(CONTENT_TYPES[format]).header('cache-control', 'private, no-store').header('content-disposition', `attachment; filename="${name}.${format}"`);
     // HEAD: the headers of the format, without running an export (no watermark: none was taken).
     // An empty stream, not '': the GET's length is unknown (chunked), so no Content-Length: 0.
     if (req.method === 'HEAD') {
