@@ -301,6 +301,17 @@ describe('GET /v1/exports/*', () => {
     }
   });
 
+  it("a key's next export right after its client left the previous one is not refused", async () => {
+    await atLeastBulk(30_000);
+    for (let i = 0; i < 3; i++) {
+      const held = await holdExport(`${t.url}/v1/exports/activity-results`, a.key);
+      held.destroy(); // a `break` out of the client's loop, then the next export at once
+      const next = await get(t, '/v1/exports/progress', a.key);
+      expect(next.status, await next.clone().text()).toBe(200);
+      await next.text();
+    }
+  });
+
   it('one export at a time per key: a second is 429 with Retry-After, another key is not blocked', async () => {
     await bulkResults(t.db, a.activityIds[2]!, 30_000);
     const other = await t.op('key.create', { tenant: a.slug, name: 'warehouse' });

@@ -134,8 +134,24 @@ async function openSnapshot(client: import('pg').Client, req: ExportRequest): Pr
   }
 }
 
+/** An export's hold on its key: `released` resolves once it is free; `ending` once its client left or it failed. */
+interface Slot {
+  released: Promise<void>;
+  ending: boolean;
+}
+
 /** Keys with an export running in this process. */
-const running = new Set<string>();
+const running = new Map<string, Slot>();
+
+/**
+ * Longest wait, ms, of a key's new export for the key's previous one to finish ending (its client
+ * left — a `break` out of the client's loop — and the connection is being closed): without it the
+ * client's next export at once would be refused for the few milliseconds the old one takes to end.
+ */
+const ENDING_WAIT_MS = 2000;
+
+/** Wait, ms, of a key's second export for the server to notice that the first one's client left, before it is refused. */
+const NOTICE_WAIT_MS = 100;
 
 /** Seconds an export refused for either limit is told to wait. */
 const BUSY_RETRY_AFTER_SECONDS = 5;
@@ -212,19 +228,28 @@ async function writeRows(
  * (429, 503, both with Retry-After) before any row.
  */
 export async function startExport(db: Db, req: ExportRequest): Promise<RunningExport> {
+  const previous = running.get(req.keyId);
+  if (previous) {
+    // The key's export may be one whose client just left (a `break` out of the client's loop, then
+    // the next export at once): let the server notice, then let it end.
+    await Promise.race([previous.released, sleep(previous.ending ? ENDING_WAIT_MS : NOTICE_WAIT_MS, undefined, { ref: false })]);
+    if (running.get(req.keyId) === previous && previous.ending) await Promise.race([previous.released, sleep(ENDING_WAIT_MS, undefined, { ref: false })]);
+  }
   if (running.has(req.keyId)) throw busy();
   if (running.size >= req.max) {
     throw new ExportRefused('unavailable', `${running.size} exports are running on this server, its limit: retry shortly`, undefined, BUSY_RETRY_AFTER_SECONDS);
   }
-  running.add(req.keyId);
   let onReleased!: () => void;
-  const released = new Promise<void>((resolve) => (onReleased = resolve));
+  const slot: Slot = { released: new Promise<void>((resolve) => (onReleased = resolve)), ending: false };
+  running.set(req.keyId, slot);
   const release = () => {
-    if (!running.delete(req.keyId)) return;
+    if (running.get(req.keyId) !== slot) return;
+    running.delete(req.keyId);
     onReleased();
   };
+  const { released } = slot;
   try {
-    const started = db.dedicatedClient ? await startPostgres(db, req, release) : await startPglite(db, req, release);
+    const started = db.dedicatedClient ? await startPostgres(db, req, release, () => (slot.ending = true)) : await startPglite(db, req, release);
     return { ...started, released };
   } catch (err) {
     release();
@@ -232,7 +257,7 @@ export async function startExport(db: Db, req: ExportRequest): Promise<RunningEx
   }
 }
 
-async function startPostgres(db: Db, req: ExportRequest, release: () => void): Promise<Omit<RunningExport, 'released'>> {
+async function startPostgres(db: Db, req: ExportRequest, release: () => void, ending: () => void): Promise<Omit<RunningExport, 'released'>> {
   const client = await db.dedicatedClient!('svc-export');
   client.on('error', () => {});
   let rows = 0;
@@ -252,6 +277,7 @@ async function startPostgres(db: Db, req: ExportRequest, release: () => void): P
   const abort = (): Promise<void> => {
     if (ended) return aborted ?? Promise.resolve();
     ended = true;
+    ending();
     aborted = (pid === undefined ? Promise.resolve() : db.query('select pg_cancel_backend($1)', [pid]))
       .then(
         () => {},
