@@ -93,6 +93,9 @@ describe('export compression', () => {
     expect(await acceptEncoding('http://127.0.0.1:3000')).toBe('identity');
     expect(await acceptEncoding('http://localhost:3000/')).toBe('identity');
     expect(await acceptEncoding('http://[::1]:3000')).toBe('identity');
+    expect(await acceptEncoding('http://[::ffff:127.0.0.1]:3000')).toBe('identity');
+    expect(await acceptEncoding('http://0.0.0.0:3000')).toBe('identity');
+    expect(await acceptEncoding('http://[::ffff:10.0.0.1]:3000')).toBeNull();
     expect(await acceptEncoding('https://learn.example.com')).toBeNull();
     expect(await acceptEncoding('http://127.0.0.1:3000', true)).toBeNull();
     expect(await acceptEncoding('https://learn.example.com', false)).toBe('identity');

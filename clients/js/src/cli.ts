@@ -12,20 +12,35 @@ import { createResultsClient, ResultsApiError } from './index.ts';
 import { runExport, type ExportFormat } from './export.ts';
 
 const RESOURCES = ['activity-results', 'progress', 'artifacts', 'learners', 'deletions'] as const;
+/** Retries of a request on 429, 503 or a network failure, each announced on stderr. */
+const RETRIES = 5;
 // Without --limit the rows come from one streamed export (/v1/exports/*); with it, page by page.
 
 const program = new Command('svc-results').description('Export data of the learning-content service’s Results API').showHelpAfterError();
+
+const ENVIRONMENT = `
+Environment:
+  SVC_API_KEY    a results API key of the tenant (svc_…; \`npx svc key create\` on the service), required
+  SVC_BASE_URL   the service's address, e.g. https://learn.example.com (or --base-url)`;
+program.addHelpText('after', ENVIRONMENT);
+
+// \`… | head\`: the reader went away; stop quietly, as Unix tools do.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
 
 program
   .command('export')
   .description('write every row of a list (or those changed since an instant) as CSV, JSON Lines or Parquet')
   .addArgument(program.createArgument('<resource>', 'what to export (deletions: the tombstones, with --updated-since)').choices(RESOURCES))
+  .addHelpText('after', ENVIRONMENT)
   .addOption(
     new Option('--format <format>', 'output format (jsonl = ndjson; parquet needs --out)').choices(['csv', 'ndjson', 'jsonl', 'parquet']).makeOptionMandatory(),
   )
   .option('--updated-since <instant>', 'only rows created or changed at or after this RFC 3339 instant')
   .option('--out <file>', 'write to this file (a streamed export only once whole; default: stdout)')
-  .option('--resume', 'continue an interrupted paged (--limit) export into --out; an interrupted stream starts over')
+  .option('--resume', 'continue an interrupted export into --out where it stopped (a streamed parquet or progress export starts over)')
   .option('--base-url <url>', 'the service’s address (default: SVC_BASE_URL)')
   .option('--limit <n>', 'read the paged feed, n rows per request (1–200) instead of the stream', (v: string) => {
     if (!/^[1-9]\d*$/.test(v) || Number(v) > 200) throw new InvalidArgumentError('an integer from 1 to 200');
@@ -38,9 +53,15 @@ program
     ) => {
       const baseUrl = o.baseUrl ?? process.env.SVC_BASE_URL;
       const apiKey = process.env.SVC_API_KEY;
-      if (!baseUrl) return program.error('svc-results: set SVC_BASE_URL or pass --base-url');
-      if (!apiKey) return program.error('svc-results: set SVC_API_KEY to a results API key (svc_…)');
-      const client = createResultsClient({ baseUrl, apiKey });
+      if (!baseUrl) throw new Error('set SVC_BASE_URL or pass --base-url');
+      if (!apiKey) throw new Error('set SVC_API_KEY to a results API key (svc_…)');
+      const client = createResultsClient({
+        baseUrl,
+        apiKey,
+        maxRetries: RETRIES,
+        onRetry: ({ attempt, waitSeconds, reason, url }) =>
+          process.stderr.write(`svc-results: ${new URL(url).origin}: ${reason}; retrying in ${waitSeconds} s (${attempt}/${RETRIES})\n`),
+      });
       await runExport(client, { resource, format: o.format, updatedSince: o.updatedSince, out: o.out, resume: o.resume, limit: o.limit });
     },
   );

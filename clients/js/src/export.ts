@@ -12,15 +12,20 @@
  * order, arrays and objects as JSON text, null as an empty cell and the empty string as `""`,
  * records ending CRLF (RFC 4180); JSON Lines one object a line.
  *
- * Resuming (`--resume`, needs `--out`): a paged export is continued — after each page the output
- * is flushed and `<out>.checkpoint.json` records the sync checkpoint and the output's byte length;
- * a resumed export truncates the output to that length (dropping a page half-written when it was
- * killed), then continues from the checkpoint: no row is lost or written twice. A streamed export
- * has no positions: an interrupted one starts over; a finished one is not written again (the
- * command says so and gives the `--updated-since` for the rows changed since).
+ * Resuming (`--resume`, needs `--out`): `<out>.checkpoint.json` records how far the output got
+ * and the output is truncated there when resumed (dropping what was half-written when it was
+ * killed): no row is lost or written twice. A paged export records the sync checkpoint after each
+ * page; a streamed CSV or NDJSON export, every second, the last whole record's place in the order
+ * (`streamExport`); a streamed Parquet or progress export starts over. A finished export is not
+ * written again (the command says so and gives the `--updated-since` for the rows changed since),
+ * unless its file is gone or changed. `--out` is checked before the first request (a folder, or
+ * a folder that is missing or read-only, is refused).
  */
+import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
-import { open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { ExportResource, ResultsClient, SyncCheckpoint, SyncResource } from './index.ts';
 
 /** `jsonl` is `ndjson` (the same bytes). */
@@ -39,6 +44,8 @@ export interface ExportOptions {
   limit?: number;
   /** Progress lines (default: stderr). */
   progress?: (line: string) => void;
+  /** Least time between two checkpoints of a streamed export into a file, ms (default 1000). */
+  checkpointEveryMs?: number;
 }
 
 interface ExportState {
@@ -49,6 +56,12 @@ interface ExportState {
   stream?: boolean;
   /** True once a streamed export ended whole (`checkpoint` then holds its watermark). */
   done?: boolean;
+  /** The `--updated-since` asked for (null: every row); absent in state files of older versions. */
+  updatedSince?: string | null;
+  /** A streamed export: the first answer's watermark, what the finished file is consistent through. */
+  watermark?: string | null;
+  /** A streamed export under way: the order key of the last whole record in `<out>.partial` (null: none yet). */
+  position?: Position | null;
   checkpoint: SyncCheckpoint;
   bytes: number;
   rows: number;
@@ -60,11 +73,32 @@ const cell = (value: unknown) => (value === null || value === undefined ? null :
 /** csv-stringify as the service's CSV: the empty string quoted (null is an empty cell), records ending CRLF. */
 const csv = (rows: unknown[][]) => stringify(rows, { quoted_match: /^$/, record_delimiter: 'windows' });
 
+/** The size of `path` in bytes, or -1 when there is none. */
+const sizeOf = (path: string) =>
+  stat(path).then(
+    (st) => st.size,
+    () => -1,
+  );
+
+/** Throws, before any request, when `out` cannot be written: a folder, or in a folder that is missing or read-only. */
+async function checkWritable(out: string): Promise<void> {
+  const st = await stat(out).catch(() => undefined);
+  if (st?.isDirectory()) throw new Error(`--out ${out} is a folder: give a file name`);
+  const folder = dirname(resolve(out));
+  try {
+    await access(folder, constants.W_OK);
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : 'cannot be written';
+    throw new Error(`--out ${out}: its folder ${folder} ${why}`);
+  }
+}
+
 /** Run one export; resolves with the rows written and the watermark to start the next one at. */
 export async function runExport(client: ResultsClient, options: ExportOptions): Promise<{ rows: number; consistentThrough: string | null }> {
   const progress = options.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
   if (options.resume && !options.out) throw new Error('--resume needs --out (the file to continue)');
   const stateFile = options.out ? `${options.out}.checkpoint.json` : undefined;
+  if (options.out) await checkWritable(options.out);
 
   let state: ExportState | undefined;
   if (options.resume && stateFile) {
@@ -82,6 +116,16 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
         'give another --out, or drop --resume to start afresh',
     );
   }
+  if (state && state.updatedSince !== undefined && options.updatedSince !== undefined && options.updatedSince !== state.updatedSince) {
+    throw new Error(
+      `--resume: ${options.out} holds an export of the rows changed since ${state.updatedSince ?? 'the start'}, not since ${options.updatedSince}: ` +
+        'give another --out, or drop --resume to start afresh',
+    );
+  }
+  if (state?.done && (await sizeOf(options.out!)) !== state.bytes) {
+    progress(`svc-results: ${options.resource}: ${options.out} is missing or has changed since it was written: exporting it again`);
+    state = undefined;
+  }
   if (state?.done) {
     const since = state.checkpoint.rows.since;
     progress(
@@ -90,13 +134,18 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
     );
     return { rows: state.rows, consistentThrough: since };
   }
-  // An interrupted stream has no positions: it starts over (as a stream, or page by page with --limit).
-  if (state?.stream) state = undefined;
+  // An interrupted stream continues from its last checkpoint when it has one and its partial file
+  // is still there (see streamExport); else it starts over — as a stream, or page by page with --limit.
+  let resumed: ExportState | undefined;
+  if (state?.stream) {
+    if (options.limit === undefined && state.position && (await sizeOf(`${options.out}.partial`)) >= state.bytes) resumed = state;
+    state = undefined;
+  }
   // A page-by-page export under way (or asked for with --limit) continues page by page; else the
   // stream of /v1/exports.
   if (!state && options.limit === undefined) {
     if (options.format === 'parquet' && !options.out) throw new Error('parquet needs --out (a binary file)');
-    return streamExport(client, options, progress, stateFile);
+    return streamExport(client, options, progress, stateFile, resumed);
   }
   if (options.format === 'parquet') throw new Error('parquet comes from the stream only: drop --limit');
   if (options.resource === 'deletions') throw new Error('deletions come from the stream only: drop --limit');
@@ -115,8 +164,8 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
   const write = async (text: string) => {
     if (file) {
       await file.write(text, state!.bytes);
-    } else {
-      process.stdout.write(text);
+    } else if (!process.stdout.write(text)) {
+      await new Promise((r) => process.stdout.once('drain', r));
     }
     state!.bytes += Buffer.byteLength(text);
   };
@@ -165,28 +214,47 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
   return { rows: state.rows, consistentThrough };
 }
 
+/** Where a streamed export's rows are ordered: the instant's and the id's fields (the service sends rows in this order). */
+const ORDER_KEY: Partial<Record<ExportResource, { at: string; id: string }>> = {
+  'activity-results': { at: 'updated_at', id: 'id' },
+  artifacts: { at: 'updated_at', id: 'id' },
+  learners: { at: 'updated_at', id: 'svc_user_id' },
+  deletions: { at: 'deleted_at', id: 'id' },
+  // progress rows are ordered by an id they do not carry: an interrupted stream of them starts over
+};
+
+/** A row's place in the order: RFC 3339 instants with microseconds (fixed width) and uuids compare as strings. */
+interface Position {
+  at: string;
+  id: string;
+}
+const isAfter = (p: Position, q: Position) => p.at > q.at || (p.at === q.at && p.id > q.id);
+
 /**
- * A counter of CSV record ends (LF outside a quoted cell) across the chunks of one file: a quoted
- * cell may hold line breaks, and `""` inside one toggles the quoting twice (RFC 4180 §2). Returns
- * the record ends in each chunk given, in order.
+ * The ends of the records of one file, chunk by chunk: offsets just past each LF that ends a record
+ * — every LF in NDJSON; in CSV an LF outside a quoted cell (a quoted cell may hold line breaks, and
+ * `""` inside one toggles the quoting twice: RFC 4180 §2).
  */
-function csvRecordEnds(): (chunk: Uint8Array) => number {
+function recordEnds(format: 'csv' | 'ndjson'): (chunk: Buffer) => number[] {
   let quoted = false;
-  return (chunk) => {
-    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    let n = 0;
+  return (bytes) => {
+    const ends: number[] = [];
+    if (format === 'ndjson') {
+      for (let i = bytes.indexOf(10); i !== -1; i = bytes.indexOf(10, i + 1)) ends.push(i + 1);
+      return ends;
+    }
     let i = 0;
     let quote = bytes.indexOf(34, i);
     for (;;) {
       if (!quoted) {
         const lf = bytes.indexOf(10, i);
         if (lf !== -1 && (quote === -1 || lf < quote)) {
-          n += 1;
+          ends.push(lf + 1);
           i = lf + 1;
           continue;
         }
       }
-      if (quote === -1) return n;
+      if (quote === -1) return ends;
       quoted = !quoted;
       i = quote + 1;
       quote = bytes.indexOf(34, i);
@@ -195,46 +263,155 @@ function csvRecordEnds(): (chunk: Uint8Array) => number {
 }
 
 /**
+ * The records of a CSV or NDJSON byte stream: `push(chunk)` returns the records the chunk
+ * completes (the first may have begun in earlier chunks), as views of the bytes.
+ */
+class Records {
+  private readonly ends: (chunk: Buffer) => number[];
+  private pending: Buffer[] = [];
+  constructor(format: 'csv' | 'ndjson') {
+    this.ends = recordEnds(format);
+  }
+  /** Bytes of the record under way (after the last whole one). */
+  get pendingBytes(): number {
+    return this.pending.reduce((n, b) => n + b.length, 0);
+  }
+  /** The whole records `chunk` ends, with the offset in `chunk` where each of them ends. */
+  push(chunk: Buffer): { record: Buffer; end: number }[] {
+    const out: { record: Buffer; end: number }[] = [];
+    let from = 0;
+    for (const end of this.ends(chunk)) {
+      const part = chunk.subarray(from, end);
+      out.push({ record: this.pending.length ? Buffer.concat([...this.pending, part]) : part, end });
+      this.pending = [];
+      from = end;
+    }
+    if (from < chunk.length) this.pending.push(chunk.subarray(from));
+    return out;
+  }
+}
+
+/** The order key of one record (`header`: the CSV's column names; NDJSON: undefined). */
+function positionOf(record: Buffer, key: { at: string; id: string }, header: string[] | undefined): Position {
+  if (!header) {
+    const row = JSON.parse(record.toString('utf8')) as Record<string, string>;
+    return { at: row[key.at]!, id: row[key.id]! };
+  }
+  const [cells] = parse(record, { relax_column_count: true }) as string[][];
+  return { at: cells![header.indexOf(key.at)]!, id: cells![header.indexOf(key.id)]! };
+}
+
+/** Least time between two checkpoints (and progress lines) of a streamed export, ms. */
+const CHECKPOINT_EVERY_MS = 1000;
+
+/**
  * The streamed export: `/v1/exports/{resource}` in the format asked (`jsonl` = ndjson), its bytes
  * written as they come. Rows are counted by line (ndjson) or record (csv); Parquet reports bytes.
+ *
+ * Into a file, CSV and NDJSON record every second in `<out>.checkpoint.json` the bytes of
+ * `<out>.partial` up to the last whole record and that record's place in the order (updated_at —
+ * deletions: deleted_at — then id). `--resume` truncates the partial file there, asks for the rows
+ * changed since that instant and skips those up to that place: no row is lost or written twice,
+ * and a row changed meanwhile comes again, later (keep the last per id). The finished file is
+ * consistent through the first answer's watermark (a deletion after it is not in the file: the
+ * next `--updated-since` of deletions starts there). Parquet (no appending to a file) and progress
+ * (ordered by an id its rows do not carry) start over.
  */
 async function streamExport(
   client: ResultsClient,
   options: ExportOptions,
   progress: (line: string) => void,
   stateFile: string | undefined,
+  resumed: ExportState | undefined,
 ): Promise<{ rows: number; consistentThrough: string | null }> {
   const format = options.format === 'jsonl' ? 'ndjson' : options.format;
-  const { watermark, body } = await client.exportRaw(options.resource, { format, updatedSince: options.updatedSince });
-  const about = { resource: options.resource, format };
-  if (stateFile) await writeFile(stateFile, JSON.stringify({ ...about, stream: true, checkpoint: null, bytes: 0, rows: 0, columns: null }));
+  const key = format === 'parquet' ? undefined : ORDER_KEY[options.resource];
+  const from = resumed?.position && key ? resumed : undefined;
+  const updatedSince = from ? from.position!.at : options.updatedSince;
+  const { watermark: answered, body } = await client.exportRaw(options.resource, { format, updatedSince });
+  const watermark = from ? (from.watermark ?? null) : answered;
+  const about = { resource: options.resource, format, updatedSince: from ? from.updatedSince : (options.updatedSince ?? null), watermark };
   const partial = options.out ? `${options.out}.partial` : undefined;
-  const file = partial ? await open(partial, 'w') : undefined;
-  let lines = 0;
-  const records = format === 'csv' ? csvRecordEnds() : undefined;
-  let bytes = 0;
+  const file = partial ? await open(partial, from ? 'r+' : 'w') : undefined;
+  let bytes = from?.bytes ?? 0;
+  if (file && from) await file.truncate(bytes);
+  let rows = from?.rows ?? 0;
+  let position: Position | null = from?.position ?? null;
+  const records = format === 'parquet' ? undefined : new Records(format);
+  let header: string[] | undefined;
+  let seenHeader = false;
+  /** Resuming: records up to `from.position` are skipped (the CSV's header too). */
+  let skipping = from !== undefined;
+  const save = async () => {
+    if (!file || !stateFile || !records) return;
+    await file.datasync();
+    const state = { ...about, stream: true, checkpoint: null, bytes: bytes - records.pendingBytes, rows, position, columns: null };
+    await writeFile(`${stateFile}.tmp`, JSON.stringify(state));
+    await rename(`${stateFile}.tmp`, stateFile);
+  };
+  const out = async (chunk: Uint8Array) => {
+    if (chunk.length === 0) return;
+    if (file) await file.write(chunk, 0, chunk.length, bytes);
+    else if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
+    bytes += chunk.length;
+  };
+  if (stateFile) await writeFile(stateFile, JSON.stringify({ ...about, stream: true, checkpoint: null, bytes, rows, position, columns: null }));
+  const every = options.checkpointEveryMs ?? CHECKPOINT_EVERY_MS;
   let lastReport = Date.now();
   let whole = false;
   try {
-    for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-      if (file) await file.write(chunk);
-      else if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
-      bytes += chunk.length;
-      if (records) lines += records(chunk);
-      else for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines += 1;
-      if (Date.now() - lastReport > 1000) {
-        progress(`svc-results: ${options.resource}: ${format === 'parquet' ? `${bytes} bytes` : `${lines} lines`} exported`);
+    for await (const piece of body as unknown as AsyncIterable<Uint8Array>) {
+      const chunk = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+      const done = records?.push(chunk) ?? [];
+      let write = 0; // where in `chunk` the bytes to write begin
+      for (const { record, end } of done) {
+        if (format === 'csv' && !seenHeader) {
+          seenHeader = true;
+          header = (parse(record) as string[][])[0];
+          if (skipping) write = end; // the file already has it
+          continue;
+        }
+        if (skipping) {
+          if (!isAfter(positionOf(record, key!, header), from!.position!)) {
+            write = end;
+            continue;
+          }
+          skipping = false;
+          await out(record); // whole, though it may have begun in a chunk not written
+          write = end;
+        }
+        rows += 1;
+      }
+      if (skipping) {
+        // Still before the place resumed from; the record under way is kept by `records` only.
+        continue;
+      }
+      await out(chunk.subarray(write));
+      if (Date.now() - lastReport >= every) {
+        const last = done.at(-1);
+        if (key && last && !(format === 'csv' && rows === 0)) position = positionOf(last.record, key, header);
+        if (key && last) await save();
+        progress(`svc-results: ${options.resource}: ${format === 'parquet' ? `${bytes} bytes` : `${rows} rows`} exported`);
         lastReport = Date.now();
       }
     }
     await file?.sync();
     whole = true;
+  } catch (err) {
+    if (partial) {
+      progress(
+        key && position
+          ? `svc-results: ${options.resource}: stopped after ${rows} rows; ${partial} is kept: run the same command with --resume to continue`
+          : `svc-results: ${options.resource}: stopped after ${format === 'parquet' ? `${bytes} bytes` : `${rows} rows`}; nothing written to ${options.out}`,
+      );
+    }
+    throw err;
   } finally {
     await file?.close();
-    if (partial && !whole) await rm(partial, { force: true });
+    // A file that can be resumed stays (with its checkpoint); others go.
+    if (partial && !whole && !(key && position)) await rm(partial, { force: true });
   }
   if (partial) await rename(partial, options.out!);
-  const rows = format === 'csv' ? Math.max(0, lines - 1) : format === 'ndjson' ? lines : 0;
   if (stateFile) {
     const rowsState: SyncCheckpoint = {
       resource: options.resource as SyncResource,

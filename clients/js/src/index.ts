@@ -85,16 +85,58 @@ export interface ResultsClientOptions {
    * Whether exports (`exportStream`, `exportRaw`, `sync()`'s first pull) may come compressed —
    * the `fetch`'s own `Accept-Encoding` (gzip, zstd where it decodes it) — or are asked for as
    * `identity`. Default: compressed, except for a loopback `baseUrl` (localhost, 127.0.0.0/8,
-   * ::1), where no network is saved and compressing costs the service more CPU than writing the
+   * ::1, 0.0.0.0), where no network is saved and compressing costs the service more CPU than writing the
    * rows (measured on 1M results: gzip ~5 s, zstd level 1 ~3 s, bench/README.md).
    */
   compressExports?: boolean;
+  /**
+   * Called before each retry: the attempt that failed (1 = the first), the wait in seconds and why
+   * (`HTTP 503`, or the network error) — for a progress line; default: nothing.
+   */
+  onRetry?: (retry: { attempt: number; waitSeconds: number; reason: string; url: string }) => void;
 }
 
-/** True for a loopback host (`localhost`, 127.0.0.0/8, `::1`). */
+/** A network failure in words: undici's `fetch failed` / `terminated` say little; their cause (ECONNREFUSED, `other side closed`) says what happened. */
+function failure(err: unknown): string {
+  const e = err as Error & { cause?: { code?: string; message?: string } };
+  const cause = e.cause?.code ?? e.cause?.message;
+  return cause && cause !== e.message ? `${e.message} (${cause})` : String(e.message ?? err);
+}
+
+const isAbort = (err: unknown) => (err as Error)?.name === 'AbortError';
+
+/**
+ * `body` with a failure while it is read (the connection cut mid-stream, the service ending a
+ * failed export) turned into a `ResultsApiError` `network_error` naming the bytes received and the
+ * request id; an abort by the caller's signal stays an AbortError.
+ */
+function guardedBody(body: ReadableStream<Uint8Array>, requestId: string | undefined): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let bytes = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) return controller.close();
+          bytes += value.byteLength;
+          controller.enqueue(value);
+        } catch (err) {
+          controller.error(isAbort(err) ? err : new ResultsApiError('network_error', `the export was cut after ${bytes} bytes: ${failure(err)}`, 0, requestId));
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** True for a loopback host (`localhost`, 127.0.0.0/8 — also IPv4-mapped —, `::1`, and `0.0.0.0`, which Linux connects to this host). */
 const isLoopback = (baseUrl: string) => {
   const host = new URL(baseUrl).hostname;
-  return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  return (
+    host === 'localhost' || host === '[::1]' || host === '0.0.0.0' || /^127\.\d+\.\d+\.\d+$/.test(host) || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host)
+  );
 };
 
 /** Where a sync stands: the feed positions of the tombstones and of the rows. Plain JSON. */
@@ -177,8 +219,10 @@ export class ResultsClient {
   private readonly baseUrl: string;
   private readonly apiKey: string;
   private readonly compressExports: boolean;
+  private readonly onRetry: ResultsClientOptions['onRetry'];
 
   constructor(options: ResultsClientOptions) {
+    this.onRetry = options.onRetry;
     this.maxRetries = options.maxRetries ?? 5;
     this.maxWaitSeconds = options.maxRetryAfterSeconds ?? 60;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -200,16 +244,20 @@ export class ResultsClient {
       try {
         response = await this.fetchImpl(request.clone());
       } catch (err) {
+        if (isAbort(err)) throw err;
         if (attempt >= this.maxRetries) {
-          throw new ResultsApiError('network_error', `cannot reach the service: ${(err as Error).message}`, 0);
+          throw new ResultsApiError('network_error', `cannot reach the service at ${new URL(request.url).origin}: ${failure(err)}`, 0);
         }
-        await this.sleep(Math.min(this.maxWaitSeconds, 2 ** attempt) * 1000);
+        const wait = Math.min(this.maxWaitSeconds, 2 ** attempt);
+        this.onRetry?.({ attempt: attempt + 1, waitSeconds: wait, reason: failure(err), url: request.url });
+        await this.sleep(wait * 1000);
         continue;
       }
       if (!RETRYABLE.has(response.status) || attempt >= this.maxRetries) return response;
-      const wait = retryAfterSeconds(response.headers.get('retry-after')) ?? 2 ** attempt;
+      const wait = Math.min(this.maxWaitSeconds, retryAfterSeconds(response.headers.get('retry-after')) ?? 2 ** attempt);
       await response.body?.cancel();
-      await this.sleep(Math.min(this.maxWaitSeconds, wait) * 1000);
+      this.onRetry?.({ attempt: attempt + 1, waitSeconds: wait, reason: `HTTP ${response.status}`, url: request.url });
+      await this.sleep(wait * 1000);
     }
   }
 
@@ -255,7 +303,8 @@ export class ResultsClient {
    * The raw answer of `GET /v1/exports/{resource}` in `format` (rows changed at or after
    * `updatedSince`, else all): the body as it streams and the watermark. Retries 429 (another
    * export of the key is running) and 503 like every request; other errors throw `ResultsApiError`
-   * before any byte. A failure of the service mid-stream makes reading the body throw.
+   * before any byte. A failure mid-stream makes reading the body throw a `ResultsApiError`
+   * `network_error` ("the export was cut after N bytes: …", with the request id).
    */
   async exportRaw(
     resource: ExportResource,
@@ -277,7 +326,7 @@ export class ResultsClient {
       }
       throw apiError(response, parsed);
     }
-    return { watermark: response.headers.get('svc-consistent-through'), body: response.body };
+    return { watermark: response.headers.get('svc-consistent-through'), body: guardedBody(response.body, response.headers.get('x-request-id') ?? undefined) };
   }
 
   /**
