@@ -129,7 +129,7 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
   if (state?.done) {
     const since = state.checkpoint.rows.since;
     progress(
-      `svc-results: ${options.resource}: ${options.out} is already complete (${state.rows} rows, consistent through ${since})` +
+      `svc-results: ${options.resource}: ${options.out} is already complete (${format === 'parquet' ? `${state.bytes} bytes` : `${state.rows} rows`}, consistent through ${since})` +
         ` — for the rows changed since: --updated-since ${since} into another file`,
     );
     return { rows: state.rows, consistentThrough: since };
