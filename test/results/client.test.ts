@@ -209,6 +209,18 @@ describe('svc-results export', () => {
     expect(jsonl.map((l) => l.svc_user_id).sort()).toEqual([...a.userIds].sort());
   });
 
+  it('paged (--limit): a cell holding a bare CR or LF is quoted, as the service quotes it', async () => {
+    const [before] = await t.db.query<{ ref_url: string | null }>('select ref_url from artifacts where id = $1', [a.artifactIds[0]]);
+    await t.db.query(`update artifacts set ref_url = 'https://example.test/cr' || chr(13) || 'lf' || chr(10) || 'end' where id = $1`, [a.artifactIds[0]]);
+    try {
+      const out = join(tmp, 'paged.csv');
+      await run(['export', 'artifacts', '--format', 'csv', '--out', out, '--limit', '50']);
+      expect(await readFile(out, 'utf8')).toContain('"https://example.test/cr\rlf\nend"');
+    } finally {
+      await t.db.query('update artifacts set ref_url = $2 where id = $1', [a.artifactIds[0], before!.ref_url]);
+    }
+  });
+
   it('refuses bad input as typed errors, not a crash', async () => {
     const bad = await run(['export', 'activity-results', '--format', 'csv', '--updated-since', 'yesterday']).catch((e: any) => e);
     expect(bad.code).toBe(1);

@@ -88,6 +88,23 @@ describe('GET /v1/exports/*', () => {
     expect([...mine].sort()).toEqual([...a.resultIds].sort());
   });
 
+  it('CSV: a text cell holding a bare LF or CR is quoted, as PostgreSQL quotes it (one record)', async () => {
+    const cells = ['https://example.test/lf\nend', 'https://example.test/cr\rend'];
+    const ids = a.artifactIds.slice(0, 2);
+    const before = await t.db.query<{ id: string; ref_url: string | null }>('select id, ref_url from artifacts where id = any($1::uuid[])', [ids]);
+    for (const [i, refUrl] of cells.entries()) await t.db.query('update artifacts set ref_url = $2 where id = $1', [ids[i], refUrl]);
+    try {
+      const text = await (await get(t, '/v1/exports/artifacts?format=csv', a.key)).text();
+      // Quoted (csv-parse would read a bare LF inside CRLF records either way; line-based readers would not).
+      for (const cell of cells) expect(text).toContain(`"${cell}"`);
+      const records = parse(text, { columns: true }) as Record<string, string>[];
+      const byId = new Map(records.map((r) => [r.id, r.ref_url]));
+      expect(ids.map((id) => byId.get(id!))).toEqual(cells);
+    } finally {
+      for (const row of before) await t.db.query('update artifacts set ref_url = $2 where id = $1', [row.id, row.ref_url]);
+    }
+  });
+
   it('CSV: RFC 4180 with a header, nested values as JSON, null empty (csv-parse)', async () => {
     const res = await get(t, '/v1/exports/activity-results?format=csv', a.key);
     expect(res.status).toBe(200);

@@ -24,11 +24,13 @@ Environment:
   SVC_BASE_URL   the service's address, e.g. https://learn.example.com (or --base-url)`;
 program.addHelpText('after', ENVIRONMENT);
 
-// \`… | head\`: the reader went away; stop quietly, as Unix tools do.
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(0);
-  throw err;
-});
+// `… | head` (or `2>&1 | head`): the reader went away; stop quietly, as Unix tools do.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
 
 program
   .command('export')

@@ -26,7 +26,7 @@ import { stringify } from 'csv-stringify/sync';
 import { constants } from 'node:fs';
 import { access, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import type { ExportResource, ResultsClient, SyncCheckpoint, SyncResource } from './index.ts';
+import { type ExportResource, ResultsApiError, type ResultsClient, type SyncCheckpoint, type SyncResource } from './index.ts';
 
 /** `jsonl` is `ndjson` (the same bytes). */
 export type ExportFormat = 'csv' | 'jsonl' | 'ndjson' | 'parquet';
@@ -52,7 +52,7 @@ interface ExportState {
   /** What the file holds (absent in state files of older versions): a resume of another is refused. */
   resource?: ExportResource;
   format?: 'csv' | 'ndjson' | 'parquet';
-  /** True while a streamed export is under way (it restarts on --resume). */
+  /** True while a streamed export is under way (`position`: where `--resume` continues it). */
   stream?: boolean;
   /** True once a streamed export ended whole (`checkpoint` then holds its watermark). */
   done?: boolean;
@@ -62,16 +62,27 @@ interface ExportState {
   watermark?: string | null;
   /** A streamed export under way: the order key of the last whole record in `<out>.partial` (null: none yet). */
   position?: Position | null;
-  checkpoint: SyncCheckpoint;
+  /** A paged export's sync checkpoint, a finished stream's watermarks; null while a stream is under way. */
+  checkpoint: SyncCheckpoint | null;
   bytes: number;
   rows: number;
+  /** CSV: the header's columns (a paged export's; a stream's, which a resumed stream must send again). */
   columns: string[] | null;
 }
 
+/** Write `state` to `file` atomically (a temporary file renamed over it): an interruption leaves the old state or the new. */
+async function writeState(file: string, state: ExportState): Promise<void> {
+  await writeFile(`${file}.tmp`, JSON.stringify(state));
+  await rename(`${file}.tmp`, file);
+}
+
+/** What an export wrote, in words: rows, or bytes for Parquet (its rows are not counted). */
+const amount = (format: 'csv' | 'ndjson' | 'parquet', rows: number, bytes: number) => (format === 'parquet' ? `${bytes} bytes` : `${rows} rows`);
+
 /** A CSV cell as the service writes it: null stays null (an empty cell), arrays and objects as JSON text. */
 const cell = (value: unknown) => (value === null || value === undefined ? null : typeof value === 'object' ? JSON.stringify(value) : value);
-/** csv-stringify as the service's CSV: the empty string quoted (null is an empty cell), records ending CRLF. */
-const csv = (rows: unknown[][]) => stringify(rows, { quoted_match: /^$/, record_delimiter: 'windows' });
+/** csv-stringify as the service's CSV: the empty string quoted (null is an empty cell), a cell with CR or LF quoted, records ending CRLF. */
+const csv = (rows: unknown[][]) => stringify(rows, { quoted_match: /^$/, record_delimiter: 'windows', quote_record_delimiter: true });
 
 /** The size of `path` in bytes, or -1 when there is none. */
 const sizeOf = (path: string) =>
@@ -127,9 +138,9 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
     state = undefined;
   }
   if (state?.done) {
-    const since = state.checkpoint.rows.since;
+    const since = state.checkpoint?.rows.since ?? state.watermark ?? null;
     progress(
-      `svc-results: ${options.resource}: ${options.out} is already complete (${format === 'parquet' ? `${state.bytes} bytes` : `${state.rows} rows`}, consistent through ${since})` +
+      `svc-results: ${options.resource}: ${options.out} is already complete (${amount(format, state.rows, state.bytes)}, consistent through ${since})` +
         ` — for the rows changed since: --updated-since ${since} into another file`,
     );
     return { rows: state.rows, consistentThrough: since };
@@ -138,14 +149,27 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
   // is still there (see streamExport); else it starts over — as a stream, or page by page with --limit.
   let resumed: ExportState | undefined;
   if (state?.stream) {
-    if (options.limit === undefined && state.position && (await sizeOf(`${options.out}.partial`)) >= state.bytes) resumed = state;
+    const partial = `${options.out}.partial`;
+    const why =
+      options.limit !== undefined
+        ? 'it was streamed, and --limit asks for pages'
+        : !state.position || format === 'parquet' || !ORDER_KEY[options.resource]
+          ? `an interrupted ${format === 'parquet' ? 'Parquet' : options.resource} stream cannot be continued`
+          : (await sizeOf(partial)) < state.bytes
+            ? `${partial} is missing or shorter than its checkpoint`
+            : undefined;
+    if (why === undefined) resumed = state;
+    else {
+      progress(`svc-results: ${options.resource}: starting over: ${why}`);
+      await rm(partial, { force: true });
+    }
     state = undefined;
   }
   // A page-by-page export under way (or asked for with --limit) continues page by page; else the
   // stream of /v1/exports.
   if (!state && options.limit === undefined) {
     if (options.format === 'parquet' && !options.out) throw new Error('parquet needs --out (a binary file)');
-    return streamExport(client, options, progress, stateFile, resumed);
+    return streamExport(client, { ...options, format }, progress, stateFile, resumed);
   }
   if (options.format === 'parquet') throw new Error('parquet comes from the stream only: drop --limit');
   if (options.resource === 'deletions') throw new Error('deletions come from the stream only: drop --limit');
@@ -172,14 +196,17 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
   const save = async () => {
     if (!file || !stateFile) return;
     await file.sync();
-    await writeFile(`${stateFile}.tmp`, JSON.stringify(state));
-    await rename(`${stateFile}.tmp`, stateFile);
+    await writeState(stateFile, state!);
   };
 
   let lastReport = 0;
   try {
     let chunk = '';
-    for await (const event of client.sync(options.resource as SyncResource, { checkpoint: state.checkpoint, limit: options.limit, tombstones: false })) {
+    for await (const event of client.sync(options.resource as SyncResource, {
+      checkpoint: state.checkpoint ?? initial,
+      limit: options.limit,
+      tombstones: false,
+    })) {
       if (event.type === 'upsert') {
         const row = event.row as Record<string, unknown>;
         if (options.format !== 'csv') {
@@ -206,7 +233,7 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
   } finally {
     await file?.close();
   }
-  const consistentThrough = state.checkpoint.rows.since;
+  const consistentThrough = state.checkpoint?.rows.since ?? null;
   progress(
     `svc-results: ${options.resource}: ${state.rows} rows exported, consistent through ${consistentThrough ?? 'the start'}` +
       (consistentThrough ? ` (next export: --updated-since ${consistentThrough})` : ''),
@@ -215,7 +242,7 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
 }
 
 /** Where a streamed export's rows are ordered: the instant's and the id's fields (the service sends rows in this order). */
-const ORDER_KEY: Partial<Record<ExportResource, { at: string; id: string }>> = {
+export const ORDER_KEY: Partial<Record<ExportResource, { at: string; id: string }>> = {
   'activity-results': { at: 'updated_at', id: 'id' },
   artifacts: { at: 'updated_at', id: 'id' },
   learners: { at: 'updated_at', id: 'svc_user_id' },
@@ -228,6 +255,7 @@ interface Position {
   at: string;
   id: string;
 }
+/** True when `p` comes after `q` in the export's order. */
 const isAfter = (p: Position, q: Position) => p.at > q.at || (p.at === q.at && p.id > q.id);
 
 /**
@@ -291,14 +319,25 @@ class Records {
   }
 }
 
-/** The order key of one record (`header`: the CSV's column names; NDJSON: undefined). */
+/**
+ * The order key of one record (`header`: the CSV's column names; NDJSON: undefined). Throws when
+ * the record lacks one of the key's fields (no position is better than a wrong one).
+ */
 function positionOf(record: Buffer, key: { at: string; id: string }, header: string[] | undefined): Position {
-  if (!header) {
-    const row = JSON.parse(record.toString('utf8')) as Record<string, string>;
-    return { at: row[key.at]!, id: row[key.id]! };
+  let at: unknown;
+  let id: unknown;
+  if (header) {
+    const [cells] = parse(record, { relax_column_count: true }) as string[][];
+    at = cells?.[header.indexOf(key.at)];
+    id = cells?.[header.indexOf(key.id)];
+  } else {
+    const row = JSON.parse(record.toString('utf8')) as Record<string, unknown>;
+    at = row[key.at];
+    id = row[key.id];
   }
-  const [cells] = parse(record, { relax_column_count: true }) as string[][];
-  return { at: cells![header.indexOf(key.at)]!, id: cells![header.indexOf(key.id)]! };
+  if (typeof at !== 'string' || typeof id !== 'string' || !at || !id)
+    throw new Error(`a row without its ${key.at} and ${key.id}: cannot mark where the export is`);
+  return { at, id };
 }
 
 /** Least time between two checkpoints (and progress lines) of a streamed export, ms. */
@@ -319,22 +358,18 @@ const CHECKPOINT_EVERY_MS = 1000;
  */
 async function streamExport(
   client: ResultsClient,
-  options: ExportOptions,
+  options: ExportOptions & { format: 'csv' | 'ndjson' | 'parquet' },
   progress: (line: string) => void,
   stateFile: string | undefined,
   resumed: ExportState | undefined,
 ): Promise<{ rows: number; consistentThrough: string | null }> {
-  const format = options.format === 'jsonl' ? 'ndjson' : options.format;
+  const { format } = options;
   const key = format === 'parquet' ? undefined : ORDER_KEY[options.resource];
   const from = resumed?.position && key ? resumed : undefined;
-  const updatedSince = from ? from.position!.at : options.updatedSince;
-  const { watermark: answered, body } = await client.exportRaw(options.resource, { format, updatedSince });
-  const watermark = from ? (from.watermark ?? null) : answered;
-  const about = { resource: options.resource, format, updatedSince: from ? from.updatedSince : (options.updatedSince ?? null), watermark };
   const partial = options.out ? `${options.out}.partial` : undefined;
+  // The file first: one that cannot be opened fails before the request (and the key's one export).
   const file = partial ? await open(partial, from ? 'r+' : 'w') : undefined;
   let bytes = from?.bytes ?? 0;
-  if (file && from) await file.truncate(bytes);
   let rows = from?.rows ?? 0;
   let position: Position | null = from?.position ?? null;
   const records = format === 'parquet' ? undefined : new Records(format);
@@ -342,24 +377,34 @@ async function streamExport(
   let seenHeader = false;
   /** Resuming: records up to `from.position` are skipped (the CSV's header too). */
   let skipping = from !== undefined;
-  const save = async () => {
-    if (!file || !stateFile || !records) return;
-    await file.datasync();
-    const state = { ...about, stream: true, checkpoint: null, bytes: bytes - records.pendingBytes, rows, position, columns: null };
-    await writeFile(`${stateFile}.tmp`, JSON.stringify(state));
-    await rename(`${stateFile}.tmp`, stateFile);
-  };
+  let watermark: string | null = null;
+  let about: Partial<ExportState> = {};
+  const stateNow = (): ExportState => ({
+    ...about,
+    stream: true,
+    checkpoint: null,
+    bytes: bytes - (records?.pendingBytes ?? 0),
+    rows,
+    position,
+    columns: header ?? null,
+  });
   const out = async (chunk: Uint8Array) => {
     if (chunk.length === 0) return;
     if (file) await file.write(chunk, 0, chunk.length, bytes);
     else if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
     bytes += chunk.length;
   };
-  if (stateFile) await writeFile(stateFile, JSON.stringify({ ...about, stream: true, checkpoint: null, bytes, rows, position, columns: null }));
   const every = options.checkpointEveryMs ?? CHECKPOINT_EVERY_MS;
-  let lastReport = Date.now();
+  let body: ReadableStream<Uint8Array> | undefined;
   let whole = false;
   try {
+    if (file && from) await file.truncate(bytes);
+    const answer = await client.exportRaw(options.resource, { format, updatedSince: from ? from.position!.at : options.updatedSince });
+    body = answer.body;
+    watermark = from ? (from.watermark ?? null) : answer.watermark;
+    about = { resource: options.resource, format, updatedSince: from ? from.updatedSince : (options.updatedSince ?? null), watermark };
+    if (stateFile) await writeState(stateFile, stateNow());
+    let lastReport = Date.now();
     for await (const piece of body as unknown as AsyncIterable<Uint8Array>) {
       const chunk = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
       const done = records?.push(chunk) ?? [];
@@ -368,6 +413,9 @@ async function streamExport(
         if (format === 'csv' && !seenHeader) {
           seenHeader = true;
           header = (parse(record) as string[][])[0];
+          if (from && JSON.stringify(header) !== JSON.stringify(from.columns)) {
+            throw new Error(`the service's CSV columns are not those of ${partial} any more: drop --resume to start afresh`);
+          }
           if (skipping) write = end; // the file already has it
           continue;
         }
@@ -382,27 +430,33 @@ async function streamExport(
         }
         rows += 1;
       }
-      if (skipping) {
-        // Still before the place resumed from; the record under way is kept by `records` only.
-        continue;
-      }
+      if (skipping) continue; // still before the place resumed from (the record under way is in `records`)
       await out(chunk.subarray(write));
       if (Date.now() - lastReport >= every) {
         const last = done.at(-1);
         if (key && last && !(format === 'csv' && rows === 0)) position = positionOf(last.record, key, header);
-        if (key && last) await save();
-        progress(`svc-results: ${options.resource}: ${format === 'parquet' ? `${bytes} bytes` : `${rows} rows`} exported`);
+        if (key && last && file && stateFile) {
+          await file.datasync();
+          await writeState(stateFile, stateNow());
+        }
+        progress(`svc-results: ${options.resource}: ${amount(format, rows, bytes)} exported`);
         lastReport = Date.now();
       }
+    }
+    // A body that ends cleanly in the middle of a record was cut where the transfer could not say
+    // so (an HTTP/1.0 hop ends a body by closing the connection): not a whole export.
+    if (records && records.pendingBytes > 0) {
+      throw new ResultsApiError('network_error', `the export ended in the middle of a record, after ${bytes} bytes`, 0);
     }
     await file?.sync();
     whole = true;
   } catch (err) {
+    await body?.cancel().catch(() => {});
     if (partial) {
       progress(
         key && position
           ? `svc-results: ${options.resource}: stopped after ${rows} rows; ${partial} is kept: run the same command with --resume to continue`
-          : `svc-results: ${options.resource}: stopped after ${format === 'parquet' ? `${bytes} bytes` : `${rows} rows`}; nothing written to ${options.out}`,
+          : `svc-results: ${options.resource}: stopped after ${amount(format, rows, bytes)}; nothing written to ${options.out}`,
       );
     }
     throw err;
@@ -413,16 +467,15 @@ async function streamExport(
   }
   if (partial) await rename(partial, options.out!);
   if (stateFile) {
-    const rowsState: SyncCheckpoint = {
+    const checkpoint: SyncCheckpoint = {
       resource: options.resource as SyncResource,
       deletions: { since: watermark, cursor: null },
       rows: { since: watermark, cursor: null },
     };
-    await writeFile(`${stateFile}.tmp`, JSON.stringify({ ...about, stream: false, done: true, checkpoint: rowsState, bytes, rows, columns: null }));
-    await rename(`${stateFile}.tmp`, stateFile);
+    await writeState(stateFile, { ...about, stream: false, done: true, checkpoint, bytes, rows, columns: header ?? null });
   }
   progress(
-    `svc-results: ${options.resource}: ${format === 'parquet' ? `${bytes} bytes` : `${rows} rows`} exported, consistent through ${watermark ?? 'the start'}` +
+    `svc-results: ${options.resource}: ${amount(format, rows, bytes)} exported, consistent through ${watermark ?? 'the start'}` +
       (watermark ? ` (next export: --updated-since ${watermark})` : ''),
   );
   return { rows, consistentThrough: watermark };

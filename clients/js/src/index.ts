@@ -96,10 +96,15 @@ export interface ResultsClientOptions {
   onRetry?: (retry: { attempt: number; waitSeconds: number; reason: string; url: string }) => void;
 }
 
-/** A network failure in words: undici's `fetch failed` / `terminated` say little; their cause (ECONNREFUSED, `other side closed`) says what happened. */
+/**
+ * A network failure in words: undici's `fetch failed` / `terminated` say little; their cause says
+ * what happened — "fetch failed (connect ECONNREFUSED 127.0.0.1:8787)", "terminated
+ * (UND_ERR_SOCKET: other side closed)".
+ */
 function failure(err: unknown): string {
   const e = err as Error & { cause?: { code?: string; message?: string } };
-  const cause = e.cause?.code ?? e.cause?.message;
+  const { code, message } = e.cause ?? {};
+  const cause = code && message && !message.includes(code) ? `${code}: ${message}` : (message ?? code);
   return cause && cause !== e.message ? `${e.message} (${cause})` : String(e.message ?? err);
 }
 

@@ -90,11 +90,15 @@ export function binaryRecords(name: ExportName, format: 'ndjson' | 'csv', onReco
 /** The CSV header row of `name`. */
 export const csvHeader = (name: ExportName) => `${COLUMNS[name].map((c) => c.name).join(',')}\r\n`;
 
-/** CSV records of rows fetched by `cellsSelect` (cells as text or null), quoted as PostgreSQL's COPY quotes them, ending CRLF. */
+/**
+ * CSV records of rows fetched by `cellsSelect` (cells as text or null), ending CRLF, quoted as
+ * PostgreSQL's COPY quotes them: a cell holding a comma, a quote, a CR or an LF, and the empty
+ * string (null is an empty cell, unquoted).
+ */
 export function csvRecords(name: ExportName, rows: Record<string, string | null>[]): string {
   const names = COLUMNS[name].map((c) => c.name);
   return stringify(
     rows.map((r) => names.map((n) => r[n])),
-    { quoted_match: /^$/, record_delimiter: 'windows' },
+    { quoted_match: /^$/, record_delimiter: 'windows', quote_record_delimiter: true },
   );
 }

@@ -66,7 +66,6 @@ const NDJSON_BODY = doc(z.string(), 'One JSON object a line: the list endpoint�
 const CSV_BODY = doc(z.string(), 'RFC 4180: a header row, nested values as JSON text, null as an empty cell.');
 const PARQUET_BODY = doc(z.string(), 'A Parquet file (timestamps INT64 TIMESTAMP(MICROS, UTC)).', { contentMediaType: 'application/vnd.apache.parquet' });
 
-/** Media type → format. */
 /**
  * The Content-Type of each format: CSV names its charset and header row (RFC 4180 §3: without
  * `charset`, text/csv is US-ASCII, and our cells are UTF-8); JSON text is UTF-8 by definition
@@ -74,6 +73,7 @@ const PARQUET_BODY = doc(z.string(), 'A Parquet file (timestamps INT64 TIMESTAMP
  */
 const CONTENT_TYPES: Record<Format, string> = { ...FORMATS, csv: `${FORMATS.csv}; charset=utf-8; header=present` };
 
+/** Media type → format. */
 const BY_TYPE = new Map(Object.entries(FORMATS).map(([f, t]) => [t, f as Format]));
 
 /**

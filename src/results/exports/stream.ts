@@ -15,7 +15,8 @@
  * binary COPY too, its tuples gathered into Arrow batches that parquet.ts writes. A client that
  * goes away cancels the backend's query (pg_cancel_backend from the pool) and closes the
  * connection at once. One export per API key
- * across processes: a session advisory lock on that connection (and an in-process set).
+ * across processes: a session advisory lock on that connection (and, in a process, the `running`
+ * slots, which let a key's next export wait for one whose client just left).
  * PGlite: batches in keyset order, each its own short transaction (see `startPglite`).
  */
 import { PassThrough, Readable } from 'node:stream';
@@ -49,10 +50,15 @@ export function nextBatchRows(last: number, textBytes: number, max: number): num
   return Math.max(1, Math.min(max, last * 8, Math.floor(BATCH_TEXT_BYTES / perRow)));
 }
 
-/** The text in a batch's values (string lengths: bytes for ASCII). */
+/** The text in a batch's values (string lengths: bytes for ASCII; PGlite's parsed JSON values as their JSON text). */
 function textOf(rows: Batch): number {
   let n = 0;
-  for (const row of rows) for (const k in row) n += row[k]?.length ?? 0;
+  for (const row of rows) {
+    for (const k in row) {
+      const v: unknown = row[k];
+      n += typeof v === 'string' ? v.length : v == null ? 0 : JSON.stringify(v).length;
+    }
+  }
   return n;
 }
 
@@ -150,8 +156,11 @@ const running = new Map<string, Slot>();
  */
 const ENDING_WAIT_MS = 2000;
 
-/** Wait, ms, of a key's second export for the server to notice that the first one's client left, before it is refused. */
-const NOTICE_WAIT_MS = 100;
+/**
+ * Wait, ms, of a key's second export for the server to notice that the first one's client left,
+ * before it is refused: ms on an idle machine, but over 100 ms seen on a loaded one.
+ */
+const NOTICE_WAIT_MS = 500;
 
 /** Seconds an export refused for either limit is told to wait. */
 const BUSY_RETRY_AFTER_SECONDS = 5;
@@ -231,9 +240,12 @@ export async function startExport(db: Db, req: ExportRequest): Promise<RunningEx
   const previous = running.get(req.keyId);
   if (previous) {
     // The key's export may be one whose client just left (a `break` out of the client's loop, then
-    // the next export at once): let the server notice, then let it end.
-    await Promise.race([previous.released, sleep(previous.ending ? ENDING_WAIT_MS : NOTICE_WAIT_MS, undefined, { ref: false })]);
-    if (running.get(req.keyId) === previous && previous.ending) await Promise.race([previous.released, sleep(ENDING_WAIT_MS, undefined, { ref: false })]);
+    // the next export at once): let the server notice, then let it end — ENDING_WAIT_MS at most.
+    const wasEnding = previous.ending;
+    await Promise.race([previous.released, sleep(wasEnding ? ENDING_WAIT_MS : NOTICE_WAIT_MS, undefined, { ref: false })]);
+    if (!wasEnding && previous.ending && running.get(req.keyId) === previous) {
+      await Promise.race([previous.released, sleep(ENDING_WAIT_MS, undefined, { ref: false })]);
+    }
   }
   if (running.has(req.keyId)) throw busy();
   if (running.size >= req.max) {
