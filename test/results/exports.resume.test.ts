@@ -4,7 +4,7 @@
  * the finished file is byte for byte the export of one go (rows sharing one updated_at, from one
  * transaction, too); a cut is a `ResultsApiError` naming the bytes received; a finished export
  * whose file is gone is exported again; `--out` is checked before any request; `| head` ends
- * quietly; retries are announced and an unreachable service is named with its cause; `--help`
+ * quietly; Ctrl-C keeps a resumable partial file and exits 130; retries are announced and an unreachable service is named with its cause; `--help`
  * names SVC_API_KEY.
  */
 import { execFile, spawn } from 'node:child_process';
@@ -130,6 +130,45 @@ describe('a stream that ends cleanly in the middle of a record (an HTTP/1.0 hop)
     } finally {
       halfway.closeAllConnections();
       await new Promise((resolve) => halfway.close(resolve));
+    }
+  });
+});
+
+describe('Ctrl-C', () => {
+  it('stops a streamed export, keeps what can be resumed, says so, and exits 130', async () => {
+    // A service that sends a row every 20 ms and never ends.
+    const slow = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'svc-consistent-through': '2026-11-27T00:00:00.000000Z' });
+      let n = 0;
+      const timer = setInterval(() => {
+        n += 1;
+        res.write(`{"id":"00000000-0000-7000-8000-${String(n).padStart(12, '0')}","updated_at":"2026-11-26T00:00:00.000000Z"}\n`);
+      }, 20);
+      res.on('close', () => clearInterval(timer));
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    try {
+      const out = join(tmp, 'interrupted.ndjson');
+      const baseUrl = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+      const child = spawn(process.execPath, [CLI, 'export', 'activity-results', '--format', 'ndjson', '--out', out], {
+        env: { ...process.env, SVC_BASE_URL: baseUrl, SVC_API_KEY: 'svc_x_y' },
+      });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const closed = new Promise((resolve) => child.on('close', resolve));
+      // Once a checkpoint with a position is written (every second), interrupt.
+      await expect
+        .poll(async () => JSON.parse((await readFile(`${out}.checkpoint.json`, 'utf8').catch(() => '{}')) || '{}').position, { timeout: 15_000 })
+        .toBeTruthy();
+      child.kill('SIGINT');
+      expect(await closed).toBe(130);
+      expect(stderr).toMatch(/stopped after \d+ rows; .*interrupted\.ndjson\.partial is kept: run the same command with --resume/);
+      expect(stderr).toMatch(/svc-results: interrupted\n$/);
+      expect(existsSync(`${out}.partial`)).toBe(true);
+      expect(existsSync(out)).toBe(false);
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((resolve) => slow.close(resolve));
     }
   });
 });

@@ -64,13 +64,33 @@ program
         onRetry: ({ attempt, waitSeconds, reason, url }) =>
           process.stderr.write(`svc-results: ${new URL(url).origin}: ${reason}; retrying in ${waitSeconds} s (${attempt}/${RETRIES})\n`),
       });
-      await runExport(client, { resource, format: o.format, updatedSince: o.updatedSince, out: o.out, resume: o.resume, limit: o.limit });
+      // Ctrl-C: the export stops as a failed one does (a resumable partial file is kept and said
+      // so, another removed), then the command exits 130; a second Ctrl-C ends it at once.
+      process.once('SIGINT', () => {
+        interrupt.abort();
+        setTimeout(() => process.exit(130), 2000).unref(); // a request or a retry's wait that does not stop
+      });
+      await runExport(client, {
+        resource,
+        format: o.format,
+        updatedSince: o.updatedSince,
+        out: o.out,
+        resume: o.resume,
+        limit: o.limit,
+        signal: interrupt.signal,
+      });
     },
   );
+
+const interrupt = new AbortController();
 
 try {
   await program.parseAsync();
 } catch (err) {
+  if (interrupt.signal.aborted) {
+    process.stderr.write('svc-results: interrupted\n');
+    process.exit(130);
+  }
   const message = err instanceof ResultsApiError ? `${err.code}: ${err.message}${err.requestId ? ` (request ${err.requestId})` : ''}` : (err as Error).message;
   process.stderr.write(`svc-results: ${message}\n`);
   process.exitCode = 1;

@@ -46,6 +46,8 @@ export interface ExportOptions {
   progress?: (line: string) => void;
   /** Least time between two checkpoints of a streamed export into a file, ms (default 1000). */
   checkpointEveryMs?: number;
+  /** Stops the export (Ctrl-C): it ends as a failed one does, with an AbortError. */
+  signal?: AbortSignal;
 }
 
 interface ExportState {
@@ -220,6 +222,7 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
         }
         state.rows += 1;
       } else if (event.type === 'checkpoint') {
+        options.signal?.throwIfAborted(); // Ctrl-C, between pages: this one is neither written nor checkpointed (--resume reads it again)
         await write(chunk);
         chunk = '';
         state.checkpoint = event.checkpoint;
@@ -399,7 +402,7 @@ async function streamExport(
   let whole = false;
   try {
     if (file && from) await file.truncate(bytes);
-    const answer = await client.exportRaw(options.resource, { format, updatedSince: from ? from.position!.at : options.updatedSince });
+    const answer = await client.exportRaw(options.resource, { format, updatedSince: from ? from.position!.at : options.updatedSince, signal: options.signal });
     body = answer.body;
     watermark = from ? (from.watermark ?? null) : answer.watermark;
     about = { resource: options.resource, format, updatedSince: from ? from.updatedSince : (options.updatedSince ?? null), watermark };
