@@ -97,6 +97,20 @@ describe('a streamed export cut mid-way', () => {
     expect(state.bytes).toBeGreaterThan(0);
     expect(state.bytes).toBeLessThanOrEqual(300_000);
 
+    // Cut again while resuming, still among the rows it skips: the checkpoint stays where it was,
+    // and the next resume goes on from there.
+    const again = await runExport(clientOf(cutAfter(1_000)), {
+      resource: 'activity-results',
+      format,
+      out,
+      resume: true,
+      checkpointEveryMs: 0,
+      progress: quiet,
+    }).catch((e: unknown) => e);
+    expect(again).toMatchObject({ code: 'network_error' });
+    const later = JSON.parse(await readFile(`${out}.checkpoint.json`, 'utf8'));
+    expect(later).toMatchObject({ bytes: state.bytes, position: state.position });
+
     const requests: string[] = [];
     const resumed = await runExport(
       clientOf((r) => {
@@ -105,7 +119,7 @@ describe('a streamed export cut mid-way', () => {
       }),
       { resource: 'activity-results', format, out, resume: true, progress: quiet },
     );
-    expect(requests).toEqual([expect.stringContaining(`updated_since=${encodeURIComponent(state.position.at)}`)]);
+    expect(requests).toEqual([expect.stringContaining(`updated_since=${encodeURIComponent(later.position.at)}`)]);
     expect((await readFile(out)).equals(expected)).toBe(true);
     expect(resumed.rows).toBe(format === 'csv' ? expected.toString().trim().split('\r\n').length - 1 : expected.toString().trim().split('\n').length);
     expect(existsSync(`${out}.partial`)).toBe(false);

@@ -376,7 +376,8 @@ async function streamExport(
   let rows = from?.rows ?? 0;
   let position: Position | null = from?.position ?? null;
   const records = format === 'parquet' ? undefined : new Records(format);
-  let header: string[] | undefined;
+  /** CSV: the columns (those of the file resumed until the answer's own header is read). */
+  let header: string[] | undefined = from?.columns ?? undefined;
   let seenHeader = false;
   /** Resuming: records up to `from.position` are skipped (the CSV's header too). */
   let skipping = from !== undefined;
