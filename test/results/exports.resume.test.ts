@@ -148,6 +148,28 @@ describe('a stream that ends cleanly in the middle of a record (an HTTP/1.0 hop)
   });
 });
 
+describe('a stream cut before its first checkpoint', () => {
+  it('starts over on --resume, of the rows it was asked for (its --updated-since)', async () => {
+    const out = join(tmp, 'early.ndjson');
+    const since = '2000-01-01T00:00:00Z';
+    const err = await runExport(clientOf(cutAfter(1_000)), { resource: 'activity-results', format: 'ndjson', out, updatedSince: since, progress: quiet }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ code: 'network_error' });
+    const lines: string[] = [];
+    const requests: string[] = [];
+    await runExport(
+      clientOf((r) => {
+        requests.push(r.url);
+        return fetch(r);
+      }),
+      { resource: 'activity-results', format: 'ndjson', out, resume: true, progress: (l) => lines.push(l) },
+    );
+    expect(lines[0]).toMatch(/starting over: it stopped before its first checkpoint/);
+    expect(requests).toEqual([expect.stringContaining(`updated_since=${encodeURIComponent(since)}`)]);
+  });
+});
+
 describe('Ctrl-C', () => {
   it('stops a streamed export, keeps what can be resumed, says so, and exits 130', async () => {
     // A service that sends a row every 20 ms and never ends.

@@ -155,15 +155,19 @@ export async function runExport(client: ResultsClient, options: ExportOptions): 
     const why =
       options.limit !== undefined
         ? 'it was streamed, and --limit asks for pages'
-        : !state.position || format === 'parquet' || !ORDER_KEY[options.resource]
+        : format === 'parquet' || !ORDER_KEY[options.resource]
           ? `an interrupted ${format === 'parquet' ? 'Parquet' : options.resource} stream cannot be continued`
-          : (await sizeOf(partial)) < state.bytes
-            ? `${partial} is missing or shorter than its checkpoint`
-            : undefined;
+          : !state.position
+            ? 'it stopped before its first checkpoint'
+            : (await sizeOf(partial)) < state.bytes
+              ? `${partial} is missing or shorter than its checkpoint`
+              : undefined;
     if (why === undefined) resumed = state;
     else {
       progress(`svc-results: ${options.resource}: starting over: ${why}`);
       await rm(partial, { force: true });
+      // Over again, but of the rows it was asked for.
+      if (options.updatedSince === undefined && state.updatedSince) options = { ...options, updatedSince: state.updatedSince };
     }
     state = undefined;
   }
