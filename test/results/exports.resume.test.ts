@@ -119,7 +119,10 @@ describe('a streamed export cut mid-way', () => {
       }),
       { resource: 'activity-results', format, out, resume: true, progress: quiet },
     );
-    expect(requests).toEqual([expect.stringContaining(`updated_since=${encodeURIComponent(later.position.at)}`)]);
+    // One request — or more: on a loaded machine the export left by the cut above may still be
+    // ending, and a 429 is retried after its Retry-After.
+    expect(requests.length).toBeGreaterThan(0);
+    for (const url of requests) expect(url).toContain(`updated_since=${encodeURIComponent(later.position.at)}`);
     expect((await readFile(out)).equals(expected)).toBe(true);
     expect(resumed.rows).toBe(format === 'csv' ? expected.toString().trim().split('\r\n').length - 1 : expected.toString().trim().split('\n').length);
     expect(existsSync(`${out}.partial`)).toBe(false);
@@ -166,7 +169,8 @@ describe('a stream cut before its first checkpoint', () => {
       { resource: 'activity-results', format: 'ndjson', out, resume: true, progress: (l) => lines.push(l) },
     );
     expect(lines[0]).toMatch(/starting over: it stopped before its first checkpoint/);
-    expect(requests).toEqual([expect.stringContaining(`updated_since=${encodeURIComponent(since)}`)]);
+    expect(requests.length).toBeGreaterThan(0); // more than one when a 429 (the cut export still ending) was retried
+    for (const url of requests) expect(url).toContain(`updated_since=${encodeURIComponent(since)}`);
   });
 });
 
