@@ -13,26 +13,32 @@
  *    child process, DATABASE_URL mode, rate limit out of the way; the npm script builds first) and
  *    measures with a load generator at 8 connections — wrk when installed (Debian's `wrk`),
  *    else autocannon; BENCH_LOADGEN=autocannon forces it — the first 50-row page, a page 90 %
- *    deep (900,000 rows deep in the 1M run), a filtered page, and /v1/progress.
- * 3. Runs pgbench (-c 8) for each of those four requests: the statement the API sends, prepared
+ *    deep (900,000 rows deep in the 1M run), a filtered page, and /v1/progress. Right after each,
+ *    the same request on bench/relay-floor.ts (BENCH_PORT + 1), the floor of a Node.js relay
+ *    (node:http and pg, the API's query and nothing else), and then
+ * 3. pgbench (-c 8) on the same request: the statement the API sends, prepared
  *    with its one text[] parameter bound (its statement function, with the role and tenant
  *    switch and RLS — "the same SQL"), and, for reference, the bare page query as the table owner
  *    with its arguments inlined (simple protocol: planned on every run).
- * 4. Unless BENCH_PROFILE=0, runs the first page once more on a server under V8's CPU profiler
+ * 4. Measures the first page on servers run without one of `npm start`'s defaults (VARIANTS).
+ *    Unless BENCH_PROFILE=0, runs the first page once more on a server under V8's CPU profiler
  *    (`--cpu-prof`, a sample every 250 µs) and keeps the steady state (start-up and warm-up cut
  *    off) in bench/flamegraphs/: results-api-first-page.cpuprofile (Chrome DevTools, speedscope)
  *    and results-api-first-page.svg (a flame graph), plus a table of where the time goes.
  * 5. Prints the tables and rewrites the "results-api" section of bench/README.md.
  *
  * Figures: requests per second, p50 and p99 latency in milliseconds, the server's CPU time (user
- * + system, /proc) per request in µs, the ratio API ÷ pgbench per request, the deep ÷ first page
- * cost, the server's peak RSS sampled during the load, the profile's shares by kind of work, and
- * the machine's load average before and after the run (the machine may be shared).
+ * + system, /proc) per request in µs, the whole machine's busy CPU time per request and per pgbench
+ * transaction (/proc/stat) and the server CPU per request the 85 % target leaves, the ratio API ÷
+ * pgbench per request, the deep ÷ first page cost, the server's peak RSS sampled during the load,
+ * the profile's shares by kind of work, and the machine's load average before and after the run
+ * (the machine may be shared).
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { migrate, openDb } from '../src/db/index.ts';
@@ -43,7 +49,7 @@ import {
   createApiKey,
   cursorCodec,
   listStatement,
-  statementFunction,
+  statementCall,
   type Endpoint,
   type ListOptions,
   type PageStatement,
@@ -63,7 +69,7 @@ const LEAN_YOUNG = '--max-semi-space-size=4';
  * Variants measured on the first page only, to show what the defaults buy: Node's default heap
  * limits (young generation up to 3 × 16 MiB; old generation sized for the machine's memory, which
  * lets garbage pile up to ~140 MiB between full collections), the small young generation alone,
- * and postgres.js's default pool of 10 connections instead of SVC_DB_POOL_SIZE's default
+ * and a pool of 10 connections (postgres.js's default, where the figure comes from) instead of SVC_DB_POOL_SIZE's default
  * (2 × cores, at least 4).
  */
 const VARIANTS: { label: string; flags: string; env: Record<string, string> }[] = [
@@ -125,6 +131,8 @@ interface Figures {
   n?: number;
   /** CPU time (user + system) of the server process per request, µs (API runs only). */
   cpuUs?: number;
+  /** CPU time of the whole machine (every process, both cores) per request, µs. */
+  machineUs?: number;
 }
 
 function percentile(sorted: number[], p: number) {
@@ -138,8 +146,8 @@ function wrkMillis(text: string): number {
   return m[2] === 'us' ? v / 1000 : m[2] === 'ms' ? v : m[2] === 's' ? v * 1000 : v * 60_000;
 }
 
-async function http(path: string, key: string): Promise<Figures> {
-  const url = `http://127.0.0.1:${PORT}${path}`;
+async function http(path: string, key: string, port = PORT): Promise<Figures> {
+  const url = `http://127.0.0.1:${port}${path}`;
   if (loadgen === 'wrk') {
     const { stdout } = await run('wrk', ['-t', '2', '-c', String(CONNECTIONS), '-d', `${DURATION}s`, '--latency', '-H', `Authorization: Bearer ${key}`, url]);
     if (/Non-2xx or 3xx responses/.test(stdout)) throw new Error(`${path}: non-2xx answers\n${stdout}`);
@@ -158,11 +166,19 @@ function cpuMicros(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
-/** `http(path, key)` with the server's CPU time per request (`cpuUs`). */
-async function measured(pid: number, path: string, key: string): Promise<Figures> {
+/** Busy CPU time of the whole machine so far (all cores, everything but idle and I/O wait), in µs (/proc/stat). */
+function machineMicros(): number {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = ticks as number[];
+  return (user! + nice! + system! + irq! + softirq! + steal!) * 10_000;
+}
+
+/** `http(path, key, port)` with the server's CPU time (`cpuUs`) and the machine's (`machineUs`) per request. */
+async function measured(pid: number, path: string, key: string, port = PORT): Promise<Figures> {
   const before = cpuMicros(pid);
-  const figures = await http(path, key);
-  return { ...figures, cpuUs: (cpuMicros(pid) - before) / figures.n! };
+  const machine = machineMicros();
+  const figures = await http(path, key, port);
+  return { ...figures, cpuUs: (cpuMicros(pid) - before) / figures.n!, machineUs: (machineMicros() - machine) / figures.n! };
 }
 
 /**
@@ -175,6 +191,7 @@ async function pgbench(sql: string, args?: string): Promise<Figures> {
   const file = join(dir, 'page.sql');
   writeFileSync(file, `${sql.replace(/\s+/g, ' ').trim()};\n`);
   const mode = args === undefined ? [] : ['-M', 'prepared', '-D', `args=${args}`];
+  const machine = machineMicros();
   const { stdout } = await run(
     'pgbench',
     [
@@ -195,6 +212,7 @@ async function pgbench(sql: string, args?: string): Promise<Figures> {
     ],
     { cwd: dir, maxBuffer: 64 << 20 },
   );
+  const machineUs = (machineMicros() - machine) / Number(/number of transactions actually processed: (\d+)/.exec(stdout)![1]);
   const tps = Number(/tps = ([\d.]+)/.exec(stdout)![1]);
   const { stdout: files } = await run('sh', ['-c', `cat ${join(dir, 'log')}*`], { maxBuffer: 512 << 20 });
   const latencies = files
@@ -202,7 +220,7 @@ async function pgbench(sql: string, args?: string): Promise<Figures> {
     .split('\n')
     .map((l) => Number(l.split(' ')[2]) / 1000)
     .sort((a, b) => a - b);
-  return { rps: tps, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  return { rps: tps, p50: percentile(latencies, 50), p99: percentile(latencies, 99), machineUs };
 }
 
 /**
@@ -221,10 +239,38 @@ function inline(statement: PageStatement): string {
  * the results role and the tenant (RLS) and runs the cached page query.
  */
 function apiStatement(statement: PageStatement): { sql: string; args: string } {
-  return {
-    sql: `select data, has_more, last_ts, last_id from svc.${statementFunction(statement).name}(:args::text[])`,
-    args: arrayLiteral(statement.args),
+  return { sql: statementCall(statement).text.replace('$1', ':args'), args: arrayLiteral(statement.args) };
+}
+
+/** Port of the relay (bench/relay-floor.ts), which runs beside the server. */
+const RELAY_PORT = PORT + 1;
+
+/**
+ * Start bench/relay-floor.ts (the floor of a Node.js relay: node:http + pg, the API's query and
+ * nothing else) on RELAY_PORT, answering each of `routes` (request target → the statement the API sends
+ * for it); resolves once it listens.
+ */
+async function startRelay(routes: Record<string, { text: string; values: unknown[] }>): Promise<{ pid: number; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./relay-floor.ts', import.meta.url))], {
+    env: {
+      PATH: process.env.PATH,
+      RELAY_DB: dbUrl,
+      RELAY_PORT: String(RELAY_PORT),
+      RELAY_POOL: String(DEFAULT_POOL_SIZE),
+      RELAY_ROUTES: JSON.stringify(routes),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('relay listening') && resolve());
+    child.once('exit', (code) => reject(new Error(`the relay exited (${code}) before listening`)));
+  });
+  const exited = new Promise((r) => child.once('exit', r));
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await exited;
   };
+  return { pid: child.pid!, stop };
 }
 
 /** Peak RSS of `pid` in MiB, sampled every 100 ms until `stop()`. */
@@ -474,10 +520,31 @@ async function main() {
       },
       { name: '/v1/progress (50 rows)', path: '/v1/progress?limit=50', endpoint: 'progress', options: { limit: 50, filters: {}, order: 'created' } },
     ];
-    await http(cases[0]!.path, s.key); // warm up
-    const stopRss = sampleRss(server.pid);
+    // Each request on the API, on the floor of a Node.js relay (bench/relay-floor.ts) and on
+    // pgbench, back to back: the host's speed drifts by tens of percent over minutes, so what is
+    // compared is measured within the same half minute. pgbench runs twice: the statement the API
+    // sends (its statement function: role and tenant switch, RLS, cached plan), and the bare page
+    // query as the table owner (no RLS).
+    const relay = await startRelay(Object.fromEntries(cases.map((c) => [c.path, statementCall(listStatement(c.endpoint, s.tenantId, c.options))])));
     const api: Figures[] = [];
-    for (const c of cases) api.push(await measured(server.pid, c.path, s.key));
+    const floor: Figures[] = [];
+    const same: Figures[] = [];
+    const bare: Figures[] = [];
+    const stopRss = sampleRss(server.pid);
+    try {
+      await http(cases[0]!.path, s.key); // warm up
+      await http(cases[0]!.path, s.key, RELAY_PORT);
+      for (const c of cases) {
+        api.push(await measured(server.pid, c.path, s.key));
+        floor.push(await measured(relay.pid, c.path, s.key, RELAY_PORT));
+        const statement = listStatement(c.endpoint, s.tenantId, c.options);
+        const sent = apiStatement(statement);
+        same.push(await pgbench(sent.sql, sent.args));
+        bare.push(await pgbench(inline(statement)));
+      }
+    } finally {
+      await relay.stop();
+    }
     const rss = stopRss();
     await server.stop();
     // The first page once more on servers run without one of the defaults.
@@ -492,16 +559,6 @@ async function main() {
     }
     // The first page once more on a server under the V8 CPU profiler (slower: not a figure of the table).
     const profile = PROFILE ? await profileFirstPage(cases[0]!.path, s.key) : undefined;
-    // pgbench, twice per request: the statement the API sends (its statement function: role and
-    // tenant switch, RLS, cached plan), and the bare page query as the table owner (no RLS).
-    const same: Figures[] = [];
-    const bare: Figures[] = [];
-    for (const c of cases) {
-      const statement = listStatement(c.endpoint, s.tenantId, c.options);
-      const sent = apiStatement(statement);
-      same.push(await pgbench(sent.sql, sent.args));
-      bare.push(await pgbench(inline(statement)));
-    }
 
     const f = (n: number) => n.toFixed(2);
     const pct = (a: number, b: number) => `${((a / b) * 100).toFixed(0)} %`;
@@ -513,6 +570,25 @@ async function main() {
           `| ${c.name} | ${Math.round(api[i]!.rps)} | ${f(api[i]!.p50)} | ${f(api[i]!.p99)} | ${Math.round(api[i]!.cpuUs!)} | ${Math.round(same[i]!.rps)} | ${f(same[i]!.p50)} | ${f(same[i]!.p99)} | **${pct(api[i]!.rps, same[i]!.rps)}** | ${Math.round(bare[i]!.rps)} | ${pct(api[i]!.rps, bare[i]!.rps)} |`,
       ),
     ].join('\n');
+    const us = (n: number) => Math.round(n).toLocaleString('en');
+    // What the server may spend per request for the API to reach 85 % of pgbench: the machine's
+    // CPU per pgbench transaction ÷ 0.85, less what everything but the server (PostgreSQL, the load
+    // generator) spent per API request.
+    const budget = (i: number) => same[i]!.machineUs! / 0.85 - (api[i]!.machineUs! - api[i]!.cpuUs!);
+    const floorTable = [
+      '| request | machine CPU µs per pgbench transaction | machine CPU µs per API request | of it the server | server CPU the 85 % target leaves | bare relay: req/s | ÷ pgbench | its CPU µs/req | p99 ms | **API ÷ relay** |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      ...cases.map(
+        (c, i) =>
+          `| ${c.name} | ${us(same[i]!.machineUs!)} | ${us(api[i]!.machineUs!)} | ${us(api[i]!.cpuUs!)} | ${us(budget(i))} | ${Math.round(floor[i]!.rps)} | ${pct(floor[i]!.rps, same[i]!.rps)} | ${us(floor[i]!.cpuUs!)} | ${f(floor[i]!.p99)} | **${pct(api[i]!.rps, floor[i]!.rps)}** |`,
+      ),
+    ].join('\n');
+    const floorText =
+      'The floor of a Node.js relay, measured on the same database between the API and pgbench, request by request: bench/relay-floor.ts — `node:http` and a `pg` pool of the same size, ' +
+      'per request only the API’s own query (the same statement call and arguments) and the page sent back; no key, rate limit, validation or cursor. ' +
+      'CPU columns: busy time of the whole machine (/proc/stat, both cores) per pgbench transaction and per API request, the server’s share of the latter, ' +
+      'and what the server could spend per request if the API were to reach 85 % of pgbench (the machine’s time per pgbench transaction ÷ 0.85, ' +
+      'less what PostgreSQL and the load generator spent per API request).';
     const summary =
       `Deep ÷ first page cost (API, time per request): **${(api[0]!.rps / api[1]!.rps).toFixed(2)}×**; ` +
       `API ÷ pgbench (same SQL), first page: **${pct(api[0]!.rps, same[0]!.rps)}**; ` +
@@ -529,8 +605,9 @@ async function main() {
     const load2 = loadavg()[0]!;
     const profiled = profile ? `\n\n${profile}` : '';
     const loaded = process.env.BENCH_DB ? 'a database kept by an earlier run (BENCH_DB)' : `${ROWS.toLocaleString('en')} results over ${TENANTS} tenants`;
-    const body = `Last run: ${when}Z, ${loaded} (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}, after: ${load2.toFixed(2)}.\n\n${table}\n\n${summary}${profiled}`;
-    console.log(`\n${table}\n\n${summary}${profiled}`);
+    const tables = `${table}\n\n${summary}\n\n${floorText}\n\n${floorTable}${profiled}`;
+    const body = `Last run: ${when}Z, ${loaded} (the measured tenant holds ${s.tenantRows.toLocaleString('en')}), ${CONNECTIONS} connections, ${DURATION} s each, load generator ${loadgen}, ${cpus().length} cores shared by server, PostgreSQL and load generator; 1-minute load average before the run: ${load1.toFixed(2)}, after: ${load2.toFixed(2)}.\n\n${tables}`;
+    console.log(`\n${tables}`);
     writeReadmeSection('results-api', '## Results API — `npm run bench:results`', body);
   } finally {
     await server.stop();

@@ -10,12 +10,12 @@
  * - erasure and export: `resultsLearnerData`, the results part of the learner-data registry
  *   (src/admin/learner-data.ts);
  * - the statement builders and cursor codec, for bench/results-api.ts, which measures them:
- *   `listStatement`, `statementFunction`, `cursorCodec` and their types.
+ *   `listStatement`, `statementCall` (the query the API sends), `cursorCodec` and their types.
  */
 
 export { type ApiKeyInfo, createApiKey, listApiKeys, revokeApiKey } from './api-keys.ts';
 export { cursorCodec, type Endpoint, type Position } from './cursor.ts';
 export { resultsLearnerData } from './learner-data.ts';
 export { resultsDocs } from './openapi.ts';
-export { type ListOptions, listStatement, type PageStatement, statementFunction } from './queries.ts';
+export { type ListOptions, listStatement, type PageStatement, statementCall } from './queries.ts';
 export { default as resultsRoutes } from './routes.ts';

@@ -473,11 +473,18 @@ export async function installStatements(db: Db): Promise<number> {
   });
 }
 
+/**
+ * The query the API sends for `statement`: the call of its statement function with the
+ * arguments as its one text[] parameter (also what bench/results-api.ts replays beside the API).
+ */
+export function statementCall(statement: PageStatement): { text: string; values: [string[]] } {
+  return { text: `select data, has_more, last_ts, last_id, consistent_through from svc.${functionName(statement)}($1::text[])`, values: [statement.args] };
+}
+
 /** Run `statement` for its tenant as svc_results: one statement, one round trip. */
 async function run(db: Queryable, statement: PageStatement): Promise<PageRow | undefined> {
-  const [row] = await db.query<PageRow>(`select data, has_more, last_ts, last_id, consistent_through from svc.${functionName(statement)}($1::text[])`, [
-    statement.args,
-  ]);
+  const { text, values } = statementCall(statement);
+  const [row] = await db.query<PageRow>(text, values);
   return row;
 }
 
