@@ -69,8 +69,8 @@ const LEAN_YOUNG = '--max-semi-space-size=4';
  * Variants measured on the first page only, to show what the defaults buy: Node's default heap
  * limits (young generation up to 3 × 16 MiB; old generation sized for the machine's memory, which
  * lets garbage pile up to ~140 MiB between full collections), the small young generation alone,
- * and a pool of 10 connections (postgres.js's default, where the figure comes from) instead of SVC_DB_POOL_SIZE's default
- * (2 × cores, at least 4).
+ * and a pool of 10 connections (postgres.js's default, the service's driver until issue #11)
+ * instead of SVC_DB_POOL_SIZE's default (2 × cores, at least 4).
  */
 const VARIANTS: { label: string; flags: string; env: Record<string, string> }[] = [
   { label: 'default Node flags', flags: '', env: {} },
